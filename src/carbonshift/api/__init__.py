@@ -1,0 +1,1 @@
+"""carbonshift.api (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""carbonshift.carbon (see DESIGN.md)."""

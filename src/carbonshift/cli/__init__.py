@@ -1,0 +1,1 @@
+"""The ``carbonshift`` command line."""

@@ -1,0 +1,3 @@
+from carbonshift.cli.app import main
+
+raise SystemExit(main())

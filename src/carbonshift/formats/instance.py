@@ -1,0 +1,158 @@
+"""Planning instance JSON (CONTRACTS.md section 1, ``version: 1``).
+
+pydantic models check the wire shape at the edge; :func:`instance_from_dict` turns them into
+the frozen :class:`~carbonshift.domain.Instance`, whose own checks cover the cross-field
+rules. Unknown fields are ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
+from carbonshift.errors import InputError
+from carbonshift.formats._common import describe_validation_error, read_json, warn_unknown_fields
+
+__all__ = ["instance_from_dict", "instance_to_dict", "read_instance", "write_instance"]
+
+NonNegative = float
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=False)
+
+
+class ClusterWire(_Wire):
+    name: str = Field(min_length=1)
+    zone: str | None = None
+    capacity: dict[str, float | list[float]]
+    watts_per_unit: dict[str, float]
+    pue: float = 1.0
+    embodied_g_per_unit_hour: dict[str, float] = Field(default_factory=dict)
+
+
+class JobWire(_Wire):
+    id: str = Field(min_length=1)
+    demand: dict[str, float]
+    runtime_slots: int
+    release_slot: int = 0
+    deadline_slot: int | None = None
+    allowed_clusters: list[str] | None = None
+    critical: bool = False
+
+
+class InstanceWire(_Wire):
+    version: Literal[1]
+    slot_minutes: int
+    horizon_slots: int
+    resources: list[str]
+    clusters: list[ClusterWire]
+    carbon_g_per_kwh: dict[str, list[float]]
+    jobs: list[JobWire]
+    future_demand: dict[str, list[float]] | None = None
+
+
+def instance_from_dict(data: Any, *, what: str = "instance") -> Instance:
+    """Validate a decoded JSON object and build the domain instance."""
+    try:
+        wire = InstanceWire.model_validate(data)
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc, what)) from exc
+    warn_unknown_fields(wire, what)
+    grid = TimeGrid(slot_minutes=wire.slot_minutes, horizon_slots=wire.horizon_slots)
+    clusters = tuple(
+        Cluster(
+            name=ClusterName(c.name),
+            zone=c.zone,
+            capacity={k: tuple(v) if isinstance(v, list) else v for k, v in c.capacity.items()},
+            watts_per_unit=dict(c.watts_per_unit),
+            pue=c.pue,
+            embodied_g_per_unit_hour=dict(c.embodied_g_per_unit_hour),
+        )
+        for c in wire.clusters
+    )
+    jobs = tuple(
+        Job(
+            id=JobId(j.id),
+            demand=dict(j.demand),
+            runtime_slots=j.runtime_slots,
+            release_slot=j.release_slot,
+            deadline_slot=wire.horizon_slots if j.deadline_slot is None else j.deadline_slot,
+            allowed_clusters=(
+                None
+                if j.allowed_clusters is None
+                else frozenset(ClusterName(c) for c in j.allowed_clusters)
+            ),
+            critical=j.critical,
+        )
+        for j in wire.jobs
+    )
+    return Instance(
+        grid=grid,
+        resources=tuple(wire.resources),
+        clusters=clusters,
+        carbon_g_per_kwh={ClusterName(k): tuple(v) for k, v in wire.carbon_g_per_kwh.items()},
+        jobs=jobs,
+        future_demand=(
+            None
+            if wire.future_demand is None
+            else {k: tuple(v) for k, v in wire.future_demand.items()}
+        ),
+    )
+
+
+def instance_to_dict(instance: Instance) -> dict[str, Any]:
+    """The CONTRACTS.md JSON object of ``instance`` (every default written out)."""
+    out: dict[str, Any] = {
+        "version": 1,
+        "slot_minutes": instance.grid.slot_minutes,
+        "horizon_slots": instance.grid.horizon_slots,
+        "resources": list(instance.resources),
+        "clusters": [
+            {
+                "name": c.name,
+                **({"zone": c.zone} if c.zone is not None else {}),
+                "capacity": {
+                    k: list(v) if isinstance(v, tuple) else v for k, v in c.capacity.items()
+                },
+                "watts_per_unit": dict(c.watts_per_unit),
+                "pue": c.pue,
+                "embodied_g_per_unit_hour": dict(c.embodied_g_per_unit_hour),
+            }
+            for c in instance.clusters
+        ],
+        "carbon_g_per_kwh": {k: list(v) for k, v in instance.carbon_g_per_kwh.items()},
+        "jobs": [
+            {
+                "id": j.id,
+                "demand": dict(j.demand),
+                "runtime_slots": j.runtime_slots,
+                "release_slot": j.release_slot,
+                "deadline_slot": j.deadline_slot,
+                **(
+                    {"allowed_clusters": sorted(j.allowed_clusters)}
+                    if j.allowed_clusters is not None
+                    else {}
+                ),
+                "critical": j.critical,
+            }
+            for j in instance.jobs
+        ],
+    }
+    if instance.future_demand is not None:
+        out["future_demand"] = {k: list(v) for k, v in instance.future_demand.items()}
+    return out
+
+
+def read_instance(path: Path) -> Instance:
+    """Read an instance JSON file; errors name the file, the field, the value and the fix."""
+    return instance_from_dict(read_json(path, "instance"), what=f"instance {str(path)!r}")
+
+
+def write_instance(instance: Instance, path: Path) -> None:
+    """Write ``instance`` as CONTRACTS.md JSON (full float precision)."""
+    path.write_text(json.dumps(instance_to_dict(instance), indent=1) + "\n", encoding="utf-8")

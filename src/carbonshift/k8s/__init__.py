@@ -1,0 +1,1 @@
+"""carbonshift.k8s (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""carbonshift.planning (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""carbonshift.sim (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""carbonshift.testing (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""carbonshift.workloads (see DESIGN.md)."""

@@ -1,0 +1,65 @@
+"""Builders for test objects: small, readable instances with sensible defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
+
+
+def job(
+    job_id: str = "j1",
+    *,
+    gpu: float = 1.0,
+    runtime: int = 1,
+    release: int = 0,
+    deadline: int = 10**6,
+    allowed: Sequence[str] | None = None,
+    critical: bool = False,
+) -> Job:
+    return Job(
+        id=JobId(job_id),
+        demand={"gpu": gpu},
+        runtime_slots=runtime,
+        release_slot=release,
+        deadline_slot=deadline,
+        allowed_clusters=None if allowed is None else frozenset(ClusterName(c) for c in allowed),
+        critical=critical,
+    )
+
+
+def cluster(
+    name: str = "c1",
+    *,
+    gpu: float | tuple[float, ...] = 4.0,
+    watts: float = 1000.0,
+    pue: float = 1.0,
+    embodied: float = 0.0,
+) -> Cluster:
+    return Cluster(
+        name=ClusterName(name),
+        capacity={"gpu": gpu},
+        watts_per_unit={"gpu": watts},
+        pue=pue,
+        embodied_g_per_unit_hour={"gpu": embodied},
+    )
+
+
+def instance(
+    jobs: Sequence[Job],
+    clusters: Sequence[Cluster] | None = None,
+    carbon: dict[str, Sequence[float]] | None = None,
+    *,
+    horizon: int = 4,
+    slot_minutes: int = 60,
+) -> Instance:
+    clusters = list(clusters) if clusters is not None else [cluster()]
+    if carbon is None:
+        carbon = {c.name: [100.0] * horizon for c in clusters}
+    return Instance(
+        grid=TimeGrid(slot_minutes=slot_minutes, horizon_slots=horizon),
+        resources=("gpu",),
+        clusters=tuple(clusters),
+        carbon_g_per_kwh={ClusterName(k): tuple(v) for k, v in carbon.items()},
+        jobs=tuple(jobs),
+    )
