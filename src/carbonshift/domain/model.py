@@ -85,7 +85,9 @@ class Cluster:
         for resource, watts in self.watts_per_unit.items():
             _non_negative(watts, f"{where} watts_per_unit[{resource!r}]", "W per unit")
         for resource, grams in self.embodied_g_per_unit_hour.items():
-            _non_negative(grams, f"{where} embodied_g_per_unit_hour[{resource!r}]", "g per unit-hour")
+            _non_negative(
+                grams, f"{where} embodied_g_per_unit_hour[{resource!r}]", "g per unit-hour"
+            )
         _non_negative(self.pue, f"{where} pue", "(ratio)")
 
     def capacity_at(self, resource: str, slot: int) -> float:
@@ -222,9 +224,7 @@ class Instance:
         for cluster in self.clusters:
             if cluster.name == name:
                 return cluster
-        raise InputError(
-            f"unknown cluster {name!r}; known: {[c.name for c in self.clusters]}"
-        )
+        raise InputError(f"unknown cluster {name!r}; known: {[c.name for c in self.clusters]}")
 
     def job(self, job_id: str) -> Job:
         """The job with id ``job_id``."""

@@ -121,12 +121,18 @@ def score_plan(instance: Instance, plan: Plan) -> Scores:
         ci_sum = float(sum(instance.carbon_g_per_kwh[cluster.name][lo:stop])) if stop > lo else 0.0
         for resource, amount in job.demand.items():
             operational += (
-                amount * cluster.watts_per_unit.get(resource, 0.0) / 1000.0 * cluster.pue
-                * slot_h * ci_sum
+                amount
+                * cluster.watts_per_unit.get(resource, 0.0)
+                / 1000.0
+                * cluster.pue
+                * slot_h
+                * ci_sum
             )
             embodied += (
-                amount * cluster.embodied_g_per_unit_hour.get(resource, 0.0)
-                * job.runtime_slots * slot_h
+                amount
+                * cluster.embodied_g_per_unit_hour.get(resource, 0.0)
+                * job.runtime_slots
+                * slot_h
             )
         if stop > lo:
             use[cluster.name][lo:stop] += job.demand.get(first, 0.0)
@@ -148,7 +154,9 @@ def score_plan(instance: Instance, plan: Plan) -> Scores:
     )
 
 
-def check_feasibility(instance: Instance, plan: Plan, *, tolerance: float = 1e-9) -> list[Violation]:
+def check_feasibility(
+    instance: Instance, plan: Plan, *, tolerance: float = 1e-9
+) -> list[Violation]:
     """List every violation of ``plan``: an empty list means the plan is feasible.
 
     Checks that every job appears exactly once (assigned or unscheduled), that assignments
@@ -156,8 +164,8 @@ def check_feasibility(instance: Instance, plan: Plan, *, tolerance: float = 1e-9
     ``allowed_clusters``, and that no cluster, slot and resource is over capacity.
     """
     violations: list[Violation] = []
-    jobs = {job.id: job for job in instance.jobs}
-    clusters = {cluster.name: cluster for cluster in instance.clusters}
+    jobs: dict[str, Job] = {job.id: job for job in instance.jobs}
+    clusters: dict[str, Cluster] = {cluster.name: cluster for cluster in instance.clusters}
     horizon = instance.grid.horizon_slots
     mentioned = Counter([a.job for a in plan.assignments] + list(plan.unscheduled))
     for job_id, count in mentioned.items():
@@ -173,13 +181,13 @@ def check_feasibility(instance: Instance, plan: Plan, *, tolerance: float = 1e-9
                     job_id,
                 )
             )
-    for job_id in jobs:
-        if job_id not in mentioned:
+    for missing_id in jobs:
+        if missing_id not in mentioned:
             violations.append(
                 Violation(
                     ViolationKind.MISSING_JOB,
-                    f"job {job_id!r} is neither assigned nor unscheduled",
-                    job_id,
+                    f"job {missing_id!r} is neither assigned nor unscheduled",
+                    missing_id,
                 )
             )
     use: dict[tuple[str, str], np.ndarray] = {
