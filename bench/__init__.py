@@ -1,0 +1,1 @@
+"""carbonshift benchmarks: run with ``make bench`` or ``python -m bench [NAME ...]``."""
