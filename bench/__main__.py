@@ -27,7 +27,7 @@ def main(argv: list[str]) -> int:
             limit = row.get("limit")
             bad = limit is not None and row["value"] > limit
             failed = failed or bad
-            flag = "  REGRESSION (limit {limit})".format(limit=limit) if bad else ""
+            flag = f"  REGRESSION (limit {limit})" if bad else ""
             print(json.dumps({"bench": name, **row}) + flag)
     return 1 if failed else 0
 

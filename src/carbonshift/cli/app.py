@@ -71,24 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code instead of raising for carbonshift errors."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="carbonshift")
     except CarbonshiftError as exc:
         if debug:
             raise
         typer.echo(f"error: {exc}", err=True)
         return 1 if isinstance(exc, TemporaryError) else 2
-    except typer.Exit as exc:
-        return int(exc.exit_code)
-    except typer.Abort:
-        typer.echo("aborted", err=True)
-        return 130
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
+    except SystemExit as exc:  # typer's standalone mode: usage errors, --help, typer.Exit
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
     return 0
 
 
