@@ -1,0 +1,536 @@
+"""The discrete-time online simulator (CONTRACTS.md section 3 time rules).
+
+Jobs arrive over time. Every ``replan_every_slots`` slots the policy receives a snapshot: the
+pending jobs as a planning :class:`~carbonshift.domain.Instance` whose slot 0 is now (release
+0, runtime and deadline in slots from now), the capacity held by running and committed work
+as :class:`~carbonshift.planning.types.PlanContext` ``held_units``, and the carbon forecast
+issued at this moment. Assignments that start before the next round are committed at their
+slot boundary; the rest wait and are planned again. Execution lasts the job's exact length;
+emissions integrate the ACTUAL signal at its native resolution over ``[start_h, end_h)``.
+
+The engine knows nothing of files or policy names: :mod:`carbonshift.sim.run` wires a
+scenario to it. The same policy functions run here and in the controller.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from carbonshift.carbon.series import CarbonSeries
+from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
+from carbonshift.errors import InputError
+from carbonshift.planning.types import PlanContext, PolicyResult
+from carbonshift.workloads.model import Workload
+
+__all__ = [
+    "ForecastFn",
+    "JobRecord",
+    "PlanFn",
+    "RunResult",
+    "SimCluster",
+    "SimConfig",
+    "SlotRecord",
+    "integral_ci_g_h_per_kwh",
+    "run_simulation",
+]
+
+_LOG = logging.getLogger("carbonshift.sim")
+_EPS = 1e-9
+
+FloatArray = npt.NDArray[np.float64]
+
+#: A policy bound to its parameters: snapshot instance and context in, result out.
+PlanFn = Callable[[Instance, PlanContext], PolicyResult]
+#: Forecast for one cluster: (cluster index, issue time, horizon slots) -> g/kWh per slot.
+ForecastFn = Callable[[int, datetime, int], FloatArray]
+#: Progress callback: (hours simulated, hours expected).
+ProgressFn = Callable[[float, float], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SimCluster:
+    """A simulated cluster: static capacity, power model, and its ACTUAL carbon series."""
+
+    name: str
+    capacity: Mapping[str, float]
+    watts_per_unit: Mapping[str, float]
+    actual: CarbonSeries
+    pue: float = 1.0
+    embodied_g_per_unit_hour: Mapping[str, float] = field(default_factory=dict)
+    idle_watts: float = 0.0
+    zone: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    """Time settings of one run (CONTRACTS.md section 3 ``[simulation]``)."""
+
+    start: datetime
+    hours: float
+    max_drain_hours: float = 168.0
+    slot_minutes: int = 60
+    horizon_slots: int = 24
+    replan_every_slots: int = 1
+
+    def __post_init__(self) -> None:
+        if self.hours <= 0:
+            raise InputError(f"hours is {self.hours}; the arrival span must be > 0 hours")
+        if self.max_drain_hours < 0:
+            raise InputError(f"max_drain_hours is {self.max_drain_hours}; it must be >= 0 hours")
+        if self.slot_minutes < 1 or self.horizon_slots < 1 or self.replan_every_slots < 1:
+            raise InputError(
+                "slot_minutes, horizon_slots and replan_every_slots must be whole numbers >= 1; "
+                f"got {self.slot_minutes}, {self.horizon_slots}, {self.replan_every_slots}"
+            )
+
+    @property
+    def slot_h(self) -> float:
+        """Slot length in hours."""
+        return self.slot_minutes / 60.0
+
+
+@dataclass(slots=True)
+class JobRecord:
+    """One row of ``jobs.csv`` (hours since the simulation start)."""
+
+    job: str
+    state: str
+    submit_h: float
+    deadline_h: float
+    runtime_h: float
+    demand: Mapping[str, float]
+    cluster: str | None = None
+    start_h: float | None = None
+    end_h: float | None = None
+    carbon_g: float = 0.0
+    critical: bool = False
+
+    @property
+    def met_deadline(self) -> bool:
+        """Completed by its deadline (``end_h <= deadline_h``)."""
+        return (
+            self.state == "completed"
+            and self.end_h is not None
+            and (self.end_h <= self.deadline_h + _EPS)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRecord:
+    """One slot of one cluster: units allocated per resource, intensity and emissions."""
+
+    slot: int
+    start_h: float
+    cluster: str
+    allocated: Mapping[str, float]
+    ci_g_per_kwh: float
+    forecast_ci_g_per_kwh: float
+    carbon_g: float
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """Everything one simulated run produced."""
+
+    jobs: tuple[JobRecord, ...]
+    slots: tuple[SlotRecord, ...]
+    planner_seconds: tuple[float, ...]
+    end_h: float
+    idle_carbon_g: float
+    rounds: int
+
+
+def integral_ci_g_h_per_kwh(series: CarbonSeries, start: datetime, end: datetime) -> float:
+    """Integral of the step-function intensity over ``[start, end)``, in g*h/kWh.
+
+    Multiply by power in kW to get grams. Raises InputError for times outside the series.
+    """
+    if end <= start:
+        return 0.0
+    step_h = series.step_minutes / 60.0
+    t0 = (start - series.start).total_seconds() / 3600.0 / step_h
+    t1 = (end - series.start).total_seconds() / 3600.0 / step_h
+    n = len(series.values_g_per_kwh)
+    if t0 < -_EPS or t1 > n + _EPS:
+        raise InputError(
+            f"carbon series of zone {series.zone!r} covers {series.start:%Y-%m-%d %H:%M} to "
+            f"{series.end:%Y-%m-%d %H:%M} UTC; asked for {start:%Y-%m-%d %H:%M} to "
+            f"{end:%Y-%m-%d %H:%M}; allow replay or pick dates inside the data"
+        )
+    values = series.values_g_per_kwh
+    i0, i1 = math.floor(t0 + _EPS), math.floor(t1 - _EPS)
+    i0 = min(max(i0, 0), n - 1)
+    i1 = min(max(i1, 0), n - 1)
+    if i0 == i1:
+        return float(values[i0]) * (t1 - t0) * step_h
+    total = float(values[i0]) * (i0 + 1 - t0)
+    total += float(np.sum(values[i0 + 1 : i1]))
+    total += float(values[i1]) * (t1 - i1)
+    return total * step_h
+
+
+@dataclass(slots=True)
+class _Live:
+    """A job the engine has seen: pending, committed (start in the future), running or done."""
+
+    index: int
+    record: JobRecord
+    runtime_slots: int
+
+
+def run_simulation(
+    config: SimConfig,
+    clusters: Sequence[SimCluster],
+    workload: Workload,
+    plan: PlanFn,
+    forecast: ForecastFn,
+    *,
+    progress: ProgressFn | None = None,
+) -> RunResult:
+    """Simulate ``workload`` on ``clusters`` under the policy ``plan``; see the module doc."""
+    if not clusters:
+        raise InputError("a simulation needs at least one cluster")
+    resources = workload.resources
+    slot_h = config.slot_h
+    period = config.replan_every_slots
+    domain_clusters = [_domain_cluster(c) for c in clusters]
+    caps = np.array(
+        [[c.capacity.get(r, 0.0) for r in resources] for c in clusters], dtype=np.float64
+    )
+    records, live = _arrivals(workload, caps, slot_h)
+    order = np.argsort(workload.submit_h, kind="stable")
+    next_arrival = 0
+    pending: list[_Live] = []
+    active: list[_Live] = []  # committed or running: holds capacity until end_h
+    planner_seconds: list[float] = []
+    usage: dict[int, FloatArray] = {}  # slot -> (clusters, resources) units allocated
+    forecasts: dict[int, FloatArray] = {}  # slot -> per-cluster forecast at plan time
+    stop_h = config.hours + config.max_drain_hours
+    now_slot = 0
+    rounds = 0
+    while True:
+        now_h = now_slot * slot_h
+        while next_arrival < len(order) and workload.submit_h[order[next_arrival]] <= now_h + _EPS:
+            item = live[int(order[next_arrival])]
+            next_arrival += 1
+            if item is not None:
+                pending.append(item)
+        active = [a for a in active if (a.record.end_h or 0.0) > now_h + _EPS]
+        arrivals_done = next_arrival >= len(order) and now_h >= config.hours - _EPS
+        if arrivals_done and not pending and not active:
+            break
+        if now_h >= stop_h - _EPS:
+            break
+        if progress is not None:
+            progress(now_h, config.hours)
+        if pending:
+            rounds += 1
+            pending = _plan_round(
+                config,
+                clusters,
+                domain_clusters,
+                resources,
+                caps,
+                now_slot,
+                pending,
+                active,
+                plan,
+                forecast,
+                planner_seconds,
+                forecasts,
+            )
+        now_slot += period
+    capped = bool(pending or active)
+    finished = [r.end_h for r in records if r.end_h is not None]
+    end_h = stop_h if capped else max([now_slot * slot_h if not finished else 0.0, *finished])
+    for item in active:
+        rec = item.record
+        assert rec.start_h is not None
+        assert rec.end_h is not None
+        if rec.start_h >= end_h - _EPS:
+            rec.state, rec.cluster, rec.start_h, rec.end_h = "waiting", None, None, None
+        elif rec.end_h > end_h + _EPS:
+            rec.state, rec.end_h = "running", end_h
+    for item in pending:
+        item.record.state = "waiting"
+    by_name = {c.name: i for i, c in enumerate(clusters)}
+    for rec in records:
+        if rec.cluster is not None and rec.start_h is not None and rec.end_h is not None:
+            rec.carbon_g = _job_carbon_g(config, clusters[by_name[rec.cluster]], rec)
+            _add_usage(usage, len(clusters), by_name[rec.cluster], rec, resources, slot_h)
+    slot_rows, idle_g = _slot_records(config, clusters, resources, usage, forecasts, end_h)
+    return RunResult(
+        jobs=tuple(records),
+        slots=slot_rows,
+        planner_seconds=tuple(planner_seconds),
+        end_h=end_h,
+        idle_carbon_g=idle_g,
+        rounds=rounds,
+    )
+
+
+def _domain_cluster(cluster: SimCluster) -> Cluster:
+    return Cluster(
+        name=ClusterName(cluster.name),
+        capacity=dict(cluster.capacity),
+        watts_per_unit=dict(cluster.watts_per_unit),
+        pue=cluster.pue,
+        embodied_g_per_unit_hour=dict(cluster.embodied_g_per_unit_hour),
+        zone=cluster.zone,
+    )
+
+
+def _arrivals(
+    workload: Workload, caps: FloatArray, slot_h: float
+) -> tuple[list[JobRecord], list[_Live | None]]:
+    """A record per arrived job; jobs no cluster can ever hold are rejected up front."""
+    records: list[JobRecord] = []
+    live: list[_Live | None] = []
+    demand = np.stack([workload.demand[r] for r in workload.resources], axis=1)
+    fits_somewhere = np.any(np.all(demand[:, None, :] <= caps[None, :, :] + _EPS, axis=2), axis=1)
+    for i, job_id in enumerate(workload.ids):
+        deadline = float(workload.deadline_h[i])
+        rec = JobRecord(
+            job=job_id,
+            state="waiting",
+            submit_h=float(workload.submit_h[i]),
+            deadline_h=deadline if math.isfinite(deadline) else math.inf,
+            runtime_h=float(workload.runtime_h[i]),
+            demand={r: float(workload.demand[r][i]) for r in workload.resources},
+            critical=bool(workload.critical[i]),
+        )
+        records.append(rec)
+        if not fits_somewhere[i]:
+            rec.state = "rejected"
+            _LOG.info("job %s rejected: its demand fits no cluster", job_id)
+            live.append(None)
+            continue
+        runtime_slots = max(1, math.ceil(rec.runtime_h / slot_h - _EPS))
+        live.append(_Live(i, rec, runtime_slots))
+    return records, live
+
+
+def _plan_round(
+    config: SimConfig,
+    clusters: Sequence[SimCluster],
+    domain_clusters: Sequence[Cluster],
+    resources: tuple[str, ...],
+    caps: FloatArray,
+    now_slot: int,
+    pending: list[_Live],
+    active: list[_Live],
+    plan: PlanFn,
+    forecast: ForecastFn,
+    planner_seconds: list[float],
+    forecasts: dict[int, FloatArray],
+) -> list[_Live]:
+    """One planning round: snapshot, plan, commit what starts before the next round."""
+    slot_h = config.slot_h
+    now_h = now_slot * slot_h
+    horizon = max(config.horizon_slots, max(p.runtime_slots for p in pending))
+    held = np.zeros((len(clusters), len(resources), horizon))
+    index = {c.name: i for i, c in enumerate(clusters)}
+    for item in active:
+        _hold(held, index, item.record, resources, now_h, slot_h)
+    issued_at = config.start + timedelta(hours=now_h)
+    carbon = {}
+    for ci, cluster in enumerate(clusters):
+        values = np.maximum(np.asarray(forecast(ci, issued_at, horizon), dtype=np.float64), 0.0)
+        carbon[ClusterName(cluster.name)] = tuple(float(v) for v in values)
+        for s in range(min(config.replan_every_slots, horizon)):
+            forecasts.setdefault(now_slot + s, np.full(len(clusters), np.nan))[ci] = values[s]
+    jobs = tuple(
+        Job(
+            id=JobId(p.record.job),
+            demand=dict(p.record.demand),
+            runtime_slots=p.runtime_slots,
+            release_slot=0,
+            deadline_slot=_deadline_slot(p.record.deadline_h, now_h, slot_h),
+            critical=p.record.critical,
+        )
+        for p in pending
+    )
+    instance = Instance(
+        grid=TimeGrid(slot_minutes=config.slot_minutes, horizon_slots=horizon),
+        resources=resources,
+        clusters=tuple(domain_clusters),
+        carbon_g_per_kwh=carbon,
+        jobs=jobs,
+    )
+    waited = {
+        p.record.job: max(0, math.floor((now_h - p.record.submit_h) / slot_h + _EPS))
+        for p in pending
+    }
+    context = PlanContext(held_units=held, waited_slots=waited)
+    started = time.perf_counter()
+    result = plan(instance, context)
+    planner_seconds.append(time.perf_counter() - started)
+    by_id = {p.record.job: p for p in pending}
+    committed: set[str] = set()
+    for assignment in sorted(result.plan.assignments, key=lambda a: a.start_slot):
+        if assignment.start_slot >= config.replan_every_slots or assignment.start_slot < 0:
+            continue
+        chosen = by_id.get(assignment.job)
+        if chosen is None or assignment.cluster not in index:
+            continue
+        item = chosen
+        ci = index[assignment.cluster]
+        start_h = now_h + assignment.start_slot * slot_h
+        if not _fits(held, caps, ci, item, resources, assignment.start_slot, slot_h):
+            _LOG.warning(
+                "policy %s over-allocated cluster %s at %.2f h; job %s waits for the next round",
+                result.plan.policy,
+                assignment.cluster,
+                start_h,
+                item.record.job,
+            )
+            continue
+        rec = item.record
+        rec.state, rec.cluster = "completed", assignment.cluster
+        rec.start_h, rec.end_h = start_h, start_h + rec.runtime_h
+        _hold(held, index, rec, resources, now_h, slot_h)
+        committed.add(rec.job)
+        active.append(item)
+    return [p for p in pending if p.record.job not in committed]
+
+
+def _deadline_slot(deadline_h: float, now_h: float, slot_h: float) -> int:
+    if not math.isfinite(deadline_h):
+        return 10**9
+    return math.floor((deadline_h - now_h) / slot_h + _EPS)
+
+
+def _occupied_slots(rec: JobRecord, now_h: float, slot_h: float, horizon: int) -> range:
+    assert rec.start_h is not None
+    assert rec.end_h is not None
+    first = max(0, math.floor((rec.start_h - now_h) / slot_h + _EPS))
+    last = math.ceil((rec.end_h - now_h) / slot_h - _EPS)  # exclusive
+    return range(first, min(max(last, first), horizon))
+
+
+def _hold(
+    held: FloatArray,
+    index: Mapping[str, int],
+    rec: JobRecord,
+    resources: tuple[str, ...],
+    now_h: float,
+    slot_h: float,
+) -> None:
+    assert rec.cluster is not None
+    slots = _occupied_slots(rec, now_h, slot_h, held.shape[2])
+    if len(slots) == 0:
+        return
+    for ri, resource in enumerate(resources):
+        held[index[rec.cluster], ri, slots.start : slots.stop] += rec.demand.get(resource, 0.0)
+
+
+def _fits(
+    held: FloatArray,
+    caps: FloatArray,
+    ci: int,
+    item: _Live,
+    resources: tuple[str, ...],
+    start_slot: int,
+    slot_h: float,
+) -> bool:
+    stop = min(start_slot + item.runtime_slots, held.shape[2])
+    demand = np.array([item.record.demand.get(r, 0.0) for r in resources])
+    window = held[ci, :, start_slot:stop] + demand[:, None]
+    return bool(np.all(window <= caps[ci][:, None] + 1e-6))
+
+
+def _job_carbon_g(config: SimConfig, cluster: SimCluster, rec: JobRecord) -> float:
+    """CONTRACTS.md ``carbon_g`` of one row: operational over the actual signal + embodied."""
+    assert rec.start_h is not None
+    assert rec.end_h is not None
+    start = config.start + timedelta(hours=rec.start_h)
+    end = config.start + timedelta(hours=rec.end_h)
+    ci_integral = integral_ci_g_h_per_kwh(cluster.actual, start, end)
+    grams = 0.0
+    for resource, amount in rec.demand.items():
+        kw = cluster.watts_per_unit.get(resource, 0.0) / 1000.0 * cluster.pue
+        grams += amount * kw * ci_integral
+        grams += (
+            amount * cluster.embodied_g_per_unit_hour.get(resource, 0.0) * (rec.end_h - rec.start_h)
+        )
+    return grams
+
+
+def _add_usage(
+    usage: dict[int, FloatArray],
+    n_clusters: int,
+    ci: int,
+    rec: JobRecord,
+    resources: tuple[str, ...],
+    slot_h: float,
+) -> None:
+    assert rec.start_h is not None
+    assert rec.end_h is not None
+    first = math.floor(rec.start_h / slot_h + _EPS)
+    last = math.ceil(rec.end_h / slot_h - _EPS)
+    for slot in range(first, max(last, first + 1)):
+        lo = max(rec.start_h, slot * slot_h)
+        hi = min(rec.end_h, (slot + 1) * slot_h)
+        share = max(0.0, hi - lo) / slot_h
+        if share <= 0:
+            continue
+        row = usage.get(slot)
+        if row is None:
+            row = usage[slot] = np.zeros((n_clusters, len(resources)))
+        for ri, resource in enumerate(resources):
+            row[ci, ri] += rec.demand.get(resource, 0.0) * share
+
+
+def _slot_records(
+    config: SimConfig,
+    clusters: Sequence[SimCluster],
+    resources: tuple[str, ...],
+    usage: Mapping[int, FloatArray],
+    forecasts: Mapping[int, FloatArray],
+    end_h: float,
+) -> tuple[tuple[SlotRecord, ...], float]:
+    """Per-slot rows (time-averaged units in use, actual and forecast intensity, grams)."""
+    slot_h = config.slot_h
+    n_slots = max(1, math.ceil(end_h / slot_h - _EPS))
+    rows: list[SlotRecord] = []
+    idle_g = 0.0
+    for slot in range(n_slots):
+        start = config.start + timedelta(hours=slot * slot_h)
+        end = start + timedelta(hours=slot_h)
+        for ci, cluster in enumerate(clusters):
+            integral = integral_ci_g_h_per_kwh(cluster.actual, start, end)
+            used = usage.get(slot)
+            allocated = {
+                r: float(used[ci, ri]) if used is not None else 0.0
+                for ri, r in enumerate(resources)
+            }
+            grams = sum(
+                allocated[r]
+                * (
+                    cluster.watts_per_unit.get(r, 0.0) / 1000.0 * cluster.pue * integral
+                    + cluster.embodied_g_per_unit_hour.get(r, 0.0) * slot_h
+                )
+                for r in resources
+            )
+            idle_g += cluster.idle_watts / 1000.0 * cluster.pue * integral
+            fc = forecasts.get(slot)
+            rows.append(
+                SlotRecord(
+                    slot=slot,
+                    start_h=slot * slot_h,
+                    cluster=cluster.name,
+                    allocated=allocated,
+                    ci_g_per_kwh=integral / slot_h,
+                    forecast_ci_g_per_kwh=float(fc[ci]) if fc is not None else math.nan,
+                    carbon_g=grams,
+                )
+            )
+    return tuple(rows), idle_g
