@@ -1,0 +1,206 @@
+"""One experiment: a policy and its carbon-agnostic baseline on the same input and seed.
+
+An :class:`Experiment` is the programmatic form of a scenario (the TOML loader and the
+paper reproductions both build one). :func:`run_experiment` simulates the policy and the
+baseline, writes ``summary.json``, ``jobs.csv``, ``slots.csv`` (and the baseline's
+``baseline_jobs.csv``), plots and ``report.html`` into the output folder, and returns the
+summary.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from carbonshift.carbon.forecast import make_forecaster
+from carbonshift.carbon.series import CarbonSeries
+from carbonshift.domain import Instance
+from carbonshift.errors import DataRangeError
+from carbonshift.planning.registry import parse_params, run_policy
+from carbonshift.planning.types import PlanContext, PolicyResult
+from carbonshift.sim.engine import (
+    ForecastFn,
+    PlanFn,
+    ProgressFn,
+    RunResult,
+    SimCluster,
+    SimConfig,
+    run_simulation,
+)
+from carbonshift.sim.outputs import summarize, write_jobs_csv, write_slots_csv, write_summary
+from carbonshift.sim.report import write_html_report, write_plots
+from carbonshift.workloads.model import Workload
+
+__all__ = ["Experiment", "extend_by_replay", "run_experiment"]
+
+_LOG = logging.getLogger("carbonshift.sim")
+_WEEK = timedelta(days=7)
+
+
+@dataclass(frozen=True, slots=True)
+class Experiment:
+    """Everything a run needs, already loaded: time, clusters, workload, policy, forecast."""
+
+    config: SimConfig
+    clusters: tuple[SimCluster, ...]
+    workload: Workload
+    policy: str
+    baseline: str = "asap"
+    policy_params: Mapping[str, Any] = field(default_factory=dict)
+    baseline_params: Mapping[str, Any] = field(default_factory=dict)
+    forecast: str = "oracle"
+    forecast_params: Mapping[str, Any] = field(default_factory=dict)
+    allow_replay: bool = False
+    seed: int = 1
+    title: str = "carbonshift simulation"
+
+
+def extend_by_replay(series: CarbonSeries, until: datetime) -> CarbonSeries:
+    """``series`` extended to ``until`` by replay: t maps to t - k x 7 days, smallest k inside.
+
+    CONTRACTS.md section 3: same weekday and UTC hour, from the last weeks of the data.
+    """
+    if until <= series.end:
+        return series
+    step = timedelta(minutes=series.step_minutes)
+    n = len(series.values_g_per_kwh)
+    extra = math.ceil((until - series.end) / step)
+    week_steps = int(_WEEK / step)
+    if week_steps > n:
+        raise DataRangeError(
+            f"carbon series of zone {series.zone!r} is shorter than a week; replay needs at "
+            "least 7 days of data"
+        )
+    index = np.arange(n, n + extra)
+    k = np.ceil((index - (n - 1)) / week_steps).astype(np.int64)
+    source = index - k * week_steps
+    values = np.concatenate([series.values_g_per_kwh, series.values_g_per_kwh[source]])
+    estimated = (
+        None
+        if series.estimated is None
+        else np.concatenate([series.estimated, series.estimated[source]])
+    )
+    return replace(
+        series,
+        values_g_per_kwh=values,
+        estimated=estimated,
+        source=f"{series.source} (replayed past {series.end:%Y-%m-%d})",
+    )
+
+
+def _needed_span(exp: Experiment) -> tuple[datetime, datetime]:
+    config = exp.config
+    longest_h = float(np.max(exp.workload.runtime_h)) if len(exp.workload.ids) else 0.0
+    lookahead_h = max(config.horizon_slots * config.slot_h, longest_h) + config.slot_h
+    end = config.start + timedelta(hours=config.hours + config.max_drain_hours + lookahead_h)
+    return config.start, end
+
+
+def _prepare_clusters(exp: Experiment) -> tuple[SimCluster, ...]:
+    start, end = _needed_span(exp)
+    out = []
+    for cluster in exp.clusters:
+        series = cluster.actual
+        if start < series.start:
+            raise DataRangeError(
+                f"simulation start {start:%Y-%m-%dT%H:%MZ} is before the carbon data of cluster "
+                f"{cluster.name!r} (zone {series.zone}), which covers "
+                f"{series.start:%Y-%m-%d} to {series.end:%Y-%m-%d}; pick a later start"
+            )
+        if end > series.end:
+            if not exp.allow_replay:
+                raise DataRangeError(
+                    f"the run needs carbon data until {end:%Y-%m-%dT%H:%MZ} (start + hours + "
+                    f"max_drain_hours + look-ahead) but cluster {cluster.name!r} (zone "
+                    f"{series.zone}) has data from {series.start:%Y-%m-%d} to "
+                    f"{series.end:%Y-%m-%d %H:%M}; move the start earlier, shorten the run, "
+                    "or set allow_replay = true"
+                )
+            series = extend_by_replay(series, end)
+        out.append(replace(cluster, actual=series))
+    return tuple(out)
+
+
+def _forecast_fn(exp: Experiment, clusters: Sequence[SimCluster]) -> ForecastFn:
+    forecaster = make_forecaster(exp.forecast, {**exp.forecast_params})
+    slot_minutes = exp.config.slot_minutes
+
+    def forecast(ci: int, issued_at: datetime, horizon: int) -> Any:
+        return forecaster.forecast(clusters[ci].actual, issued_at, horizon, slot_minutes)
+
+    return forecast
+
+
+def _plan_fn(name: str, params: Mapping[str, Any]) -> PlanFn:
+    parse_params(name, params)  # fail before the run, not in its first round
+
+    def plan(instance: Instance, context: PlanContext) -> PolicyResult:
+        return run_policy(name, instance, params, context)
+
+    return plan
+
+
+def run_experiment(
+    exp: Experiment,
+    out_dir: Path | None = None,
+    *,
+    progress: Callable[[str], ProgressFn] | None = None,
+    report: bool = True,
+) -> dict[str, Any]:
+    """Run policy and baseline; write outputs into ``out_dir`` when given; return the summary."""
+    clusters = _prepare_clusters(exp)
+    forecast = _forecast_fn(exp, clusters)
+    runs: dict[str, RunResult] = {}
+    for label, name, params in (
+        ("policy", exp.policy, exp.policy_params),
+        ("baseline", exp.baseline, exp.baseline_params),
+    ):
+        plan = _plan_fn(name, params)
+        callback = progress(f"{label} {name}") if progress is not None else None
+        runs[label] = run_simulation(
+            exp.config, clusters, exp.workload, plan, forecast, progress=callback
+        )
+    extra = {
+        "forecast": exp.forecast,
+        "seed": exp.seed,
+        "policy_params": dict(exp.policy_params),
+        "baseline_params": dict(exp.baseline_params),
+        "start": exp.config.start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "hours": exp.config.hours,
+        "slot_minutes": exp.config.slot_minutes,
+        "clusters": [c.name for c in clusters],
+        "replayed": any(
+            c.actual.end != o.actual.end for c, o in zip(clusters, exp.clusters, strict=False)
+        ),
+    }
+    summary = summarize(
+        policy=exp.policy,
+        baseline=exp.baseline,
+        run=runs["policy"],
+        baseline_run=runs["baseline"],
+        extra=extra,
+    )
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        resources = exp.workload.resources
+        write_summary(summary, out_dir / "summary.json")
+        write_jobs_csv(runs["policy"].jobs, resources, out_dir / "jobs.csv")
+        write_jobs_csv(runs["baseline"].jobs, resources, out_dir / "baseline_jobs.csv")
+        write_slots_csv(runs["policy"], resources, out_dir / "slots.csv")
+        if report:
+            plots = write_plots(
+                runs["policy"],
+                runs["baseline"],
+                out_dir / "plots",
+                policy=exp.policy,
+                baseline=exp.baseline,
+            )
+            write_html_report(summary, plots, out_dir / "report.html", title=exp.title)
+    return summary
