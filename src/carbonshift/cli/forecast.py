@@ -1,0 +1,279 @@
+"""``carbonshift forecast``: evaluate forecasters on the embedded data and the GB sample."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import fields
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TimeElapsedColumn
+from rich.table import Table
+
+from carbonshift.carbon.embedded import load_series
+from carbonshift.carbon.evaluation import ForecastScore, evaluate
+from carbonshift.carbon.forecast import FORECASTERS, Forecaster, make_forecaster
+from carbonshift.carbon.gb_sample import ATTRIBUTION, compare_gb_sample, default_sample_dir
+from carbonshift.carbon.series import CiKind
+from carbonshift.errors import InputError
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help=(
+        "Forecasters and their errors.\n\n"
+        "Example: carbonshift forecast eval --zone DE --year 2023 --horizon-hours 24"
+    ),
+    no_args_is_help=True,
+)
+
+
+class Format(StrEnum):
+    """Output format."""
+
+    TABLE = "table"
+    JSON = "json"
+
+
+_PARAM_HELP = (
+    "A forecaster parameter as METHOD.NAME=VALUE, repeatable "
+    "(e.g. noisy-oracle.mae_g_per_kwh=30, ewma-profile.alpha=0.5)."
+)
+
+
+def _parse_methods(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise InputError(f"--methods {text!r} names no method; give e.g. wma,persistence")
+    return names
+
+
+def _parse_value(text: str) -> object:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _parse_params(items: list[str], methods: list[str]) -> dict[str, dict[str, object]]:
+    params: dict[str, dict[str, object]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        method, dot, name = key.strip().rpartition(".")
+        if not sep or not dot or not method or not name:
+            raise InputError(
+                f"--param {item!r} is not METHOD.NAME=VALUE; write it like "
+                "noisy-oracle.mae_g_per_kwh=30"
+            )
+        if method not in methods:
+            raise InputError(
+                f"--param {item!r} is for {method!r}, which is not in --methods "
+                f"({','.join(methods)}); add it there or drop the parameter"
+            )
+        params.setdefault(method, {})[name] = _parse_value(value.strip())
+    return params
+
+
+def _build(methods: list[str], params: dict[str, dict[str, object]]) -> dict[str, Forecaster]:
+    return {name: make_forecaster(name, params.get(name)) for name in methods}
+
+
+class _LazyProgress:
+    """A rich progress bar on stderr that appears only once the work has taken over 1 s."""
+
+    def __init__(self, description: str, delay_s: float = 1.0) -> None:
+        self._description = description
+        self._delay_s = delay_s
+        self._started = time.monotonic()
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._progress is None:
+            if time.monotonic() - self._started < self._delay_s:
+                return
+            self._progress = Progress(
+                "[progress.description]{task.description}",
+                BarColumn(),
+                "{task.completed}/{task.total}",
+                TimeElapsedColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self._description, total=total)
+        assert self._task is not None
+        self._progress.update(self._task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _print_scores(scores: list[ForecastScore], output: Format, title: str) -> None:
+    if output is Format.JSON:
+        typer.echo(json.dumps([s.to_json() for s in scores], indent=2))
+        return
+    table = Table(title=title)
+    for column in ("method", "MAE g/kWh", "bias g/kWh", "MAPE %", "window hit %", "issues"):
+        table.add_column(column, justify="left" if column == "method" else "right")
+    for s in scores:
+        hit = None if s.window_hit_rate is None else 100.0 * s.window_hit_rate
+        table.add_row(
+            s.method,
+            _fmt(s.mae_g_per_kwh),
+            _fmt(s.bias_g_per_kwh),
+            _fmt(s.mape_pct),
+            _fmt(hit),
+            str(s.issues),
+        )
+    Console().print(table)
+    if any(s.zero_actuals for s in scores):
+        typer.echo(f"MAPE skipped {scores[0].zero_actuals} slots whose actual value is 0.")
+
+
+def _slots(hours: int, slot_minutes: int, what: str) -> int:
+    if hours < 1 or (hours * 60) % slot_minutes:
+        raise InputError(
+            f"{what} {hours} h is not a whole number >= 1 of {slot_minutes}-minute slots; "
+            "give whole hours that fill whole slots"
+        )
+    return hours * 60 // slot_minutes
+
+
+@app.command("eval")
+def eval_command(
+    zone: str = typer.Option(..., "--zone", help="Embedded zone id or alias (DE, GB, CA-ON)."),
+    year: int = typer.Option(2023, "--year", help="Issue forecasts every hour of this year."),
+    horizon_hours: int = typer.Option(24, "--horizon-hours", help="Forecast horizon, hours."),
+    methods: str = typer.Option(
+        ",".join(FORECASTERS), "--methods", help="Comma-separated forecaster names."
+    ),
+    window_hours: int = typer.Option(
+        6, "--window-hours", help="Length of the lowest-carbon window for the hit rate, hours."
+    ),
+    slot_minutes: int = typer.Option(60, "--slot-minutes", help="Forecast slot length."),
+    kind: str = typer.Option("direct", "--kind", help="Intensity: direct or lca."),
+    param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),  # noqa: B008
+    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),  # noqa: B008
+) -> None:
+    """MAE, bias, MAPE and window hit rate of forecasts issued every hour of a year.
+
+    Issue times whose horizon runs past the end of the data, or that some method cannot
+    serve, are left out for every method (the "issues" column counts those scored).
+
+    Example: carbonshift forecast eval --zone DE --year 2023 --horizon-hours 24
+    --methods wma,persistence,seasonal-day --window-hours 6 --format table
+    """
+    names = _parse_methods(methods)
+    forecasters = _build(names, _parse_params(param, names))
+    horizon_slots = _slots(horizon_hours, slot_minutes, "--horizon-hours")
+    window_slots = _slots(window_hours, slot_minutes, "--window-hours")
+    series = load_series(zone, kind)
+    if not 1 <= year <= 9998:
+        raise InputError(f"--year {year} is not a calendar year; give one like 2023")
+    progress = _LazyProgress(f"{series.zone} {year}")
+    try:
+        scores = evaluate(
+            series,
+            forecasters,
+            datetime(year, 1, 1, tzinfo=UTC),
+            datetime(year + 1, 1, 1, tzinfo=UTC),
+            horizon_slots=horizon_slots,
+            slot_minutes=slot_minutes,
+            window_slots=window_slots,
+            progress=progress,
+        )
+    finally:
+        progress.close()
+    title = (
+        f"{series.zone} {year}, {kind}, forecasts issued hourly, horizon {horizon_hours} h, "
+        f"{slot_minutes}-min slots, window {window_hours} h"
+    )
+    _print_scores(scores, output, title)
+
+
+@app.command("gb-sample")
+def gb_sample_command(
+    sample_dir: Path = typer.Option(  # noqa: B008
+        None,
+        "--sample-dir",
+        help="The gb-forecast-sample folder (default: $CARBONSHIFT_SHARED or ../shared).",
+    ),
+    methods: str = typer.Option(
+        "noisy-oracle,wma,seasonal-day,ewma-profile",
+        "--methods",
+        help="Our forecasters to score beside the published ones.",
+    ),
+    param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),  # noqa: B008
+    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),  # noqa: B008
+) -> None:
+    """The real GB national forecasts' MAE and bias beside ours on the embedded GB data.
+
+    Published forecasts (issued 2023-03-15 and 2023-03-16) are scored half-hourly against
+    the published actuals of 2023-03-16 01:00 to 2023-03-17 01:00 UTC; our forecasters,
+    issued at the same hours, hourly against the embedded Electricity Maps GB series.
+
+    Example: carbonshift forecast gb-sample --param noisy-oracle.mae_g_per_kwh=24
+    """
+    names = _parse_methods(methods)
+    forecasters = _build(names, _parse_params(param, names))
+    rows = compare_gb_sample(
+        sample_dir or default_sample_dir(), load_series("GB", CiKind.DIRECT), forecasters
+    )
+    if output is Format.JSON:
+        typer.echo(json.dumps([r.to_json() for r in rows], indent=2))
+        return
+    table = Table(
+        title="GB, 2023-03-16 01:00 to 2023-03-17 01:00 UTC",
+        caption=f"truth neso: published actuals; em: embedded Electricity Maps GB. {ATTRIBUTION}",
+    )
+    for column in ("method", "truth", "issued", "lead h", "points", "MAE g/kWh", "bias g/kWh"):
+        table.add_column(column, justify="right" if column in {"points"} else "left")
+    for r in rows:
+        table.add_row(
+            r.method,
+            "neso" if r.truth == "neso-actual" else "em",
+            r.issued_at.strftime("%m-%d %H:%MZ"),
+            f"{r.lead_h[0]:.0f}-{r.lead_h[1]:.0f}",
+            str(r.points),
+            _fmt(r.mae_g_per_kwh),
+            _fmt(r.bias_g_per_kwh),
+        )
+    Console().print(table)
+
+
+@app.command("methods")
+def methods_command(
+    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),  # noqa: B008
+) -> None:
+    """List the forecasters, their parameters and defaults.
+
+    Example: carbonshift forecast methods --format json
+    """
+    listing: list[dict[str, Any]] = []
+    for name, factory in FORECASTERS.items():
+        defaults = {f.name: f.default for f in fields(factory)} if isinstance(factory, type) else {}
+        doc = (factory.__doc__ or "").strip().splitlines()[0]
+        listing.append({"name": name, "params": defaults, "summary": doc})
+    if output is Format.JSON:
+        typer.echo(json.dumps(listing, indent=2))
+        return
+    table = Table(title="forecasters")
+    for column in ("name", "params", "summary"):
+        table.add_column(column)
+    for item in listing:
+        params = ", ".join(f"{k}={v}" for k, v in item["params"].items()) or "-"
+        table.add_row(item["name"], params, item["summary"])
+    Console().print(table)
