@@ -32,6 +32,8 @@ app = typer.Typer(
 _VERBS: dict[str, str] = {
     "data": "carbonshift.cli.data",
     "forecast": "carbonshift.cli.forecast",
+    "reproduce": "carbonshift.cli.reproduce",
+    "plan": "carbonshift.cli.plan",
 }
 
 _STATE = {"debug": False}

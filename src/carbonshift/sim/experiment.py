@@ -38,7 +38,14 @@ from carbonshift.sim.outputs import summarize, write_jobs_csv, write_slots_csv, 
 from carbonshift.sim.report import write_html_report, write_plots
 from carbonshift.workloads.model import Workload
 
-__all__ = ["Experiment", "extend_by_replay", "run_experiment"]
+__all__ = [
+    "Experiment",
+    "extend_by_replay",
+    "prepare",
+    "run_experiment",
+    "simulate_policy",
+    "write_outputs",
+]
 
 _LOG = logging.getLogger("carbonshift.sim")
 _WEEK = timedelta(days=7)
@@ -147,6 +154,26 @@ def _plan_fn(name: str, params: Mapping[str, Any]) -> PlanFn:
     return plan
 
 
+def prepare(exp: Experiment) -> tuple[tuple[SimCluster, ...], ForecastFn]:
+    """Check the data span (replaying when allowed) and build the forecast function."""
+    clusters = _prepare_clusters(exp)
+    return clusters, _forecast_fn(exp, clusters)
+
+
+def simulate_policy(
+    exp: Experiment,
+    prepared: tuple[tuple[SimCluster, ...], ForecastFn],
+    name: str,
+    params: Mapping[str, Any],
+    progress: ProgressFn | None = None,
+) -> RunResult:
+    """Simulate one policy on the experiment's prepared input."""
+    clusters, forecast = prepared
+    return run_simulation(
+        exp.config, clusters, exp.workload, _plan_fn(name, params), forecast, progress=progress
+    )
+
+
 def run_experiment(
     exp: Experiment,
     out_dir: Path | None = None,
@@ -155,18 +182,15 @@ def run_experiment(
     report: bool = True,
 ) -> dict[str, Any]:
     """Run policy and baseline; write outputs into ``out_dir`` when given; return the summary."""
-    clusters = _prepare_clusters(exp)
-    forecast = _forecast_fn(exp, clusters)
+    prepared = prepare(exp)
+    clusters = prepared[0]
     runs: dict[str, RunResult] = {}
     for label, name, params in (
         ("policy", exp.policy, exp.policy_params),
         ("baseline", exp.baseline, exp.baseline_params),
     ):
-        plan = _plan_fn(name, params)
         callback = progress(f"{label} {name}") if progress is not None else None
-        runs[label] = run_simulation(
-            exp.config, clusters, exp.workload, plan, forecast, progress=callback
-        )
+        runs[label] = simulate_policy(exp, prepared, name, params, callback)
     extra = {
         "forecast": exp.forecast,
         "seed": exp.seed,
@@ -188,19 +212,28 @@ def run_experiment(
         extra=extra,
     )
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        resources = exp.workload.resources
-        write_summary(summary, out_dir / "summary.json")
-        write_jobs_csv(runs["policy"].jobs, resources, out_dir / "jobs.csv")
-        write_jobs_csv(runs["baseline"].jobs, resources, out_dir / "baseline_jobs.csv")
-        write_slots_csv(runs["policy"], resources, out_dir / "slots.csv")
-        if report:
-            plots = write_plots(
-                runs["policy"],
-                runs["baseline"],
-                out_dir / "plots",
-                policy=exp.policy,
-                baseline=exp.baseline,
-            )
-            write_html_report(summary, plots, out_dir / "report.html", title=exp.title)
+        write_outputs(exp, runs["policy"], runs["baseline"], summary, out_dir, report=report)
     return summary
+
+
+def write_outputs(
+    exp: Experiment,
+    run: RunResult,
+    baseline_run: RunResult,
+    summary: Mapping[str, Any],
+    out_dir: Path,
+    *,
+    report: bool = True,
+) -> None:
+    """Write summary.json, jobs.csv, baseline_jobs.csv, slots.csv, plots and report.html."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    resources = exp.workload.resources
+    write_summary(summary, out_dir / "summary.json")
+    write_jobs_csv(run.jobs, resources, out_dir / "jobs.csv")
+    write_jobs_csv(baseline_run.jobs, resources, out_dir / "baseline_jobs.csv")
+    write_slots_csv(run, resources, out_dir / "slots.csv")
+    if report:
+        plots = write_plots(
+            run, baseline_run, out_dir / "plots", policy=exp.policy, baseline=exp.baseline
+        )
+        write_html_report(summary, plots, out_dir / "report.html", title=exp.title)
