@@ -13,7 +13,6 @@ from carbonshift.planning.types import PlanContext, PlanStatus, PolicyResult
 from carbonshift.sim.engine import (
     SimCluster,
     SimConfig,
-    integral_ci_g_h_per_kwh,
     run_simulation,
 )
 from carbonshift.workloads.model import Workload
@@ -69,17 +68,6 @@ def oracle_for(clusters: list[SimCluster]):  # type: ignore[no-untyped-def]
         return np.asarray(actual.values_g_per_kwh[first : first + horizon], dtype=float)
 
     return forecast
-
-
-def test_integral_of_step_function() -> None:
-    s = series([100, 200, 300, 400])
-    assert integral_ci_g_h_per_kwh(s, START, START + timedelta(hours=1.5)) == pytest.approx(200)
-    assert integral_ci_g_h_per_kwh(
-        s, START + timedelta(hours=0.5), START + timedelta(hours=0.75)
-    ) == pytest.approx(25)
-    assert integral_ci_g_h_per_kwh(
-        s, START + timedelta(hours=0.5), START + timedelta(hours=3.5)
-    ) == pytest.approx(50 + 200 + 300 + 200)
 
 
 def test_hand_checked_run() -> None:

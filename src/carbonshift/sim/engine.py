@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from carbonshift.carbon.series import CarbonSeries
+from carbonshift.carbon.signal import integral_g_h_per_kwh, integrals_g_h_per_kwh
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 from carbonshift.errors import InputError
 from carbonshift.planning.types import PlanContext, PolicyResult
@@ -38,7 +39,6 @@ __all__ = [
     "SimCluster",
     "SimConfig",
     "SlotRecord",
-    "integral_ci_g_h_per_kwh",
     "run_simulation",
 ]
 
@@ -146,35 +146,6 @@ class RunResult:
     end_h: float
     idle_carbon_g: float
     rounds: int
-
-
-def integral_ci_g_h_per_kwh(series: CarbonSeries, start: datetime, end: datetime) -> float:
-    """Integral of the step-function intensity over ``[start, end)``, in g*h/kWh.
-
-    Multiply by power in kW to get grams. Raises InputError for times outside the series.
-    """
-    if end <= start:
-        return 0.0
-    step_h = series.step_minutes / 60.0
-    t0 = (start - series.start).total_seconds() / 3600.0 / step_h
-    t1 = (end - series.start).total_seconds() / 3600.0 / step_h
-    n = len(series.values_g_per_kwh)
-    if t0 < -_EPS or t1 > n + _EPS:
-        raise InputError(
-            f"carbon series of zone {series.zone!r} covers {series.start:%Y-%m-%d %H:%M} to "
-            f"{series.end:%Y-%m-%d %H:%M} UTC; asked for {start:%Y-%m-%d %H:%M} to "
-            f"{end:%Y-%m-%d %H:%M}; allow replay or pick dates inside the data"
-        )
-    values = series.values_g_per_kwh
-    i0, i1 = math.floor(t0 + _EPS), math.floor(t1 - _EPS)
-    i0 = min(max(i0, 0), n - 1)
-    i1 = min(max(i1, 0), n - 1)
-    if i0 == i1:
-        return float(values[i0]) * (t1 - t0) * step_h
-    total = float(values[i0]) * (i0 + 1 - t0)
-    total += float(np.sum(values[i0 + 1 : i1]))
-    total += float(values[i1]) * (t1 - i1)
-    return total * step_h
 
 
 @dataclass(slots=True)
@@ -453,7 +424,7 @@ def _job_carbon_g(config: SimConfig, cluster: SimCluster, rec: JobRecord) -> flo
     assert rec.end_h is not None
     start = config.start + timedelta(hours=rec.start_h)
     end = config.start + timedelta(hours=rec.end_h)
-    ci_integral = integral_ci_g_h_per_kwh(cluster.actual, start, end)
+    ci_integral = integral_g_h_per_kwh(cluster.actual, start, end)
     grams = 0.0
     for resource, amount in rec.demand.items():
         kw = cluster.watts_per_unit.get(resource, 0.0) / 1000.0 * cluster.pue
@@ -500,13 +471,15 @@ def _slot_records(
     """Per-slot rows (time-averaged units in use, actual and forecast intensity, grams)."""
     slot_h = config.slot_h
     n_slots = max(1, math.ceil(end_h / slot_h - _EPS))
+    starts_h = np.arange(n_slots) * slot_h
+    integrals = [
+        integrals_g_h_per_kwh(c.actual, config.start, starts_h, starts_h + slot_h) for c in clusters
+    ]
     rows: list[SlotRecord] = []
     idle_g = 0.0
     for slot in range(n_slots):
-        start = config.start + timedelta(hours=slot * slot_h)
-        end = start + timedelta(hours=slot_h)
         for ci, cluster in enumerate(clusters):
-            integral = integral_ci_g_h_per_kwh(cluster.actual, start, end)
+            integral = float(integrals[ci][slot])
             used = usage.get(slot)
             allocated = {
                 r: float(used[ci, ri]) if used is not None else 0.0
