@@ -170,8 +170,9 @@ def eval_command(
 ) -> None:
     """MAE, bias, MAPE and window hit rate of forecasts issued every hour of a year.
 
-    Issue times whose horizon runs past the end of the data, or that some method cannot
-    serve, are left out for every method (the "issues" column counts those scored).
+    Issue times that run past the data, or that a method cannot serve, are left out.
+
+    Every method is scored on the same issue times (the "issues" column).
 
     Example: carbonshift forecast eval --zone DE --year 2023 --horizon-hours 24
     --methods wma,persistence,seasonal-day --window-hours 6 --format table
