@@ -165,8 +165,8 @@ def eval_command(
     ),
     slot_minutes: int = typer.Option(60, "--slot-minutes", help="Forecast slot length."),
     kind: str = typer.Option("direct", "--kind", help="Intensity: direct or lca."),
-    param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),  # noqa: B008
-    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),  # noqa: B008
+    param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),
+    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
 ) -> None:
     """MAE, bias, MAPE and window hit rate of forecasts issued every hour of a year.
 
@@ -207,7 +207,7 @@ def eval_command(
 
 @app.command("gb-sample")
 def gb_sample_command(
-    sample_dir: Path = typer.Option(  # noqa: B008
+    sample_dir: Path = typer.Option(
         None,
         "--sample-dir",
         help="The gb-forecast-sample folder (default: $CARBONSHIFT_SHARED or ../shared).",
@@ -217,8 +217,8 @@ def gb_sample_command(
         "--methods",
         help="Our forecasters to score beside the published ones.",
     ),
-    param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),  # noqa: B008
-    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),  # noqa: B008
+    param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),
+    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
 ) -> None:
     """The real GB national forecasts' MAE and bias beside ours on the embedded GB data.
 
@@ -257,7 +257,7 @@ def gb_sample_command(
 
 @app.command("methods")
 def methods_command(
-    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),  # noqa: B008
+    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
 ) -> None:
     """List the forecasters, their parameters and defaults.
 
