@@ -1,0 +1,64 @@
+"""Live carbon-intensity providers behind the Signal interface, with cache and fall-back.
+
+The only part of :mod:`carbonshift.carbon` that speaks HTTP. Sources: Electricity Maps v3
+(average, direct or life-cycle), WattTime v3 (marginal and its index), the GB Carbon
+Intensity API (direct, no key) and a Carbon Aware SDK WebAPI server; each with timeouts,
+retries with back-off, 429 / Retry-After, an on-disk cache with a TTL and a ``stale_since``
+on every answer. :class:`FallbackChain` tries sources of ONE kind in order and, for average
+kinds, ends in the embedded data. See ``docs/providers.md``.
+"""
+
+from carbonshift.carbon.providers._http import (
+    AuthError,
+    RetryPolicy,
+    UnknownZoneError,
+    UpstreamFormatError,
+)
+from carbonshift.carbon.providers.base import LiveProvider, Reading, unit_of
+from carbonshift.carbon.providers.cache import DiskCache
+from carbonshift.carbon.providers.carbon_aware_sdk import CarbonAwareSdkProvider
+from carbonshift.carbon.providers.chain import (
+    Answer,
+    Attempt,
+    EmbeddedReplay,
+    FallbackChain,
+    NoSourceError,
+    ProviderUnavailableError,
+)
+from carbonshift.carbon.providers.clock import Clock, ManualClock, SystemClock
+from carbonshift.carbon.providers.config import ChainSet, ProviderSettings, build_chains
+from carbonshift.carbon.providers.electricitymaps import ElectricityMapsProvider
+from carbonshift.carbon.providers.gb import GbCarbonIntensityProvider
+from carbonshift.carbon.providers.secrets import Secret, read_secret
+from carbonshift.carbon.providers.watttime import WattTimeProvider
+from carbonshift.carbon.providers.zones import ZoneTable
+
+__all__ = [
+    "Answer",
+    "Attempt",
+    "AuthError",
+    "CarbonAwareSdkProvider",
+    "ChainSet",
+    "Clock",
+    "DiskCache",
+    "ElectricityMapsProvider",
+    "EmbeddedReplay",
+    "FallbackChain",
+    "GbCarbonIntensityProvider",
+    "LiveProvider",
+    "ManualClock",
+    "NoSourceError",
+    "ProviderSettings",
+    "ProviderUnavailableError",
+    "Reading",
+    "RetryPolicy",
+    "Secret",
+    "SystemClock",
+    "UnknownZoneError",
+    "UpstreamFormatError",
+    "WattTimeProvider",
+    "ZoneTable",
+    "build_chains",
+    "read_secret",
+    "unit_of",
+]

@@ -1,0 +1,268 @@
+"""The fall-back chain: live sources in order, then stale cache, then the offline floor.
+
+A chain serves ONE signal kind, and every source in it must serve that kind: a marginal
+value never stands in for an average one. Order of tries for each request:
+
+1. each live source, in the configured order (fresh cache, else a live call);
+2. each source's cache however old, up to ``max_stale_s`` (the answer says how stale);
+3. average kinds only: the embedded Electricity Maps data, replayed week by week for dates
+   past its end (CONTRACTS.md section 3);
+4. otherwise a :class:`ProviderUnavailableError` naming every failure, secrets removed.
+
+:meth:`FallbackChain.answer` returns the window with the trail of attempts;
+:meth:`FallbackChain.window` satisfies the :class:`~carbonshift.carbon.series.Signal` protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from carbonshift.carbon.providers._resample import resample
+from carbonshift.carbon.providers.base import LiveProvider, check_window_args, unit_of
+from carbonshift.carbon.providers.clock import Clock, SystemClock
+from carbonshift.carbon.series import CarbonSeries, CiKind, Signal, SignalWindow
+from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
+from carbonshift.units import format_utc, to_utc
+
+__all__ = [
+    "AVERAGE_KINDS",
+    "Answer",
+    "Attempt",
+    "EmbeddedReplay",
+    "FallbackChain",
+    "NoSourceError",
+    "ProviderUnavailableError",
+]
+
+_LOG = logging.getLogger("carbonshift.carbon.providers.chain")
+
+AVERAGE_KINDS = frozenset({CiKind.DIRECT, CiKind.LCA})
+
+
+class ProviderUnavailableError(TemporaryError):
+    """No source of the chain could answer for now; the message lists each one's failure."""
+
+
+class NoSourceError(InputError):
+    """Every source refused for good (unknown zone, range outside the data, bad key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One try of the chain: ``outcome`` is ``live``, ``cache``, ``stale-cache``, ``embedded``
+    or ``error`` (then ``detail`` says why, secrets removed)."""
+
+    source: str
+    outcome: str
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A window and how the chain got it."""
+
+    window: SignalWindow
+    attempts: tuple[Attempt, ...]
+    now: datetime
+
+    @property
+    def unit(self) -> str:
+        """The unit of the window's values."""
+        return unit_of(self.window.kind)
+
+    @property
+    def fell_back(self) -> bool:
+        """Whether some source before the answering one failed."""
+        return any(a.outcome == "error" for a in self.attempts)
+
+    @property
+    def stale_age_s(self) -> float | None:
+        """Seconds since the data were fetched (None: fetched live for this answer)."""
+        since = self.window.stale_since
+        return None if since is None else max(0.0, (self.now - since).total_seconds())
+
+
+class EmbeddedReplay:
+    """The embedded hourly data as a Signal; times past its end replay t - k x 7 days."""
+
+    name = "embedded"
+
+    def window(
+        self,
+        zone: str,
+        start: datetime,
+        end: datetime,
+        *,
+        slot_minutes: int = 60,
+        kind: CiKind = CiKind.DIRECT,
+    ) -> SignalWindow:
+        from carbonshift.carbon.embedded import load_series
+
+        start, end = to_utc(start), to_utc(end)
+        series = load_series(zone, kind)
+        hour = timedelta(hours=1)
+        first = math.floor((start - series.start) / hour)
+        last = math.ceil((end - series.start) / hour)
+        if first < 0:
+            raise InputError(
+                f"embedded data for {zone!r} start at {format_utc(series.start)}, after "
+                f"{format_utc(start)}; ask a later window"
+            )
+        n = len(series)
+        week = 168
+        index = np.arange(first, last)
+        past = index >= n
+        index[past] -= np.ceil((index[past] - n + 1) / week).astype(np.int64) * week
+        values = series.values_g_per_kwh[index]
+        flags = None if series.estimated is None else series.estimated[index]
+        shifted = CarbonSeries(
+            zone=series.zone,
+            kind=kind,
+            start=series.start + first * hour,
+            step_minutes=60,
+            values_g_per_kwh=np.asarray(values, dtype=np.float64),
+            estimated=flags,
+            source=self.name,
+        )
+        means, estimated_share = resample(shifted, start, end, slot_minutes)
+        replayed = None
+        stale_since = None
+        if past.any():
+            src = index[past]
+            replayed = (
+                series.start + int(src.min()) * hour,
+                series.start + int(src.max() + 1) * hour,
+            )
+            stale_since = series.end
+        return SignalWindow(
+            zone=zone,
+            kind=kind,
+            start=start,
+            end=end,
+            slot_minutes=slot_minutes,
+            values_g_per_kwh=means,
+            source=self.name,
+            replayed_from=replayed,
+            estimated_share=estimated_share,
+            stale_since=stale_since,
+        )
+
+
+class FallbackChain:
+    """Sources of one kind tried in order; see the module docstring."""
+
+    def __init__(
+        self,
+        kind: CiKind,
+        sources: Sequence[LiveProvider],
+        *,
+        floor: Signal | None = None,
+        clock: Clock | None = None,
+        max_stale_s: float = 7 * 86400.0,
+    ) -> None:
+        for source in sources:
+            if not source.supports(kind):
+                have = ", ".join(sorted(k.value for k in source.kinds))
+                raise InputError(
+                    f"source {source.name!r} serves {have}, not {kind.value!r}; a fall-back "
+                    "chain only holds sources of one kind: remove it or make another chain"
+                )
+        if floor is not None and kind not in AVERAGE_KINDS:
+            raise InputError(
+                f"a {kind.value} chain cannot end in embedded data (which are averages); "
+                "marginal and index chains end in the cache"
+            )
+        self.kind = kind
+        self.sources = tuple(sources)
+        self.floor = floor
+        self.clock = clock or (sources[0].clock if sources else SystemClock())
+        self.max_stale_s = max_stale_s
+
+    @property
+    def names(self) -> list[str]:
+        """The sources in the order tried, the floor last."""
+        return [s.name for s in self.sources] + (["embedded"] if self.floor is not None else [])
+
+    def window(
+        self,
+        zone: str,
+        start: datetime,
+        end: datetime,
+        *,
+        slot_minutes: int = 60,
+        kind: CiKind = CiKind.DIRECT,
+    ) -> SignalWindow:
+        """The Signal protocol: :meth:`answer`'s window."""
+        if kind is not self.kind:
+            raise InputError(
+                f"this chain serves {self.kind.value!r} values, not {kind.value!r}; ask the "
+                f"{kind.value} chain"
+            )
+        return self.answer(zone, start, end, slot_minutes=slot_minutes).window
+
+    def answer(
+        self, zone: str, start: datetime, end: datetime, *, slot_minutes: int = 60
+    ) -> Answer:
+        """The first answer in chain order, with the trail of attempts."""
+        start, end = to_utc(start), to_utc(end)
+        check_window_args(start, end, slot_minutes)
+        trail: list[Attempt] = []
+        temporary = False
+        for source in self.sources:
+            try:
+                window = source.window(zone, start, end, slot_minutes=slot_minutes, kind=self.kind)
+            except CarbonshiftError as exc:
+                detail = f"{type(exc).__name__}: {exc}"
+                temporary = temporary or isinstance(exc, TemporaryError)
+                _LOG.warning("%s failed for %s: %s", source.name, zone, detail)
+                trail.append(Attempt(source.name, "error", detail))
+                continue
+            outcome = "live" if window.stale_since is None else "cache"
+            trail.append(Attempt(source.name, outcome))
+            return Answer(window, tuple(trail), self.clock.now())
+        for source in self.sources:
+            cached = source.cached_window(
+                zone,
+                start,
+                end,
+                slot_minutes=slot_minutes,
+                kind=self.kind,
+                max_age_s=self.max_stale_s,
+            )
+            if cached is not None:
+                trail.append(Attempt(source.name, "stale-cache"))
+                return Answer(cached, tuple(trail), self.clock.now())
+        if self.floor is not None:
+            try:
+                window = self.floor.window(
+                    zone, start, end, slot_minutes=slot_minutes, kind=self.kind
+                )
+            except CarbonshiftError as exc:
+                trail.append(Attempt("embedded", "error", f"{type(exc).__name__}: {exc}"))
+            else:
+                if not window.source:
+                    window = replace(window, source="embedded")
+                trail.append(Attempt("embedded", "embedded"))
+                return Answer(window, tuple(trail), self.clock.now())
+        reasons = "; ".join(f"{a.source}: {a.detail}" for a in trail) or "no sources configured"
+        floor_note = (
+            ""
+            if self.kind in AVERAGE_KINDS
+            else "; marginal and index signals have no offline data to fall back on"
+        )
+        message = (
+            f"no {self.kind.value} source answered for zone {zone!r} from {format_utc(start)} "
+            f"to {format_utc(end)} and no cache younger than {self.max_stale_s:g} s ({reasons})"
+            f"{floor_note}"
+        )
+        if not temporary and trail:
+            raise NoSourceError(f"{message}; ask a zone and range that a source covers")
+        raise ProviderUnavailableError(
+            f"{message}; retry later or configure another source", delay_s=60.0
+        )
