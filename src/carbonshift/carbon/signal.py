@@ -113,14 +113,17 @@ def _replayed_from(
 
 
 def _cumulative(
-    values: FloatArray, n_native: int, steps_per_week: int, positions: FloatArray
+    values: FloatArray, n_native: int, steps_per_week: int, base: int, positions: FloatArray
 ) -> FloatArray:
-    """Integral (in value x steps) of the step function from ``floor(min(positions))`` to each
-    position; positions are in native steps from the series start, >= 0. Positions past
-    ``n_native`` take values by weekly replay (the caller checked that it is allowed).
+    """Integral (in value x steps) of the step function from ``base + floor(min(positions))``
+    to each ``base + position``; positions are in native steps, ``base`` a whole step index,
+    ``base + position >= 0`` (keeping positions small keeps the sums exact to ~1e-15). Steps
+    past ``n_native`` take values by weekly replay (the caller checked that it is allowed).
     """
-    lo = math.floor(float(positions.min()))
-    hi = max(math.ceil(float(positions.max())), lo + 1)
+    first = math.floor(float(positions.min()))
+    lo = base + first
+    hi = max(base + math.ceil(float(positions.max())), lo + 1)
+    positions = positions - first
     index: IntArray = np.arange(lo, hi, dtype=np.int64)
     past = index >= n_native
     if past.any():
@@ -128,14 +131,17 @@ def _cumulative(
         index[past] -= weeks * steps_per_week
     local = values[index]
     cumulative = np.concatenate(([0.0], np.cumsum(local)))
-    offset = positions - lo
+    offset = positions
     whole = np.minimum(np.floor(offset).astype(np.int64), len(local) - 1)
     result: FloatArray = cumulative[whole] + (offset - whole) * local[whole]
     return result
 
 
-def _positions(series: CarbonSeries, seconds_from_start: FloatArray) -> FloatArray:
-    return seconds_from_start / (series.step_minutes * 60.0)
+def _split(series: CarbonSeries, moment: datetime) -> tuple[int, float]:
+    """``moment`` as a whole step index of ``series`` and the seconds past that step."""
+    step = timedelta(minutes=series.step_minutes)
+    whole, rest = divmod(moment - series.start, step)
+    return int(whole), rest.total_seconds()
 
 
 def _steps_per_week(series: CarbonSeries) -> int:
@@ -178,19 +184,20 @@ def resample(
     slot_s = slot_minutes * 60.0
     span_s = (end - start).total_seconds()
     n_slots = math.ceil(span_s / slot_s)
-    offset_s = (start - series.start).total_seconds()
-    bounds_s = np.minimum(np.arange(n_slots + 1, dtype=np.float64) * slot_s, span_s) + offset_s
-    positions = _positions(series, bounds_s)
+    base, rest_s = _split(series, start)
+    bounds_s = np.minimum(np.arange(n_slots + 1, dtype=np.float64) * slot_s, span_s) + rest_s
+    positions = bounds_s / (series.step_minutes * 60.0)
     steps_per_week = _steps_per_week(series)
     n_native = len(series)
     widths = np.diff(positions)
     means: FloatArray = (
-        np.diff(_cumulative(series.values_g_per_kwh, n_native, steps_per_week, positions)) / widths
+        np.diff(_cumulative(series.values_g_per_kwh, n_native, steps_per_week, base, positions))
+        / widths
     )
     estimated_share = 0.0
     if series.estimated is not None and series.estimated.any():
         flags = series.estimated.astype(np.float64)
-        covered = _cumulative(flags, n_native, steps_per_week, positions[[0, -1]])
+        covered = _cumulative(flags, n_native, steps_per_week, base, positions[[0, -1]])
         estimated_share = float((covered[1] - covered[0]) / (positions[-1] - positions[0]))
     return SignalWindow(
         zone=series.zone,
@@ -239,14 +246,13 @@ def integrals_g_h_per_kwh(
     first = origin + timedelta(hours=float(start_h.min()))
     last = origin + timedelta(hours=float(end_h.max()))
     _check_range(series, first, last, allow_replay)
-    offset_s = (origin - series.start).total_seconds()
+    base, rest_s = _split(series, first)
+    shift_h = (first - origin).total_seconds() / 3600.0  # hours from origin to `first`
     step_h = series.step_minutes / 60.0
-    positions = _positions(
-        series, np.concatenate((start_h.ravel(), end_h.ravel())) * 3600.0 + offset_s
-    )
-    positions = np.maximum(positions, 0.0)  # guard rounding at the very start
+    hours = np.concatenate((start_h.ravel(), end_h.ravel())) - shift_h
+    positions = np.maximum((hours * 3600.0 + rest_s) / (series.step_minutes * 60.0), 0.0)
     cumulative = _cumulative(
-        series.values_g_per_kwh, len(series), _steps_per_week(series), positions
+        series.values_g_per_kwh, len(series), _steps_per_week(series), base, positions
     )
     count = start_h.size
     result: FloatArray = ((cumulative[count:] - cumulative[:count]) * step_h).reshape(start_h.shape)
