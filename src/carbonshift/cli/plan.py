@@ -1,0 +1,144 @@
+"""``carbonshift plan``: run one policy on a CONTRACTS.md instance and write the plan."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from carbonshift.domain import Instance, check_feasibility, score_plan
+from carbonshift.errors import InputError
+from carbonshift.formats import read_instance, write_plan
+from carbonshift.planning import POLICIES, PolicyResult, explain, run_policy
+
+__all__ = ["command"]
+
+
+class Format(StrEnum):
+    """Output format."""
+
+    TABLE = "table"
+    JSON = "json"
+
+
+def _parse_params(items: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(
+                f"--param {item!r} is not KEY=VALUE; write it like samples=50 "
+                "(carbonshift plan --list-policies shows each policy's parameters)"
+            )
+        params[key.strip()] = value.strip()
+    return params
+
+
+def _list_policies(fmt: Format) -> None:
+    if fmt is Format.JSON:
+        out = {
+            name: {
+                "summary": spec.summary,
+                "params": {
+                    p.name: {"default": p.default, "type": p.kind.__name__, "help": p.help}
+                    for p in spec.params
+                },
+            }
+            for name, spec in POLICIES.items()
+        }
+        typer.echo(json.dumps(out, indent=1))
+        return
+    table = Table(title="policies")
+    table.add_column("policy")
+    table.add_column("summary")
+    table.add_column("parameters (default)")
+    for name, spec in POLICIES.items():
+        params = "\n".join(f"{p.name}={p.default} ({p.help})" for p in spec.params) or "-"
+        table.add_row(name, spec.summary, params)
+    Console().print(table)
+
+
+def _report(
+    instance: Instance, result: PolicyResult, out: Path, fmt: Format, with_explain: bool
+) -> None:
+    scores = score_plan(instance, result.plan)
+    violations = check_feasibility(instance, result.plan)
+    summary: dict[str, object] = {
+        "policy": result.plan.policy,
+        "status": result.status.value,
+        "operational_g": scores.operational_g,
+        "embodied_g": scores.embodied_g,
+        "carbon_g": scores.carbon_g,
+        "gru": scores.gru,
+        "on_time": scores.on_time,
+        "late": scores.late,
+        "unscheduled": scores.unscheduled,
+        "feasible": not violations,
+        "solve_seconds": result.plan.solve_seconds,
+        "plan": str(out),
+        **{f"stats.{k}": v for k, v in result.stats.items()},
+    }
+    reasons = explain(instance, result) if with_explain else {}
+    if fmt is Format.JSON:
+        payload: dict[str, object] = {**summary, "violations": [v.message for v in violations]}
+        if with_explain:
+            payload["explain"] = reasons
+        typer.echo(json.dumps(payload, indent=1))
+        return
+    console = Console()
+    table = Table(title=f"plan: {result.plan.policy}")
+    table.add_column("score")
+    table.add_column("value", justify="right")
+    for key, value in summary.items():
+        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        table.add_row(key, shown)
+    console.print(table)
+    for violation in violations[:10]:
+        console.print(f"violation: {violation.message}", markup=False)
+    if with_explain:
+        why = Table(title="why")
+        why.add_column("job")
+        why.add_column("reason")
+        for job_id, text in reasons.items():
+            why.add_row(job_id, text)
+        console.print(why)
+
+
+def command(
+    instance: Path | None = typer.Option(
+        None, "--instance", "-i", help="Planning instance JSON (CONTRACTS.md section 1)."
+    ),
+    policy: str | None = typer.Option(
+        None, "--policy", "-p", help="Policy name (see --list-policies)."
+    ),
+    param: list[str] = typer.Option(
+        [], "--param", help="A policy parameter KEY=VALUE, repeatable (e.g. samples=50)."
+    ),
+    out: Path = typer.Option(Path("plan.json"), "--out", "-o", help="Where to write the plan."),
+    fmt: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
+    with_explain: bool = typer.Option(
+        False, "--explain", help="Say per job why it got its cluster and slot or none."
+    ),
+    list_policies: bool = typer.Option(
+        False, "--list-policies", help="List policies with their parameters and defaults."
+    ),
+) -> None:
+    """Plan an instance with one policy; print the scores and write the plan JSON.
+
+    Example: carbonshift plan --instance inst.json --policy srr --param samples=50 --out plan.json
+    """
+    if list_policies:
+        _list_policies(fmt)
+        return
+    if instance is None:
+        raise InputError("--instance is missing; give a planning instance JSON file")
+    if policy is None:
+        raise InputError("--policy is missing; give one of: " + ", ".join(POLICIES))
+    problem = read_instance(instance)
+    result = run_policy(policy, problem, _parse_params(param))
+    write_plan(result.plan, out, score_plan(problem, result.plan))
+    _report(problem, result, out, fmt, with_explain)

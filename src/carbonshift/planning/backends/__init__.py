@@ -1,0 +1,1 @@
+"""Solver back ends, one module each; only :mod:`.highs` imports its solver."""

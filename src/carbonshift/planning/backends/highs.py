@@ -1,0 +1,159 @@
+"""HiGHS through highspy: LP (simplex, interior point, PDLP) and MILP with time limit and gap.
+
+The only module of carbonshift that imports highspy. It takes a
+:class:`~carbonshift.planning.problem.LinearProgram`, hands HiGHS the column-wise matrix as
+arrays, and maps HiGHS's model status to :class:`~carbonshift.planning.types.SolveStatus`.
+An infeasible or time-limited model is a status; only a solver failure (load, presolve,
+solve or memory error) raises :class:`~carbonshift.errors.SolverError`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+
+import highspy
+import numpy as np
+import numpy.typing as npt
+
+from carbonshift.errors import InputError, SolverError
+from carbonshift.planning.problem import LinearProgram
+from carbonshift.planning.types import SolveStatus
+
+__all__ = ["LpMethod", "Solution", "SolveOptions", "solve"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class LpMethod(StrEnum):
+    """HiGHS's LP algorithm (its ``solver`` option)."""
+
+    CHOOSE = "choose"
+    SIMPLEX = "simplex"
+    IPM = "ipm"
+    PDLP = "pdlp"
+
+
+@dataclass(frozen=True, slots=True)
+class SolveOptions:
+    """``time_limit_s`` (seconds, wall), ``mip_gap`` (relative), ``threads`` (1 keeps runs
+    reproducible and leaves cores to others)."""
+
+    integer: bool = False
+    method: LpMethod = LpMethod.CHOOSE
+    time_limit_s: float = 60.0
+    mip_gap: float = 1e-4
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.time_limit_s > 0:
+            raise InputError(f"time_limit_s is {self.time_limit_s} s; give a number of seconds > 0")
+        if not 0 <= self.mip_gap < 1:
+            raise InputError(f"mip_gap is {self.mip_gap}; give a relative gap in [0, 1)")
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Solution:
+    """A back end's answer. ``values`` is empty unless the status is OPTIMAL or FEASIBLE.
+
+    ``bound`` is the proved bound on the objective (the LP optimum, or the MILP dual bound);
+    ``gap`` the relative MIP gap HiGHS reports (0 for an LP at optimum).
+    """
+
+    status: SolveStatus
+    values: FloatArray
+    objective: float
+    bound: float
+    gap: float
+    seconds: float
+    detail: str = ""
+
+
+_STATUS = {
+    highspy.HighsModelStatus.kOptimal: SolveStatus.OPTIMAL,
+    highspy.HighsModelStatus.kInfeasible: SolveStatus.INFEASIBLE,
+    highspy.HighsModelStatus.kUnbounded: SolveStatus.UNBOUNDED,
+    highspy.HighsModelStatus.kUnboundedOrInfeasible: SolveStatus.UNBOUNDED,
+    highspy.HighsModelStatus.kTimeLimit: SolveStatus.NO_SOLUTION,
+    highspy.HighsModelStatus.kIterationLimit: SolveStatus.NO_SOLUTION,
+    highspy.HighsModelStatus.kSolutionLimit: SolveStatus.NO_SOLUTION,
+    highspy.HighsModelStatus.kInterrupt: SolveStatus.NO_SOLUTION,
+    highspy.HighsModelStatus.kObjectiveBound: SolveStatus.NO_SOLUTION,
+    highspy.HighsModelStatus.kObjectiveTarget: SolveStatus.NO_SOLUTION,
+    highspy.HighsModelStatus.kUnknown: SolveStatus.NO_SOLUTION,
+}
+
+
+def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
+    """Solve ``lp`` (as a MILP when ``options.integer``) and map the outcome to our status."""
+    options = options or SolveOptions()
+    began = time.perf_counter()
+    n_col = lp.n_columns
+    if n_col == 0:
+        return Solution(SolveStatus.OPTIMAL, np.zeros(0), 0.0, 0.0, 0.0, 0.0)
+    highs = highspy.Highs()  # type: ignore[no-untyped-call]
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("time_limit", float(options.time_limit_s))
+    highs.setOptionValue("threads", int(options.threads))
+    if options.integer:
+        highs.setOptionValue("mip_rel_gap", float(options.mip_gap))
+    else:
+        highs.setOptionValue("solver", str(options.method.value))
+    model = highspy.HighsLp()
+    model.num_col_ = n_col
+    model.num_row_ = int(lp.matrix.shape[0])
+    model.col_cost_ = np.ascontiguousarray(lp.objective, dtype=np.float64)
+    model.col_lower_ = np.zeros(n_col)
+    model.col_upper_ = np.ones(n_col)
+    model.row_lower_ = np.full(model.num_row_, -highspy.kHighsInf)
+    model.row_upper_ = np.ascontiguousarray(lp.row_upper, dtype=np.float64)
+    model.sense_ = highspy.ObjSense.kMaximize if lp.maximise else highspy.ObjSense.kMinimize
+    matrix = lp.matrix.tocsc()
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.num_col_ = n_col
+    model.a_matrix_.num_row_ = model.num_row_
+    model.a_matrix_.start_ = matrix.indptr.astype(np.int32)
+    model.a_matrix_.index_ = matrix.indices.astype(np.int32)
+    model.a_matrix_.value_ = matrix.data.astype(np.float64)
+    if options.integer:
+        integrality = [highspy.HighsVarType.kContinuous] * n_col
+        integrality[: lp.n_integer] = [highspy.HighsVarType.kInteger] * lp.n_integer
+        model.integrality_ = integrality
+    if highs.passModel(model) == highspy.HighsStatus.kError:
+        raise SolverError(f"HiGHS refused the model ({n_col} columns); this is a carbonshift bug")
+    highs.run()
+    model_status = highs.getModelStatus()
+    info = highs.getInfo()
+    seconds = time.perf_counter() - began
+    status = _STATUS.get(model_status)
+    if status is None:
+        if model_status == highspy.HighsModelStatus.kModelEmpty:
+            return Solution(SolveStatus.OPTIMAL, np.zeros(n_col), 0.0, 0.0, 0.0, seconds)
+        raise SolverError(
+            f"HiGHS failed with model status {highs.modelStatusToString(model_status)!r} on a "
+            f"model of {n_col} columns; retry with another method or report it"
+        )
+    has_primal = info.primal_solution_status == highspy.kSolutionStatusFeasible
+    if status is SolveStatus.NO_SOLUTION and has_primal:
+        status = SolveStatus.FEASIBLE
+    values = np.zeros(0)
+    objective = float("nan")
+    if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+        values = np.asarray(highs.getSolution().col_value, dtype=float)
+        objective = float(info.objective_function_value)
+    if options.integer:
+        bound = float(info.mip_dual_bound)
+        gap = float(info.mip_gap)
+    else:
+        bound = objective if status is SolveStatus.OPTIMAL else float("nan")
+        gap = 0.0 if status is SolveStatus.OPTIMAL else float("nan")
+    return Solution(
+        status=status,
+        values=values,
+        objective=objective,
+        bound=bound,
+        gap=gap,
+        seconds=seconds,
+        detail=highs.modelStatusToString(model_status),
+    )

@@ -1,0 +1,119 @@
+"""``window``: the CO2 scheduler's release rule (Piontek, Univ. Stuttgart master thesis)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from carbonshift.domain import Instance
+from carbonshift.errors import InputError
+from carbonshift.planning.ledger import CapacityLedger
+from carbonshift.planning.policies._common import result_of
+from carbonshift.planning.policies._rolling import replay_rule
+from carbonshift.planning.problem import arrays_of
+from carbonshift.planning.types import PlanContext, PolicyResult
+
+__all__ = ["best_window_slots", "window"]
+
+
+def best_window_slots(
+    ci_g_per_kwh: npt.NDArray[np.float64], window_slots: int, lookahead_slots: int
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    """``[cluster, t]``: whether the W-slot window starting at ``t`` has the least mean
+    forecast among the windows starting in ``t .. t + lookahead - W`` (rolling; windows
+    near the horizon's end are averaged over the slots that remain), and each window's mean."""
+    m, h = ci_g_per_kwh.shape
+    prefix = np.concatenate([np.zeros((m, 1)), np.cumsum(ci_g_per_kwh, axis=1)], axis=1)
+    start = np.arange(h)
+    end = np.minimum(start + window_slots, h)
+    mean = (prefix[:, end] - prefix[:, start]) / (end - start)
+    out = np.zeros((m, h), dtype=bool)
+    span = max(lookahead_slots - window_slots, 0)
+    for t in range(h):
+        last = min(t + span, h - 1)
+        out[:, t] = mean[:, t] <= mean[:, t : last + 1].min(axis=1) + 1e-9
+    return out, mean
+
+
+def window(
+    instance: Instance,
+    context: PlanContext | None = None,
+    *,
+    window_hours: float = 6.0,
+    lookahead_hours: float = 24.0,
+    max_wait_hours: float = 24.0,
+    base_limit: float = 0.95,
+    load_factor: float = 0.1,
+) -> PolicyResult:
+    """Piontek, chapters 6-8 and 10, as ALGORITHMS.md states it. Each slot a pending job is
+    released when: it is critical; or it has waited ``max_wait_hours`` (24 h; time waited
+    before slot 0 comes from ``context.waited_slots``); or its latest on-time start has come;
+    or the slot begins the least-mean W-hour window (``window_hours``, default 6) of the next
+    ``lookahead_hours`` (rolling, UTC) on an allowed cluster whose first-resource use is below
+    ``base_limit - load_factor x predicted load`` (0.95 - 0.1 x load; load = forecast demand
+    / total capacity, 0 without ``future_demand``). A released job starts where it fits
+    (the window's cluster, else clusters in listed order) or queues for room.
+
+    The thesis forecasts with a weighted moving average of last year's data; here the
+    forecast is the instance's ``carbon_g_per_kwh`` (the forecaster is the carbon layer's).
+    The thesis used calendar-day windows; we use a rolling look-ahead.
+    """
+    for name, value in (
+        ("window_hours", window_hours),
+        ("lookahead_hours", lookahead_hours),
+        ("max_wait_hours", max_wait_hours),
+    ):
+        if not value > 0:
+            raise InputError(f"{name} is {value} h; give a number of hours > 0")
+    began = time.perf_counter()
+    arrays = arrays_of(instance, context)
+    slot_h = arrays.slot_hours
+    w_slots = max(1, math.ceil(window_hours / slot_h - 1e-9))
+    look_slots = max(w_slots, math.ceil(lookahead_hours / slot_h - 1e-9))
+    max_wait = math.ceil(max_wait_hours / slot_h - 1e-9)
+    in_window, window_mean = best_window_slots(arrays.ci_g_per_kwh, w_slots, look_slots)
+    total_cap = arrays.capacity_units[:, 0, :].sum(axis=0)
+    load = np.divide(
+        arrays.future_units, total_cap, out=np.zeros_like(total_cap), where=total_cap > 0
+    )
+    use_limit = base_limit - load_factor * load
+    waited_before = context.waited_slots if context is not None else {}
+    ledger = CapacityLedger(arrays)
+    latest = arrays.latest_on_time_start
+    ids = [job.id for job in instance.jobs]
+
+    def rule(t: int, i: int) -> tuple[Sequence[int], str]:
+        allowed = [int(c) for c in np.flatnonzero(arrays.allowed[i])]
+        waited = waited_before.get(ids[i], 0) + t - int(arrays.release_slot[i])
+        if arrays.critical[i]:
+            return allowed, "window: critical, released at once"
+        if waited >= max_wait:
+            return allowed, f"window: waited {waited * slot_h:g} h (limit {max_wait_hours:g} h)"
+        if t >= latest[i]:
+            return allowed, f"window: latest on-time start (slot {latest[i]}) reached"
+        good = [
+            c
+            for c in allowed
+            if in_window[c, t] and ledger.used_fraction(c, 0, t) < use_limit[t] - 1e-12
+        ]
+        if good:
+            good.sort(key=lambda c: window_mean[c, t])  # several clusters: cleanest window first
+            return good + [c for c in allowed if c not in good], (
+                f"window: slot {t} begins the cleanest {window_hours:g} h window of the next "
+                f"{lookahead_hours:g} h, use under {use_limit[t]:.3g}"
+            )
+        return [], ""
+
+    chosen, notes = replay_rule(arrays, ledger, rule, "window")
+    return result_of(
+        instance,
+        "window",
+        chosen,
+        seconds=time.perf_counter() - began,
+        notes=notes,
+        stats={"window_slots": float(w_slots)},
+    )

@@ -1,0 +1,78 @@
+"""The HiGHS back end: optimum values and the status map."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from carbonshift.errors import InputError
+from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
+from carbonshift.planning.problem import LinearProgram
+from carbonshift.planning.types import SolveStatus
+
+
+def _lp(
+    objective: list[float], rows: list[list[float]], upper: list[float], maximise: bool = True
+) -> LinearProgram:
+    return LinearProgram(
+        objective=np.array(objective, dtype=float),
+        matrix=sp.csc_matrix(np.array(rows, dtype=float)),
+        row_upper=np.array(upper, dtype=float),
+        maximise=maximise,
+        n_integer=len(objective),
+    )
+
+
+# max 3a + 2b + 2c  s.t. 2a + b + 1.5c <= 2. LP: b = 1, a = 0.5 -> 3.5; binary: a alone -> 3.
+KNAPSACK = _lp([3.0, 2.0, 2.0], [[2.0, 1.0, 1.5]], [2.0])
+
+
+@pytest.mark.parametrize("method", list(LpMethod), ids=lambda m: f"lp-{m.value}")
+def test_lp_methods_agree_on_the_optimum(method: LpMethod) -> None:
+    solution = solve(KNAPSACK, SolveOptions(method=method))
+    # PDLP may stop with HiGHS status "unknown" holding a solution: FEASIBLE, not OPTIMAL
+    assert solution.status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE)
+    assert solution.objective == pytest.approx(3.5, rel=1e-3)
+    assert solution.values == pytest.approx([0.5, 1.0, 0.0], abs=1e-3)
+
+
+def test_milp_finds_the_integer_optimum_and_proves_it() -> None:
+    solution = solve(KNAPSACK, SolveOptions(integer=True))
+    assert solution.status is SolveStatus.OPTIMAL
+    assert solution.objective == pytest.approx(3.0)
+    assert solution.values.round().tolist() == [1.0, 0.0, 0.0]
+    assert solution.bound == pytest.approx(3.0, abs=1e-6)
+
+
+def test_infeasible_model_is_a_status_not_an_exception() -> None:
+    lp = LinearProgram(
+        objective=np.array([1.0]),
+        matrix=sp.csc_matrix(np.array([[1.0]])),
+        row_upper=np.array([-1.0]),  # x <= -1 with 0 <= x
+        maximise=True,
+        n_integer=1,
+    )
+    assert solve(lp).status is SolveStatus.INFEASIBLE
+    assert solve(lp, SolveOptions(integer=True)).status is SolveStatus.INFEASIBLE
+
+
+def test_empty_model_is_optimal_at_zero() -> None:
+    lp = _lp([], [[]], [1.0])
+    solution = solve(LinearProgram(np.zeros(0), sp.csc_matrix((1, 0)), np.ones(1), True, 0))
+    assert lp.n_columns == 0
+    assert solution.status is SolveStatus.OPTIMAL
+    assert solution.objective == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "want_message"),
+    [
+        ({"time_limit_s": 0.0}, "time_limit_s is 0.0 s"),
+        ({"mip_gap": 1.0}, "mip_gap is 1.0"),
+    ],
+    ids=["zero-time-limit", "gap-of-one"],
+)
+def test_bad_options_are_input_errors(kwargs: dict[str, float], want_message: str) -> None:
+    with pytest.raises(InputError, match=want_message):
+        SolveOptions(**kwargs)  # type: ignore[arg-type]

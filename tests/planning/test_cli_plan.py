@@ -1,0 +1,126 @@
+"""``carbonshift plan``: writes a contract plan, prints scores equal to a recomputation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from carbonshift.cli.app import main
+from carbonshift.domain import check_feasibility, score_plan
+from carbonshift.formats import read_instance, read_plan, write_instance
+from tests.builders import cluster, instance, job
+
+
+@pytest.fixture
+def instance_file(tmp_path: Path) -> Path:
+    inst = instance(
+        [
+            job("a", gpu=2, runtime=2, deadline=4),
+            job("b", gpu=1, release=1, deadline=3),
+            job("c", gpu=9),
+        ],
+        [cluster("c1", gpu=4.0), cluster("c2", gpu=2.0, embodied=3.0)],
+        {"c1": [100.0, 50.0, 10.0, 200.0], "c2": [80.0] * 4},
+    )
+    path = tmp_path / "inst.json"
+    write_instance(inst, path)
+    return path
+
+
+@pytest.mark.parametrize("policy", ["asap", "fluidos", "srr", "exact", "caspian", "window"])
+def test_plan_writes_the_plan_and_prints_its_scores(
+    instance_file: Path, tmp_path: Path, policy: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "plan.json"
+    code = main(
+        [
+            "plan",
+            "--instance",
+            str(instance_file),
+            "--policy",
+            policy,
+            "--out",
+            str(out),
+            "--format",
+            "json",
+            "--explain",
+        ]
+    )
+    assert code == 0
+    printed = json.loads(capsys.readouterr().out)
+    inst = read_instance(instance_file)
+    plan = read_plan(out)
+    want = score_plan(inst, plan)
+    assert printed["operational_g"] == pytest.approx(want.operational_g, rel=1e-6)
+    assert printed["embodied_g"] == pytest.approx(want.embodied_g, rel=1e-6)
+    assert printed["gru"] == pytest.approx(want.gru, rel=1e-6)
+    assert (printed["on_time"], printed["late"], printed["unscheduled"]) == (
+        want.on_time,
+        want.late,
+        want.unscheduled,
+    )
+    assert printed["feasible"] is True
+    assert check_feasibility(inst, plan) == []
+    assert json.loads(out.read_text())["solve_seconds"] >= 0
+    assert set(printed["explain"]) == {"a", "b", "c"}
+    assert "unscheduled" in printed["explain"]["c"]
+    assert "exceeds the free capacity" in printed["explain"]["c"]
+
+
+def test_table_output_and_list_policies(
+    instance_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["plan", "--list-policies"]) == 0
+    listed = capsys.readouterr().out
+    for name in ("asap", "threshold", "window", "fluidos", "caspian", "rr", "srr", "exact"):
+        assert name in listed
+    assert (
+        main(
+            [
+                "plan",
+                "-i",
+                str(instance_file),
+                "-p",
+                "srr",
+                "-o",
+                str(tmp_path / "p.json"),
+                "--param",
+                "samples=5",
+            ]
+        )
+        == 0
+    )
+    assert "operational_g" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "want_message"),
+    [
+        (["--param", "samples=x"], "samples='x' of policy 'srr' is not a whole number"),
+        (["--param", "samples"], "is not KEY=VALUE"),
+        (["--param", "bogus=1"], "unknown parameter 'bogus'"),
+        (["--policy", "nope"], "unknown policy 'nope'"),
+    ],
+    ids=["bad-value", "no-equals", "unknown-key", "unknown-policy"],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    instance_file: Path,
+    tmp_path: Path,
+    args: list[str],
+    want_message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    base = ["plan", "-i", str(instance_file), "-o", str(tmp_path / "p.json"), "-p", "srr"]
+    assert main([*base, *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert want_message in err
+
+
+def test_missing_instance_is_an_input_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan"]) == 2
+    assert "--instance is missing" in capsys.readouterr().err
+    assert main(["plan", "--instance", "x.json"]) == 2
+    assert "--policy is missing; give one of: asap" in capsys.readouterr().err
