@@ -48,7 +48,7 @@ def command(
         return
     table = Table(title=f"{name} reproduction (ours beside the paper's)")
     for column in result.columns:
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", overflow="fold")
     for row in result.rows:
         table.add_row(*(_cell(row.get(c)) for c in result.columns))
     out_console = Console()
@@ -66,5 +66,5 @@ def _cell(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return f"{value:.2f}"
+        return f"{value:.4g}"
     return str(value)

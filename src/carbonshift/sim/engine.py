@@ -32,6 +32,7 @@ from carbonshift.planning.types import PlanContext, PolicyResult
 from carbonshift.workloads.model import Workload
 
 __all__ = [
+    "DemandFn",
     "ForecastFn",
     "JobRecord",
     "PlanFn",
@@ -51,6 +52,9 @@ FloatArray = npt.NDArray[np.float64]
 PlanFn = Callable[[Instance, PlanContext], PolicyResult]
 #: Forecast for one cluster: (cluster index, issue time, horizon slots) -> g/kWh per slot.
 ForecastFn = Callable[[int, datetime, int], FloatArray]
+#: Future demand for CJPS: (hours since start, horizon slots) -> units of the first resource
+#: arriving in each slot (CONTRACTS.md ``future_demand``).
+DemandFn = Callable[[float, int], FloatArray]
 #: Progress callback: (hours simulated, hours expected).
 ProgressFn = Callable[[float, float], None]
 
@@ -165,8 +169,13 @@ def run_simulation(
     forecast: ForecastFn,
     *,
     progress: ProgressFn | None = None,
+    future_demand: DemandFn | None = None,
 ) -> RunResult:
-    """Simulate ``workload`` on ``clusters`` under the policy ``plan``; see the module doc."""
+    """Simulate ``workload`` on ``clusters`` under the policy ``plan``; see the module doc.
+
+    ``future_demand``, when given, fills the snapshot's ``future_demand`` of the first
+    resource each round (a forecast of what will arrive; CJPS reserves room for it).
+    """
     if not clusters:
         raise InputError("a simulation needs at least one cluster")
     resources = workload.resources
@@ -302,6 +311,7 @@ def _plan_round(
     forecast: ForecastFn,
     planner_seconds: list[float],
     forecasts: dict[int, FloatArray],
+    future_demand: DemandFn | None = None,
 ) -> list[_Live]:
     """One planning round: snapshot, plan, commit what starts before the next round."""
     slot_h = config.slot_h
@@ -335,6 +345,15 @@ def _plan_round(
         clusters=tuple(domain_clusters),
         carbon_g_per_kwh=carbon,
         jobs=jobs,
+        future_demand=(
+            None
+            if future_demand is None
+            else {
+                resources[0]: tuple(
+                    float(v) for v in np.maximum(future_demand(now_h, horizon), 0.0)
+                )
+            }
+        ),
     )
     waited = {
         p.record.job: max(0, math.floor((now_h - p.record.submit_h) / slot_h + _EPS))

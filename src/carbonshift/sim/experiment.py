@@ -21,11 +21,13 @@ import numpy as np
 
 from carbonshift.carbon.forecast import make_forecaster
 from carbonshift.carbon.series import CarbonSeries
+from carbonshift.carbon.signal import resample
 from carbonshift.domain import Instance
 from carbonshift.errors import DataRangeError
 from carbonshift.planning.registry import parse_params, run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 from carbonshift.sim.engine import (
+    DemandFn,
     ForecastFn,
     PlanFn,
     ProgressFn,
@@ -36,6 +38,7 @@ from carbonshift.sim.engine import (
 )
 from carbonshift.sim.outputs import summarize, write_jobs_csv, write_slots_csv, write_summary
 from carbonshift.sim.report import write_html_report, write_plots
+from carbonshift.workloads.demand import forecast_demand
 from carbonshift.workloads.model import Workload
 
 __all__ = [
@@ -65,6 +68,7 @@ class Experiment:
     forecast: str = "oracle"
     forecast_params: Mapping[str, Any] = field(default_factory=dict)
     allow_replay: bool = False
+    demand_forecast: str | None = None
     seed: int = 1
     title: str = "carbonshift simulation"
 
@@ -136,11 +140,29 @@ def _prepare_clusters(exp: Experiment) -> tuple[SimCluster, ...]:
 
 
 def _forecast_fn(exp: Experiment, clusters: Sequence[SimCluster]) -> ForecastFn:
+    """Forecasts at slot resolution for any issue time.
+
+    Forecasters work on the series' native grid: an issue time between two native steps is
+    issued at the step before it (so no data at or after the true issue time is read), at
+    native resolution, and the values are then averaged into slots aligned to the true issue
+    time.
+    """
     forecaster = make_forecaster(exp.forecast, {**exp.forecast_params})
     slot_minutes = exp.config.slot_minutes
 
     def forecast(ci: int, issued_at: datetime, horizon: int) -> Any:
-        return forecaster.forecast(clusters[ci].actual, issued_at, horizon, slot_minutes)
+        series = clusters[ci].actual
+        step = timedelta(minutes=series.step_minutes)
+        offset = (issued_at - series.start) % step
+        if offset == timedelta(0) and slot_minutes % series.step_minutes == 0:
+            return forecaster.forecast(series, issued_at, horizon, slot_minutes)
+        floored = issued_at - offset
+        end = issued_at + timedelta(minutes=slot_minutes * horizon)
+        steps = math.ceil((end - floored) / step)
+        native = forecaster.forecast(series, floored, steps, series.step_minutes)
+        piece = replace(series, start=floored, values_g_per_kwh=np.asarray(native, dtype=float))
+        window = resample(piece, issued_at, end, slot_minutes=slot_minutes)
+        return window.values_g_per_kwh
 
     return forecast
 
@@ -170,8 +192,44 @@ def simulate_policy(
     """Simulate one policy on the experiment's prepared input."""
     clusters, forecast = prepared
     return run_simulation(
-        exp.config, clusters, exp.workload, _plan_fn(name, params), forecast, progress=progress
+        exp.config,
+        clusters,
+        exp.workload,
+        _plan_fn(name, params),
+        forecast,
+        progress=progress,
+        future_demand=_demand_fn(exp),
     )
+
+
+def _demand_fn(exp: Experiment) -> DemandFn | None:
+    """The workload's own demand forecast (``demand_forecast`` method), or None."""
+    method = exp.demand_forecast
+    if method is None or method == "none":
+        return None
+    workload = exp.workload
+    resource = workload.resources[0]
+    slot_minutes = exp.config.slot_minutes
+
+    def demand(now_h: float, horizon: int) -> Any:
+        return forecast_demand(
+            workload,
+            resource=resource,
+            now_h=now_h,
+            slot_minutes=slot_minutes,
+            horizon_slots=horizon,
+            method=method,
+        )
+
+    forecast_demand(  # validate the method name before the run
+        workload,
+        resource=resource,
+        now_h=0.0,
+        slot_minutes=slot_minutes,
+        horizon_slots=1,
+        method=method,
+    )
+    return demand
 
 
 def run_experiment(
@@ -193,6 +251,7 @@ def run_experiment(
         runs[label] = simulate_policy(exp, prepared, name, params, callback)
     extra = {
         "forecast": exp.forecast,
+        "demand_forecast": exp.demand_forecast,
         "seed": exp.seed,
         "policy_params": dict(exp.policy_params),
         "baseline_params": dict(exp.baseline_params),
