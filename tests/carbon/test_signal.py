@@ -189,6 +189,8 @@ def test_estimated_share_is_time_weighted() -> None:
         pytest.param(1.25, 1.5, 20 * 0.25, id="inside-one-step"),
         pytest.param(3.0, 3.0, 0.0, id="empty-interval"),
         pytest.param(0.0, 4.0, 100.0, id="whole-series"),
+        pytest.param(4.0, 4.0, 0.0, id="empty-interval-at-the-end-of-the-data"),
+        pytest.param(3.5, 4.0, 20.0, id="last-half-hour-of-the-data"),
     ],
 )
 def test_integral_by_hand(t0_h: float, t1_h: float, want_g_h_per_kwh: float) -> None:

@@ -121,6 +121,8 @@ def _cumulative(
     past ``n_native`` take values by weekly replay (the caller checked that it is allowed).
     """
     first = math.floor(float(positions.min()))
+    if base + first >= n_native and base + float(positions.max()) <= n_native:
+        first = n_native - 1 - base  # every position sits exactly at the end of the data
     lo = base + first
     hi = max(base + math.ceil(float(positions.max())), lo + 1)
     positions = positions - first
