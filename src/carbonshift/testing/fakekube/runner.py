@@ -1,0 +1,228 @@
+"""Run a fake cluster on a loopback port in a background thread, and drive it from tests.
+
+>>> from carbonshift.testing.fakekube import run_fakekube
+>>> with run_fakekube() as kube:          # doctest: +SKIP
+...     kube.base_url, kube.kubeconfig    # http://127.0.0.1:PORT, a kubeconfig file
+...     kube.advance(hours=2)             # virtual time; controllers run to a fixed point
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import tempfile
+import threading
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+
+import uvicorn
+
+from carbonshift.errors import TemporaryError
+from carbonshift.testing.fakekube.cluster import FakeCluster, FakeKubeConfig
+from carbonshift.testing.fakekube.faults import Fault
+from carbonshift.testing.fakekube.server import build_app
+
+__all__ = ["FakeKube", "run_fakekube", "write_kubeconfig"]
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+
+
+def write_kubeconfig(path: Path, base_url: str, *, namespace: str = "default") -> Path:
+    """A kubeconfig with one context ``fakekube`` pointing at ``base_url`` (no credentials)."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "fakekube", "cluster": {"server": base_url}}],
+        "users": [{"name": "fakekube", "user": {}}],
+        "contexts": [
+            {
+                "name": "fakekube",
+                "context": {"cluster": "fakekube", "user": "fakekube", "namespace": namespace},
+            }
+        ],
+        "current-context": "fakekube",
+        "preferences": {},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2) + "\n")
+    return path
+
+
+class FakeKube:
+    """Handle on a running fake cluster; every method is safe to call from the test thread."""
+
+    def __init__(
+        self, cluster: FakeCluster, loop: asyncio.AbstractEventLoop, base_url: str, kubeconfig: Path
+    ) -> None:
+        self.cluster = cluster
+        self._loop = loop
+        self.base_url = base_url
+        self.kubeconfig = kubeconfig
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=60)
+
+    def _run(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        async def call() -> Any:
+            return fn(*args, **kwargs)
+
+        return self._call(call())
+
+    # -- time -----------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The cluster's clock."""
+        return self.cluster.clock.now()
+
+    def advance(
+        self,
+        delta: timedelta | None = None,
+        *,
+        seconds: float = 0,
+        minutes: float = 0,
+        hours: float = 0,
+    ) -> datetime:
+        """Move the clock forward, then run the controllers to a fixed point; return the new now."""
+        step = (delta or timedelta(0)) + timedelta(seconds=seconds, minutes=minutes, hours=hours)
+        return self._call(self.cluster.advance(step))
+
+    def settle(self) -> int:
+        """Run the emulated controllers to a fixed point now (binding, starting, completing)."""
+        return self._call(self.cluster.settle())
+
+    # -- direct access (bypasses HTTP, not the API rules) ----------------------------------
+
+    def get(self, kind: str, name: str, namespace: str = "", api_version: str = "v1") -> Obj:
+        def read() -> Obj:
+            api = self.cluster.api
+            return api.get(api.kind(kind, api_version), namespace, name)
+
+        result: Obj = self._run(read)
+        return result
+
+    def list(self, kind: str, namespace: str | None = None, api_version: str = "v1") -> list[Obj]:
+        def read() -> list[Obj]:
+            api = self.cluster.api
+            items, _ = api.list(api.kind(kind, api_version), namespace)
+            return items
+
+        result: list[Obj] = self._run(read)
+        return result
+
+    def create(self, obj: Obj) -> Obj:
+        """Create through the API rules (defaults, webhooks, validation)."""
+        api = self.cluster.api
+        rt = api.kind(obj.get("kind", ""), obj.get("apiVersion", "v1"))
+        namespace = obj.get("metadata", {}).get("namespace", "default") if rt.namespaced else ""
+        return self._call(api.create(rt, namespace, obj))
+
+    # -- faults and watches ---------------------------------------------------------------
+
+    def add_fault(self, fault: Fault) -> Fault:
+        return self._run(self.cluster.faults.add, fault)  # type: ignore[no-any-return]
+
+    def clear_faults(self) -> None:
+        self._run(self.cluster.faults.clear)
+
+    def drop_watches(self) -> int:
+        """End every open watch stream, as an API server restart or a load balancer would."""
+        return self._run(self.cluster.drop_watches)  # type: ignore[no-any-return]
+
+    def compact(self) -> None:
+        """Forget the event history: watches from any older resourceVersion get 410 Gone."""
+        self._run(self.cluster.store.compact)
+
+    def send_bookmarks(self) -> None:
+        self._run(self.cluster.send_bookmarks)
+
+    def register_service_endpoint(self, namespace: str, name: str, url: str) -> None:
+        """Route webhook calls for Service ``namespace/name`` to ``url`` (https://127.0.0.1:P)."""
+        self._run(self.cluster.api.service_endpoints.__setitem__, (namespace, name), url)
+
+    @property
+    def resource_version(self) -> int:
+        return self.cluster.store.rv
+
+
+def _serve(
+    cluster: FakeCluster,
+    sock: socket.socket,
+    server: uvicorn.Server,
+    started: threading.Event,
+    box: dict[str, Any],
+) -> None:
+    async def main() -> None:
+        box["loop"] = asyncio.get_running_loop()
+        try:
+            await cluster.start()
+        except BaseException as exc:
+            box["error"] = exc
+            started.set()
+            raise
+        started.set()
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            await cluster.stop()
+
+    try:
+        asyncio.run(main())
+    except BaseException as exc:
+        box.setdefault("error", exc)
+        started.set()
+
+
+@contextmanager
+def run_fakekube(
+    config: FakeKubeConfig | None = None,
+    *,
+    port: int = 0,
+    kubeconfig: Path | None = None,
+) -> Iterator[FakeKube]:
+    """Start a fake cluster on ``127.0.0.1:port`` (0: a free port) and stop it on exit."""
+    cluster = FakeCluster(config or FakeKubeConfig())
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    host, bound = sock.getsockname()
+    cluster.host = f"{host}:{bound}"
+    base_url = f"http://{host}:{bound}"
+    server = uvicorn.Server(
+        uvicorn.Config(
+            build_app(cluster),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+        )
+    )
+    started = threading.Event()
+    box: dict[str, Any] = {}
+    thread = threading.Thread(
+        target=_serve, args=(cluster, sock, server, started, box), name="fakekube", daemon=True
+    )
+    with tempfile.TemporaryDirectory(prefix="fakekube-") as tmp:
+        path = write_kubeconfig(kubeconfig or Path(tmp) / "kubeconfig", base_url)
+        thread.start()
+        started.wait(30)
+        while "error" not in box and not server.started and thread.is_alive():
+            threading.Event().wait(0.01)
+        if "error" in box or not server.started:
+            raise TemporaryError(
+                f"the fake API server did not start on {base_url}: {box.get('error')!r}"
+            )
+        handle = FakeKube(cluster, box["loop"], base_url, path)
+        try:
+            yield handle
+        finally:
+            with contextlib.suppress(Exception):  # the loop may already be gone
+                handle.drop_watches()
+            server.should_exit = True
+            thread.join(15)
+            sock.close()
