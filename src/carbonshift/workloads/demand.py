@@ -106,20 +106,24 @@ def forecast_demand(
             origin_h=now_h,
             n_slots=horizon_slots,
         )
-    past = workload.arriving(-math.inf, now_h)  # the only data read from here on
     per_day = 24 * 60 / slot_minutes
     window = window_slots if window_slots is not None else max(1, round(per_day))
     if window < 1:
         raise InputError(f"window_slots is {window}; it must be >= 1 slot")
-    # complete past slots, counted back from now: slot -j covers [now - j slot, now - (j-1) slot)
-    n_past = max(0, math.floor(now_h / slot_h + 1e-9))
+    # complete past slots, counted back from now: history[j] covers
+    # [now - (j+1) slot, now - j slot); only as far back as a method looks, never before 0
+    looks_back = window if method == "moving-average" else max(window, days * math.ceil(per_day))
+    n_past = min(looks_back, max(0, math.floor(now_h / slot_h + 1e-9)))
     history: FloatArray = np.zeros(n_past)
-    if n_past and len(past):
-        back = np.ceil((now_h - past.submit_h) / slot_h).astype(np.int64) - 1  # 0 = last slot
-        keep = back < n_past
+    # the only jobs read from here on: submitted in [now - n_past slot, now)
+    lo, hi = np.searchsorted(workload.submit_h, [now_h - n_past * slot_h, now_h], side="left")
+    if n_past and hi > lo:
+        submit = workload.submit_h[lo:hi]
+        back = np.ceil((now_h - submit) / slot_h).astype(np.int64) - 1  # 0 = the last slot
+        keep = (back >= 0) & (back < n_past)
+        weights = workload.demand[resource][lo:hi][keep]
         history = np.asarray(
-            np.bincount(back[keep], weights=past.demand[resource][keep], minlength=n_past),
-            dtype=np.float64,
+            np.bincount(back[keep], weights=weights, minlength=n_past), dtype=np.float64
         )
     # history[j] = demand in the slot that ended j slots before now
     recent = history[: min(window, n_past)]
