@@ -138,3 +138,11 @@ def test_build_refuses_an_incomplete_source(
     _write_export(tmp_path / "XX_2021_hourly.csv.gz", rows)
     with pytest.raises(InputError, match=want_message):
         build_embedded.build(tmp_path, tmp_path / "out")
+
+
+@pytest.mark.e2e
+def test_committed_data_are_what_the_build_makes(shared_data: Path, tmp_path: Path) -> None:
+    build_embedded.build(shared_data / EM_DIR, tmp_path)
+    shipped = Path(build_embedded.__file__).parent / "data"
+    for name in (build_embedded.DATA_FILE, build_embedded.ZONES_FILE):
+        assert (tmp_path / name).read_bytes() == (shipped / name).read_bytes(), name

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from carbonshift.carbon.embedded import ATTRIBUTION, zone_catalogue
 from carbonshift.carbon.readers import read_carbon_csv
-from carbonshift.carbon.series import CiKind, SignalWindow
+from carbonshift.carbon.series import CarbonSeries, CiKind, SignalWindow
 from carbonshift.carbon.signal import EmbeddedSignal, SeriesSignal, replay_source
 from carbonshift.errors import InputError
 from carbonshift.units import format_utc, parse_utc
@@ -105,18 +105,18 @@ def _window(
     kind: CiKind,
     csv_path: Path | None,
     replay: bool,
-) -> SignalWindow:
+) -> tuple[SignalWindow, CarbonSeries]:
+    signal: SeriesSignal | EmbeddedSignal
     if csv_path is not None:
         series = read_carbon_csv(csv_path, kind, zone=zone)
-        return SeriesSignal([series], allow_replay=replay).window(
-            zone, start, end, slot_minutes=slot_minutes, kind=kind
-        )
-    return EmbeddedSignal(allow_replay=replay).window(
-        zone, start, end, slot_minutes=slot_minutes, kind=kind
-    )
+        signal = SeriesSignal([series], allow_replay=replay)
+    else:
+        signal = EmbeddedSignal(allow_replay=replay)
+    window = signal.window(zone, start, end, slot_minutes=slot_minutes, kind=kind)
+    return window, signal.series(zone, kind)
 
 
-def _rows(window: SignalWindow, zone: str, csv_path: Path | None, kind: CiKind) -> list[Any]:
+def _rows(window: SignalWindow, series: CarbonSeries) -> list[dict[str, Any]]:
     """One dict per slot: ``start``, ``ci_g_per_kwh`` (+ ``replayed_from`` when replayed)."""
     starts = window.slot_starts()
     rows: list[dict[str, Any]] = [
@@ -124,10 +124,6 @@ def _rows(window: SignalWindow, zone: str, csv_path: Path | None, kind: CiKind) 
         for s, v in zip(starts, window.values_g_per_kwh, strict=True)
     ]
     if window.replayed_from is not None:
-        if csv_path is not None:
-            series = read_carbon_csv(csv_path, kind, zone=zone)
-        else:
-            series = EmbeddedSignal().series(zone, kind)
         for row, slot_start in zip(rows, starts, strict=True):
             source = replay_source(series, slot_start)
             row["replayed_from"] = None if source == slot_start else format_utc(source)
@@ -196,8 +192,8 @@ def show(
     ci_kind = CiKind(kind.value)
     begin = parse_utc(start, what="--start")
     finish = parse_utc(end, what="--end")
-    window = _window(zone, begin, finish, slot_minutes, ci_kind, csv_path, replay)
-    rows = _rows(window, zone, csv_path, ci_kind)
+    window, series = _window(zone, begin, finish, slot_minutes, ci_kind, csv_path, replay)
+    rows = _rows(window, series)
     if window.replayed_from is not None:
         first, last = window.replayed_from
         typer.echo(
