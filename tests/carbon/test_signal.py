@@ -245,3 +245,15 @@ def test_embedded_signal_refuses_2024_without_replay() -> None:
     start = datetime(2024, 1, 1, tzinfo=UTC)
     with pytest.raises(DataRangeError, match="2021-01-01T00:00:00Z to 2024-01-01T00:00:00Z"):
         EmbeddedSignal().window("DE", start, start + timedelta(hours=1))
+
+
+@settings(max_examples=50, deadline=None)
+@given(hours_past=st.integers(0, 5 * 365 * 24))
+def test_replay_lands_in_the_last_week_on_the_same_weekday_and_hour(hours_past: int) -> None:
+    moment = TWO_WEEKS.end + timedelta(hours=hours_past)
+    source = replay_source(TWO_WEEKS, moment)
+    assert TWO_WEEKS.end - timedelta(days=7) <= source < TWO_WEEKS.end
+    assert (source.weekday(), source.hour) == (moment.weekday(), moment.hour)
+    window = resample(TWO_WEEKS, moment, moment + timedelta(hours=1), allow_replay=True)
+    want_value = float((source - T0) // timedelta(hours=1))  # TWO_WEEKS holds its hour index
+    assert window.values_g_per_kwh.tolist() == [want_value]
