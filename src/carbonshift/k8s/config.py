@@ -1,0 +1,268 @@
+"""The controller's configuration file: one root object of grouped sections (docs/controller.md).
+
+Every field names its unit and documents its default. A file is YAML (``.yaml``/``.yml``)
+or TOML (``.toml``); unknown keys are refused with a "did you mean" hint, and every bad value
+raises :class:`~carbonshift.errors.InputError` naming the field, the value and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from carbonshift.carbon.forecast import forecaster_names
+from carbonshift.errors import InputError
+from carbonshift.planning.registry import parse_params
+
+__all__ = [
+    "ClusterSection",
+    "ControllerConfig",
+    "DefaultsSection",
+    "ExtenderSection",
+    "LeaderSection",
+    "OptInSection",
+    "PlanningSection",
+    "ServerSection",
+    "load_config",
+    "parse_config",
+]
+
+#: Kubernetes resource names the planner can count, and the unit of one planning unit.
+RESOURCE_UNITS: dict[str, str] = {
+    "cpu": "core",
+    "memory": "GiB",
+    "nvidia.com/gpu": "device",
+}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ClusterSection(_Section):
+    """The one cluster: where its power comes from and what it costs in carbon."""
+
+    name: str = Field("local", description="cluster name in plans and metrics")
+    zone: str = Field("DE", description="grid zone of the embedded carbon data (e.g. DE, GB)")
+    resources: tuple[str, ...] = Field(
+        ("cpu",), description="resources planned on: cpu (cores), memory (GiB), nvidia.com/gpu"
+    )
+    watts_per_unit: dict[str, float] = Field(
+        default_factory=lambda: {"cpu": 10.0},
+        description="power per unit in use, W (cpu: per core; memory: per GiB; gpu: per device)",
+    )
+    pue: float = Field(1.0, ge=1.0, description="power usage effectiveness (ratio >= 1)")
+    embodied_g_per_unit_hour: dict[str, float] = Field(
+        default_factory=dict, description="embodied carbon per unit-hour, g"
+    )
+    allow_replay: bool = Field(
+        True, description="answer times past the embedded data (2021-2023) by weekly replay"
+    )
+
+    @field_validator("resources")
+    @classmethod
+    def _known_resources(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("name at least one resource, like [cpu]")
+        for resource in value:
+            if resource not in RESOURCE_UNITS:
+                raise ValueError(
+                    f"resource {resource!r} is not one the controller counts; use "
+                    f"{', '.join(RESOURCE_UNITS)}"
+                )
+        return value
+
+    @field_validator("watts_per_unit", "embodied_g_per_unit_hour")
+    @classmethod
+    def _non_negative(cls, value: dict[str, float]) -> dict[str, float]:
+        for resource, amount in value.items():
+            if not amount >= 0:
+                raise ValueError(f"{resource}: {amount} must be a number >= 0")
+        return value
+
+
+class PlanningSection(_Section):
+    """Which policy plans, with what forecast, how often and how far ahead."""
+
+    policy: str = Field("fluidos", description="planning policy (carbonshift plan --list-policies)")
+    params: dict[str, Any] = Field(default_factory=dict, description="policy parameters")
+    forecast: str = Field("seasonal-day", description="forecaster name (CONTRACTS.md section 3)")
+    forecast_params: dict[str, Any] = Field(
+        default_factory=dict, description="forecaster parameters"
+    )
+    slot_minutes: int = Field(60, ge=1, le=1440, description="slot length and period, minutes")
+    horizon_slots: int = Field(
+        24, ge=1, le=24 * 14, description="minimum look-ahead, slots (extended to fit the longest)"
+    )
+
+    @field_validator("forecast")
+    @classmethod
+    def _known_forecaster(cls, value: str) -> str:
+        names = forecaster_names()
+        if value not in names:
+            close = difflib.get_close_matches(value, names, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ValueError(f"unknown forecaster {value!r}; {hint}choose one of {names}")
+        return value
+
+
+class DefaultsSection(_Section):
+    """What an opted-in workload gets when it does not say."""
+
+    deadline_hours: float = Field(
+        24.0, gt=0, description="deadline from creation when none is annotated, h"
+    )
+    expected_runtime_minutes: float = Field(
+        60.0, gt=0, description="expected runtime when none is annotated, min"
+    )
+
+
+class OptInSection(_Section):
+    """Which workloads the controller manages."""
+
+    namespaces: tuple[str, ...] = Field(
+        (), description="namespaces whose every Pod and Job is managed (besides the label)"
+    )
+    not_critical_priority_class: str = Field(
+        "not-critical",
+        description="priority class that opts a Pod in as shiftable (CO2 scheduler convention)",
+    )
+    manage_jobs: bool = Field(True, description="hold batch/v1 Jobs by spec.suspend")
+    manage_pods: bool = Field(True, description="hold Pods by the scheduling gate")
+
+
+class ServerSection(_Section):
+    """An HTTPS server (webhook or extender) or the plain metrics server."""
+
+    enabled: bool = Field(True, description="serve it")
+    host: str = Field("127.0.0.1", description="bind address (0.0.0.0 in a pod)")
+    port: int = Field(8443, ge=0, le=65535, description="TCP port (0: any free port)")
+    cert_file: str | None = Field(None, description="PEM certificate (TLS); None: plain HTTP")
+    key_file: str | None = Field(None, description="PEM private key of cert_file")
+
+
+class ExtenderSection(ServerSection):
+    """The kube-scheduler extender: ranks nodes by watts per unit and zone carbon."""
+
+    port: int = Field(8444, ge=0, le=65535, description="TCP port (0: any free port)")
+    node_watts_label: str = Field(
+        "carbonshift.io/watts-per-core",
+        description="node label or annotation with its power per core, W (absent: cluster value)",
+    )
+    node_zone_label: str = Field(
+        "carbonshift.io/grid-zone",
+        description="node label naming its grid zone (absent: the cluster's zone)",
+    )
+
+
+class LeaderSection(_Section):
+    """Leader election with a coordination.k8s.io/v1 Lease."""
+
+    enabled: bool = Field(True, description="elect a leader; only the leader writes")
+    namespace: str = Field("carbonshift-system", description="namespace of the Lease")
+    lease_name: str = Field("carbonshift-controller", description="name of the Lease")
+    lease_duration_s: float = Field(15.0, gt=0, description="how long a lease holds, s")
+    renew_every_s: float = Field(5.0, gt=0, description="how often the leader renews, s")
+
+
+class ControllerConfig(_Section):
+    """Root of the controller's configuration (docs/controller.md lists every field)."""
+
+    cluster: ClusterSection = Field(default_factory=lambda: ClusterSection())
+    planning: PlanningSection = Field(default_factory=lambda: PlanningSection())
+    defaults: DefaultsSection = Field(default_factory=lambda: DefaultsSection())
+    opt_in: OptInSection = Field(default_factory=lambda: OptInSection())
+    webhook: ServerSection = Field(default_factory=lambda: ServerSection())
+    extender: ExtenderSection = Field(default_factory=lambda: ExtenderSection())
+    metrics: ServerSection = Field(
+        default_factory=lambda: ServerSection(port=9090),
+        description="Prometheus /metrics (plain HTTP)",
+    )
+    leader_election: LeaderSection = Field(default_factory=lambda: LeaderSection())
+    dry_run: bool = Field(False, description="plan and report in logs and metrics; write nothing")
+    pin_nodes: bool = Field(
+        False, description="on release, require the nodes that have room now (node affinity)"
+    )
+    identity: str = Field("", description="leader identity (empty: host name and process id)")
+
+    def slot_seconds(self) -> float:
+        """Slot length and planning period in seconds."""
+        return self.planning.slot_minutes * 60.0
+
+
+def _where(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(part) for part in loc) or "(root)"
+
+
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    model: type[BaseModel] = ControllerConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ""
+        model = annotation
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def parse_config(raw: Mapping[str, Any], *, source: str = "configuration") -> ControllerConfig:
+    """Validate a mapping into a :class:`ControllerConfig` (policy and its parameters too)."""
+    try:
+        config = ControllerConfig.model_validate(dict(raw))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(first["loc"])
+        if first["type"] == "extra_forbidden":
+            raise InputError(
+                f"{source}: unknown key {_where(loc)!r}{_did_you_mean(loc)} "
+                "(docs/controller.md lists the keys)"
+            ) from None
+        raise InputError(
+            f"{source}: {_where(loc)} = {first.get('input')!r} is invalid: {first['msg']}"
+        ) from None
+    try:
+        parse_params(config.planning.policy, config.planning.params)
+    except InputError as exc:
+        raise InputError(f"{source}: planning: {exc}") from None
+    for section in ("watts_per_unit", "embodied_g_per_unit_hour"):
+        extra = set(getattr(config.cluster, section)) - set(config.cluster.resources)
+        if extra:
+            raise InputError(
+                f"{source}: cluster.{section} names {sorted(extra)}, not in cluster.resources "
+                f"{list(config.cluster.resources)}; add them there or remove them"
+            )
+    return config
+
+
+def load_config(path: Path) -> ControllerConfig:
+    """Read a YAML or TOML configuration file."""
+    if path.suffix not in (".toml", ".yaml", ".yml"):
+        raise InputError(
+            f"configuration {str(path)!r} has suffix {path.suffix!r}; use .yaml, .yml or .toml"
+        )
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read configuration {str(path)!r}: {exc.strerror}") from None
+    raw: Any
+    if path.suffix == ".toml":
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise InputError(f"{path}: not valid TOML: {exc}") from None
+    else:
+        import yaml  # type: ignore[import-untyped]  # kubernetes-asyncio depends on PyYAML
+
+        try:
+            raw = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            raise InputError(f"{path}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: the top level must be a mapping of sections")
+    return parse_config(raw, source=str(path))

@@ -1,0 +1,317 @@
+"""What an opted-in Pod or Job asks for: deadline, expected runtime, demand, criticality.
+
+Reads the plain JSON of a Kubernetes object (``dict``), never a client model, so the webhook,
+the reconciler and the tests share one parser. The vocabulary (docs/controller.md):
+
+=====================================  =========================================================
+``carbonshift.io/managed: "true"``     label: opt in (``"false"`` opts out of an opted-in namespace)
+``carbonshift.io/deadline``            RFC 3339 time, or a duration from creation (``12h``)
+``carbonshift.io/expected-runtime``    duration (``90m``); default from the configuration
+``carbonshift.io/critical: "true"``    never held
+``carbonshift.io/power-watts``         power of the whole workload while it runs, W (estimates)
+``fluidos-intent-deadline: "N"``       FLUIDOS: start within N h, i.e. deadline = creation + N h +
+                                       expected runtime
+priority class ``not-critical``        CO2 scheduler convention: shiftable (opts in)
+=====================================  =========================================================
+
+An unusable value never blocks a workload: :func:`read_intent` answers a :class:`NotHeld`
+with ``unusable=True`` and a one-line reason, and the workload runs as if not opted in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Any, Literal
+
+from carbonshift.errors import InputError
+from carbonshift.k8s.config import ControllerConfig
+from carbonshift.units import parse_duration, parse_utc
+
+__all__ = [
+    "ANNOTATION_PREFIX",
+    "CRITICAL",
+    "DEADLINE",
+    "FLUIDOS_DEADLINE",
+    "HOLD_GATE",
+    "MANAGED_LABEL",
+    "POWER",
+    "RUNTIME",
+    "Intent",
+    "NotHeld",
+    "Obj",
+    "object_key",
+    "parse_quantity",
+    "read_intent",
+]
+
+Obj = dict[str, Any]
+Kind = Literal["Pod", "Job"]
+
+ANNOTATION_PREFIX = "carbonshift.io/"
+MANAGED_LABEL = "carbonshift.io/managed"
+DEADLINE = "carbonshift.io/deadline"
+RUNTIME = "carbonshift.io/expected-runtime"
+CRITICAL = "carbonshift.io/critical"
+POWER = "carbonshift.io/power-watts"
+FLUIDOS_DEADLINE = "fluidos-intent-deadline"
+HOLD_GATE = "carbonshift.io/hold"
+
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[a-zA-Z]*)$")
+_SUFFIX = {
+    "": Decimal(1),
+    "m": Decimal("0.001"),
+    "k": Decimal(10) ** 3,
+    "M": Decimal(10) ** 6,
+    "G": Decimal(10) ** 9,
+    "T": Decimal(10) ** 12,
+    "P": Decimal(10) ** 15,
+    "E": Decimal(10) ** 18,
+    "Ki": Decimal(2) ** 10,
+    "Mi": Decimal(2) ** 20,
+    "Gi": Decimal(2) ** 30,
+    "Ti": Decimal(2) ** 40,
+    "Pi": Decimal(2) ** 50,
+    "Ei": Decimal(2) ** 60,
+}
+#: One planning unit of each resource, in the resource's base unit (memory: GiB in bytes).
+_UNIT = {"cpu": Decimal(1), "memory": Decimal(2) ** 30, "nvidia.com/gpu": Decimal(1)}
+_DATE_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[Tt ]")
+_DURATION_LIKE = re.compile(r"^\s*\d+(?:\.\d+)?\s*[a-zA-Z]+\s*$")
+
+
+def parse_quantity(text: object, *, what: str = "quantity") -> Decimal:
+    """A Kubernetes resource quantity (``500m``, ``2``, ``1Gi``, ``1e3``) as a Decimal."""
+    raw = str(text).strip()
+    match = _QUANTITY.match(raw)
+    if match is None:
+        raise InputError(f"{what} {text!r} is not a Kubernetes quantity; write e.g. 500m, 2 or 1Gi")
+    number, suffix = match.groups()
+    try:
+        value = Decimal(number)
+        if suffix[:1] in ("e", "E"):
+            return value * Decimal(10) ** int(suffix[1:])
+    except (InvalidOperation, ValueError):
+        raise InputError(
+            f"{what} {text!r} is not a Kubernetes quantity; write e.g. 500m, 2 or 1Gi"
+        ) from None
+    scale = _SUFFIX.get(suffix)
+    if scale is None:
+        raise InputError(
+            f"{what} {text!r} has unknown suffix {suffix!r}; use m, k, M, G, Ki, Mi, Gi, ..."
+        )
+    return value * scale
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """A workload the controller may hold: when it must end, how long it runs, what it needs.
+
+    ``demand`` is in planning units per resource (cpu cores, memory GiB, gpu devices);
+    ``deadline_source`` names the annotation (or ``default``) the deadline came from.
+    """
+
+    kind: Kind
+    namespace: str
+    name: str
+    uid: str
+    created: datetime
+    deadline: datetime
+    expected_runtime: timedelta
+    demand: Mapping[str, float]
+    deadline_source: str
+    power_w: float | None = None
+
+    @property
+    def key(self) -> str:
+        """``Kind/namespace/name``: the job id in plans."""
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+    @property
+    def latest_start(self) -> datetime:
+        """The latest start that still meets the deadline: never hold past it."""
+        return self.deadline - self.expected_runtime
+
+
+@dataclass(frozen=True, slots=True)
+class NotHeld:
+    """The controller leaves this workload alone; ``unusable`` when an annotation was bad."""
+
+    reason: str
+    unusable: bool = False
+    annotation: str = ""
+
+
+def object_key(obj: Obj) -> str:
+    """``Kind/namespace/name`` of a raw object."""
+    meta = obj.get("metadata") or {}
+    return f"{obj.get('kind', '?')}/{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _pod_spec(obj: Obj) -> Obj:
+    if obj.get("kind") == "Job":
+        spec: Obj = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+        return spec
+    pod_spec: Obj = obj.get("spec") or {}
+    return pod_spec
+
+
+def _opted_in(obj: Obj, config: ControllerConfig) -> tuple[bool, str]:
+    """(opted in, why) -- or raises InputError for an unusable managed label."""
+    meta = obj.get("metadata") or {}
+    label = (meta.get("labels") or {}).get(MANAGED_LABEL)
+    if label is not None:
+        value = str(label).strip().lower()
+        if value == "false":
+            return False, f"label {MANAGED_LABEL}=false"
+        if value != "true":
+            raise InputError(
+                f"label {MANAGED_LABEL}={label!r} is neither 'true' nor 'false'; set it to 'true' "
+                "to let carbonshift shift this workload"
+            )
+        return True, f"label {MANAGED_LABEL}=true"
+    if meta.get("namespace") in config.opt_in.namespaces:
+        return True, f"namespace {meta.get('namespace')!r} is opted in"
+    priority = _pod_spec(obj).get("priorityClassName")
+    if priority and priority == config.opt_in.not_critical_priority_class:
+        return True, f"priority class {priority!r}"
+    return False, "not opted in (no label, namespace or priority class)"
+
+
+def _demand(obj: Obj, config: ControllerConfig) -> dict[str, float]:
+    spec = _pod_spec(obj)
+    resources = config.cluster.resources
+    total = {r: Decimal(0) for r in resources}
+    for container in spec.get("containers") or []:
+        reqs = container.get("resources") or {}
+        asked = {**(reqs.get("limits") or {}), **(reqs.get("requests") or {})}
+        for r in resources:
+            if r in asked:
+                total[r] += parse_quantity(asked[r], what=f"{r} request")
+    for container in spec.get("initContainers") or []:
+        reqs = container.get("resources") or {}
+        asked = {**(reqs.get("limits") or {}), **(reqs.get("requests") or {})}
+        for r in resources:
+            if r in asked:
+                total[r] = max(total[r], parse_quantity(asked[r], what=f"{r} request"))
+    copies = 1
+    if obj.get("kind") == "Job":
+        parallelism = (obj.get("spec") or {}).get("parallelism")
+        copies = 1 if parallelism is None else int(parallelism)
+    demand = {r: float(total[r] / _UNIT[r]) * copies for r in resources}
+    if not any(v > 0 for v in demand.values()):
+        raise InputError(
+            f"it requests none of {', '.join(resources)}; set resources.requests "
+            f"(e.g. {resources[0]}: 1) so that it can be planned"
+        )
+    return demand
+
+
+def _created(obj: Obj, now: datetime) -> datetime:
+    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    return parse_utc(str(stamp), what="creationTimestamp") if stamp else now
+
+
+def _deadline(
+    annotations: Mapping[str, str], created: datetime, runtime: timedelta, config: ControllerConfig
+) -> tuple[datetime, str]:
+    raw = annotations.get(DEADLINE)
+    if raw is not None:
+        text = str(raw)
+        if _DURATION_LIKE.match(text):
+            return created + parse_duration(text, what=f"annotation {DEADLINE}"), DEADLINE
+        if not _DATE_LIKE.match(text):
+            raise InputError(
+                f"annotation {DEADLINE}={text!r} is neither an RFC 3339 time nor a duration; "
+                "write 2026-01-02T06:00:00Z or 12h"
+            )
+        return parse_utc(text, what=f"annotation {DEADLINE}"), DEADLINE
+    fluidos = annotations.get(FLUIDOS_DEADLINE)
+    if fluidos is not None:
+        try:
+            hours = float(str(fluidos))
+        except ValueError:
+            hours = -1.0
+        if not 0 <= hours < 24 * 366:
+            raise InputError(
+                f"annotation {FLUIDOS_DEADLINE}={fluidos!r} is not a number of hours >= 0; "
+                'write e.g. "6" (start within 6 h)'
+            )
+        return created + timedelta(hours=hours) + runtime, FLUIDOS_DEADLINE
+    return created + timedelta(hours=config.defaults.deadline_hours), "default"
+
+
+def read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | NotHeld:
+    """The workload's intent, or why the controller leaves it alone.
+
+    ``now`` stands in for the creation time of an object not yet created (admission).
+    """
+    kind = obj.get("kind")
+    meta = obj.get("metadata") or {}
+    annotations: Mapping[str, str] = meta.get("annotations") or {}
+    if kind not in ("Pod", "Job"):
+        return NotHeld(f"kind {kind!r} is not held (Pods and batch/v1 Jobs are)")
+    if kind == "Pod" and not config.opt_in.manage_pods:
+        return NotHeld("Pods are not managed (opt_in.manage_pods = false)")
+    if kind == "Job" and not config.opt_in.manage_jobs:
+        return NotHeld("Jobs are not managed (opt_in.manage_jobs = false)")
+    if kind == "Pod" and any(ref.get("kind") == "Job" for ref in meta.get("ownerReferences") or []):
+        return NotHeld("a Job's pod: the Job is held, not its pods")
+    field_name = MANAGED_LABEL
+    try:
+        opted, why = _opted_in(obj, config)
+        if not opted:
+            return NotHeld(why)
+        critical = annotations.get(CRITICAL)
+        if critical is not None:
+            field_name = CRITICAL
+            value = str(critical).strip().lower()
+            if value not in ("true", "false"):
+                raise InputError(
+                    f"annotation {CRITICAL}={critical!r} is neither 'true' nor 'false'; "
+                    "'true' means never held"
+                )
+            if value == "true":
+                return NotHeld(f"annotation {CRITICAL}=true: never held")
+        field_name = RUNTIME
+        raw_runtime = annotations.get(RUNTIME)
+        if raw_runtime is None:
+            runtime = timedelta(minutes=config.defaults.expected_runtime_minutes)
+        else:
+            runtime = parse_duration(str(raw_runtime), what=f"annotation {RUNTIME}")
+            if runtime <= timedelta(0):
+                raise InputError(f"annotation {RUNTIME}={raw_runtime!r} must be longer than 0s")
+        created = _created(obj, now)
+        field_name = DEADLINE if DEADLINE in annotations else FLUIDOS_DEADLINE
+        deadline, source = _deadline(annotations, created, runtime, config)
+        field_name = POWER
+        power: float | None = None
+        if POWER in annotations:
+            try:
+                power = float(str(annotations[POWER]))
+            except ValueError:
+                power = -1.0
+            if not power >= 0:
+                raise InputError(
+                    f"annotation {POWER}={annotations[POWER]!r} is not a power >= 0 in W; "
+                    'write e.g. "350"'
+                )
+        field_name = "resources.requests"
+        demand = _demand(obj, config)
+    except InputError as exc:
+        return NotHeld(f"unusable {field_name}: {exc}", unusable=True, annotation=field_name)
+    return Intent(
+        kind="Pod" if kind == "Pod" else "Job",
+        namespace=str(meta.get("namespace", "")),
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        created=created,
+        deadline=deadline,
+        expected_runtime=runtime,
+        demand=demand,
+        deadline_source=source,
+        power_w=power,
+    )

@@ -1,0 +1,316 @@
+"""From the cluster's state to one planning call, exactly as the simulator builds its rounds.
+
+:func:`build_snapshot` mirrors ``carbonshift.sim.engine._plan_round``: slot 0 is the current
+slot, pending workloads have release 0, ``runtime_slots = ceil(runtime / slot)``,
+``deadline_slot = floor((deadline - slot 0) / slot)``, the horizon is at least
+``horizon_slots`` and fits the longest pending workload, running work holds capacity for its
+remaining slots (``held_units``) and ``waited_slots`` counts whole slots since creation.
+:func:`plan_round` runs the configured policy once for every pending workload and answers,
+per workload, start now or hold until when, why, and the estimated emissions of both.
+:class:`CarbonSource` gives the forecast, falling back to the last good one on errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from carbonshift.carbon.embedded import load_series
+from carbonshift.carbon.forecast import make_forecaster
+from carbonshift.carbon.series import CarbonSeries
+from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
+from carbonshift.errors import CarbonshiftError, TemporaryError
+from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.intent import Intent
+from carbonshift.planning.registry import run_policy
+from carbonshift.planning.types import PlanContext, PolicyResult
+from carbonshift.sim.experiment import extend_by_replay
+
+__all__ = [
+    "CarbonSource",
+    "Forecast",
+    "Outcome",
+    "Round",
+    "RunningWork",
+    "build_snapshot",
+    "estimate_g",
+    "plan_round",
+    "slot_floor",
+]
+
+_LOG = logging.getLogger("carbonshift.k8s")
+_EPS = 1e-9
+FloatArray = npt.NDArray[np.float64]
+
+
+def slot_floor(moment: datetime, slot_minutes: int) -> datetime:
+    """The start of the slot holding ``moment`` (slots are aligned to midnight UTC)."""
+    moment = moment.astimezone(UTC)
+    midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    slot_s = slot_minutes * 60
+    elapsed = (moment - midnight).total_seconds()
+    return midnight + timedelta(seconds=math.floor(elapsed / slot_s + _EPS) * slot_s)
+
+
+@dataclass(frozen=True, slots=True)
+class RunningWork:
+    """Work that holds capacity: ``demand`` units until ``ends`` (None: the whole horizon)."""
+
+    key: str
+    demand: Mapping[str, float]
+    ends: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """Intensity per slot from ``slot0`` on, g/kWh, and when it was issued."""
+
+    slot0: datetime
+    values_g_per_kwh: tuple[float, ...]
+    issued_at: datetime
+    fallback: bool = False
+
+
+class CarbonSource:
+    """Forecasts of the cluster's zone from the embedded data, with a last-good fallback.
+
+    A forecaster error (e.g. data missing) counts in ``errors`` and answers the last good
+    forecast re-aligned to the new slot 0 (its last value repeated past its end); with none,
+    it raises :class:`~carbonshift.errors.TemporaryError`.
+    """
+
+    def __init__(self, config: ControllerConfig, series: CarbonSeries | None = None) -> None:
+        self._config = config
+        self._series = series if series is not None else load_series(config.cluster.zone)
+        self._forecaster = make_forecaster(
+            config.planning.forecast, dict(config.planning.forecast_params)
+        )
+        self._last: Forecast | None = None
+        self.errors = 0
+
+    @property
+    def series(self) -> CarbonSeries:
+        """The zone's series (the actual signal the tests charge emissions against)."""
+        return self._series
+
+    def _ensure(self, until: datetime) -> None:
+        if until > self._series.end and self._config.cluster.allow_replay:
+            self._series = extend_by_replay(self._series, until + timedelta(days=30))
+
+    def forecast(self, slot0: datetime, horizon_slots: int) -> Forecast:
+        """The forecast for ``horizon_slots`` slots from ``slot0``."""
+        slot_minutes = self._config.planning.slot_minutes
+        step = self._series.step_minutes
+        issue = slot_floor(slot0, step) if step <= 1440 else slot0
+        offset = round((slot0 - issue).total_seconds() / (slot_minutes * 60))
+        try:
+            self._ensure(slot0 + timedelta(minutes=slot_minutes * (horizon_slots + offset + 1)))
+            values = np.asarray(
+                self._forecaster.forecast(
+                    self._series, issue, horizon_slots + offset, slot_minutes
+                ),
+                dtype=np.float64,
+            )[offset:]
+            if not np.all(np.isfinite(values)):
+                raise TemporaryError(f"forecast for zone {self._series.zone} has gaps")
+        except CarbonshiftError as exc:
+            self.errors += 1
+            _LOG.warning("forecast failed (%s); using the last good forecast", exc)
+            return self._fallback(slot0, horizon_slots, exc)
+        result = Forecast(slot0, tuple(float(max(v, 0.0)) for v in values), issued_at=issue)
+        self._last = result
+        return result
+
+    def _fallback(self, slot0: datetime, horizon_slots: int, exc: Exception) -> Forecast:
+        last = self._last
+        if last is None:
+            raise TemporaryError(
+                f"no forecast for zone {self._series.zone} and none cached: {exc}"
+            ) from exc
+        slot_s = self._config.planning.slot_minutes * 60
+        shift = round((slot0 - last.slot0).total_seconds() / slot_s)
+        old = list(last.values_g_per_kwh[max(shift, 0) :]) or [last.values_g_per_kwh[-1]]
+        values = (old + [old[-1]] * horizon_slots)[:horizon_slots]
+        return Forecast(slot0, tuple(values), issued_at=last.issued_at, fallback=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the plan says for one held workload."""
+
+    key: str
+    start_now: bool
+    planned_start: datetime
+    reason: str
+    est_g_now: float
+    est_g_planned: float
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One planning call: the instance, the policy's result and an outcome per workload."""
+
+    instance: Instance
+    result: PolicyResult
+    outcomes: Mapping[str, Outcome]
+    forecast: Forecast
+
+
+def _runtime_slots(intent: Intent, slot_s: float) -> int:
+    return max(1, math.ceil(intent.expected_runtime.total_seconds() / slot_s - _EPS))
+
+
+def build_snapshot(
+    config: ControllerConfig,
+    slot0: datetime,
+    pending: Sequence[Intent],
+    capacity: Mapping[str, float],
+    running: Sequence[RunningWork],
+    forecast: Forecast,
+) -> tuple[Instance, PlanContext]:
+    """The planning instance and context for ``pending`` at ``slot0`` (see the module doc)."""
+    slot_s = config.slot_seconds()
+    resources = config.cluster.resources
+    horizon = len(forecast.values_g_per_kwh)
+    cluster = Cluster(
+        name=ClusterName(config.cluster.name),
+        capacity={r: float(capacity.get(r, 0.0)) for r in resources},
+        watts_per_unit={r: config.cluster.watts_per_unit.get(r, 0.0) for r in resources},
+        pue=config.cluster.pue,
+        embodied_g_per_unit_hour=dict(config.cluster.embodied_g_per_unit_hour),
+        zone=config.cluster.zone,
+    )
+    held = np.zeros((1, len(resources), horizon))
+    for work in running:
+        if work.ends is None:
+            last = horizon
+        else:
+            last = min(horizon, math.ceil((work.ends - slot0).total_seconds() / slot_s - _EPS))
+        if last <= 0:
+            continue
+        for k, resource in enumerate(resources):
+            held[0, k, :last] += work.demand.get(resource, 0.0)
+    jobs = tuple(
+        Job(
+            id=JobId(intent.key),
+            demand=dict(intent.demand),
+            runtime_slots=_runtime_slots(intent, slot_s),
+            release_slot=0,
+            deadline_slot=math.floor((intent.deadline - slot0).total_seconds() / slot_s + _EPS),
+        )
+        for intent in pending
+    )
+    instance = Instance(
+        grid=TimeGrid(slot_minutes=config.planning.slot_minutes, horizon_slots=horizon),
+        resources=resources,
+        clusters=(cluster,),
+        carbon_g_per_kwh={cluster.name: forecast.values_g_per_kwh},
+        jobs=jobs,
+    )
+    waited = {
+        intent.key: max(0, math.floor((slot0 - intent.created).total_seconds() / slot_s + _EPS))
+        for intent in pending
+    }
+    return instance, PlanContext(held_units=held, waited_slots=waited)
+
+
+def estimate_g(
+    config: ControllerConfig, intent: Intent, values: Sequence[float], start_slot: int
+) -> float:
+    """Estimated grams of a run starting at ``start_slot`` under the forecast ``values``.
+
+    Operational: power (the ``power-watts`` hint, else demand x watts per unit) x PUE x the
+    forecast over the run; plus embodied per unit-hour. A run past the forecast repeats its
+    last value.
+    """
+    slot_h = config.planning.slot_minutes / 60.0
+    runtime_h = intent.expected_runtime.total_seconds() / 3600.0
+    if intent.power_w is not None:
+        watts = intent.power_w
+    else:
+        watts = sum(a * config.cluster.watts_per_unit.get(r, 0.0) for r, a in intent.demand.items())
+    full, part = divmod(runtime_h, slot_h)
+    ci_h = 0.0
+    for i in range(int(full) + (1 if part > _EPS else 0)):
+        s = min(start_slot + i, len(values) - 1)
+        ci_h += values[s] * (slot_h if i < full else part)
+    embodied = sum(
+        a * config.cluster.embodied_g_per_unit_hour.get(r, 0.0) * runtime_h
+        for r, a in intent.demand.items()
+    )
+    return watts / 1000.0 * config.cluster.pue * ci_h + embodied
+
+
+def plan_round(
+    config: ControllerConfig,
+    now: datetime,
+    pending: Sequence[Intent],
+    capacity: Mapping[str, float],
+    running: Sequence[RunningWork],
+    source: CarbonSource,
+) -> Round:
+    """One planning call for every pending workload (see the module doc)."""
+    slot_minutes = config.planning.slot_minutes
+    slot_s = config.slot_seconds()
+    slot0 = slot_floor(now, slot_minutes)
+    longest = max((_runtime_slots(i, slot_s) for i in pending), default=1)
+    horizon = max(config.planning.horizon_slots, longest)
+    forecast = source.forecast(slot0, horizon)
+    instance, context = build_snapshot(config, slot0, pending, capacity, running, forecast)
+    result = run_policy(config.planning.policy, instance, dict(config.planning.params), context)
+    starts = {a.job: a.start_slot for a in result.plan.assignments}
+    values = forecast.values_g_per_kwh
+    outcomes: dict[str, Outcome] = {}
+    for intent in pending:
+        slot = starts.get(JobId(intent.key))
+        g_now = estimate_g(config, intent, values, 0)
+        latest = intent.latest_start
+        if slot is None:
+            note = result.notes.get(JobId(intent.key), "no room in the plan")
+            outcomes[intent.key] = Outcome(
+                intent.key,
+                start_now=now >= latest,
+                planned_start=max(latest, now),
+                reason=f"policy {config.planning.policy} left it unscheduled ({note}); "
+                "released at its latest start at the latest",
+                est_g_now=g_now,
+                est_g_planned=estimate_g(
+                    config,
+                    intent,
+                    values,
+                    max(0, math.floor((latest - slot0).total_seconds() / slot_s)),
+                ),
+            )
+            continue
+        planned = slot0 + timedelta(seconds=slot * slot_s)
+        g_planned = estimate_g(config, intent, values, slot)
+        if slot == 0:
+            reason = f"policy {config.planning.policy} starts it now"
+        elif planned > latest:
+            reason = (
+                f"policy {config.planning.policy} planned {planned:%Y-%m-%dT%H:%MZ}, after its "
+                f"latest start; released at {latest:%Y-%m-%dT%H:%MZ} at the latest"
+            )
+            planned = max(latest, now)
+        else:
+            saved = g_now - g_planned
+            reason = (
+                f"waiting for cleaner power: forecast {values[slot]:.0f} g/kWh at "
+                f"{planned:%Y-%m-%dT%H:%MZ} vs {values[0]:.0f} now, est. {saved:.1f} g saved "
+                f"(policy {config.planning.policy})"
+            )
+        outcomes[intent.key] = Outcome(
+            intent.key,
+            start_now=slot == 0 or now >= latest,
+            planned_start=planned,
+            reason=reason,
+            est_g_now=g_now,
+            est_g_planned=g_planned,
+        )
+    return Round(instance=instance, result=result, outcomes=outcomes, forecast=forecast)

@@ -1,0 +1,147 @@
+"""The planning adapter: the snapshot is built like the simulator's rounds, by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from carbonshift.carbon.series import CarbonSeries, CiKind
+from carbonshift.k8s.config import ControllerConfig, parse_config
+from carbonshift.k8s.intent import Intent
+from carbonshift.k8s.planner import (
+    CarbonSource,
+    Forecast,
+    RunningWork,
+    build_snapshot,
+    estimate_g,
+    plan_round,
+    slot_floor,
+)
+
+T0 = datetime(2023, 11, 14, tzinfo=UTC)
+
+
+def intent(
+    name: str = "a",
+    *,
+    cpu: float = 2.0,
+    created: datetime = T0,
+    deadline_h: float = 24.0,
+    runtime_h: float = 1.0,
+) -> Intent:
+    return Intent(
+        kind="Pod",
+        namespace="batch",
+        name=name,
+        uid=f"uid-{name}",
+        created=created,
+        deadline=created + timedelta(hours=deadline_h),
+        expected_runtime=timedelta(hours=runtime_h),
+        demand={"cpu": cpu},
+        deadline_source="test",
+    )
+
+
+def series(values: list[float], start: datetime = T0 - timedelta(days=2)) -> CarbonSeries:
+    return CarbonSeries(
+        zone="XX",
+        kind=CiKind.DIRECT,
+        start=start,
+        step_minutes=60,
+        values_g_per_kwh=np.asarray(values, dtype=np.float64),
+    )
+
+
+def config(**planning: object) -> ControllerConfig:
+    return parse_config(
+        {
+            "cluster": {"zone": "DE", "watts_per_unit": {"cpu": 100}, "pue": 1.0},
+            "planning": {"policy": "fluidos", "forecast": "oracle", "horizon_slots": 6, **planning},
+        }
+    )
+
+
+def test_slot_floor_aligns_to_midnight() -> None:
+    assert slot_floor(T0 + timedelta(minutes=95), 60) == T0 + timedelta(hours=1)
+    assert slot_floor(T0 + timedelta(minutes=95), 30) == T0 + timedelta(minutes=90)
+    assert slot_floor(T0, 60) == T0
+
+
+def test_snapshot_mirrors_the_simulator_round() -> None:
+    slot0 = T0 + timedelta(hours=3)
+    forecast = Forecast(slot0, tuple(float(v) for v in range(8)), issued_at=slot0)
+    pending = [
+        intent("a", created=T0 + timedelta(minutes=30), deadline_h=5.75, runtime_h=1.5),
+        intent("b", created=slot0, deadline_h=2.0, runtime_h=0.25),
+    ]
+    running = [
+        RunningWork("r1", {"cpu": 3.0}, ends=slot0 + timedelta(minutes=90)),
+        RunningWork("r2", {"cpu": 1.0}, ends=None),
+        RunningWork("done", {"cpu": 5.0}, ends=slot0 - timedelta(minutes=1)),
+    ]
+    instance, context = build_snapshot(config(), slot0, pending, {"cpu": 8.0}, running, forecast)
+    a, b = instance.jobs
+    # a: runtime ceil(1.5) = 2 slots; deadline 00:30 + 5:45 = 06:15 -> floor(3.25) = 3
+    assert (a.runtime_slots, a.deadline_slot, a.release_slot) == (2, 3, 0)
+    # b: runtime ceil(0.25) = 1 slot; deadline 05:00 -> slot 2
+    assert (b.runtime_slots, b.deadline_slot) == (1, 2)
+    assert dict(context.waited_slots) == {"Pod/batch/a": 2, "Pod/batch/b": 0}
+    assert context.held_units is not None
+    want_held = [4.0, 4.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]  # r1 until 04:30 -> 2 slots; r2 always
+    assert context.held_units[0, 0].tolist() == want_held
+    assert instance.clusters[0].capacity == {"cpu": 8.0}
+
+
+def test_estimate_counts_partial_slots_and_embodied() -> None:
+    cfg = parse_config(
+        {
+            "cluster": {
+                "watts_per_unit": {"cpu": 100},
+                "pue": 1.5,
+                "embodied_g_per_unit_hour": {"cpu": 2},
+            }
+        }
+    )
+    work = intent(cpu=2, runtime_h=1.5)
+    # 200 W x 1.5 PUE = 0.3 kW; 1 h at 100 + 0.5 h at 300 = 250 g h/kWh -> 75 g
+    # embodied 2 x 2 x 1.5 = 6 g
+    assert estimate_g(cfg, work, [100.0, 300.0, 50.0], 0) == pytest.approx(75.0 + 6.0)
+    assert estimate_g(cfg, work, [100.0, 300.0, 50.0], 1) == pytest.approx(0.3 * (300 + 25) + 6.0)
+
+
+def test_plan_round_holds_until_the_clean_slot_and_says_why() -> None:
+    values = [500.0] * 48 + [400.0, 400.0, 100.0, 400.0, 400.0, 400.0] + [400.0] * 48
+    cfg = config()
+    source = CarbonSource(cfg, series(values))
+    now = T0 + timedelta(minutes=5)
+    got = plan_round(cfg, now, [intent("a", deadline_h=12)], {"cpu": 8.0}, [], source)
+    outcome = got.outcomes["Pod/batch/a"]
+    assert not outcome.start_now
+    assert outcome.planned_start == T0 + timedelta(hours=2)
+    assert outcome.est_g_now == pytest.approx(0.2 * 400)
+    assert outcome.est_g_planned == pytest.approx(0.2 * 100)
+    assert "100 g/kWh" in outcome.reason
+
+
+def test_plan_round_fails_open_when_the_latest_start_has_come() -> None:
+    values = [500.0] * 48 + [400.0, 400.0, 100.0] + [400.0] * 48
+    cfg = config(policy="fluidos", params={"late_fallback": False})
+    source = CarbonSource(cfg, series(values))
+    late = intent("late", created=T0 - timedelta(hours=5), deadline_h=5.5, runtime_h=1.0)
+    got = plan_round(cfg, T0 + timedelta(minutes=40), [late], {"cpu": 8.0}, [], source)
+    outcome = got.outcomes["Pod/batch/late"]
+    assert outcome.start_now
+    assert "latest start" in outcome.reason
+
+
+def test_forecast_errors_fall_back_to_the_last_good_forecast() -> None:
+    cfg = config()
+    source = CarbonSource(cfg, series([300.0] * 72, start=T0 - timedelta(days=1)))
+    first = source.forecast(T0, 6)
+    assert not first.fallback
+    later = source.forecast(T0 + timedelta(days=5), 6)  # past the data, and the series has no week
+    assert later.fallback
+    assert source.errors == 1
+    assert later.values_g_per_kwh == (300.0,) * 6
