@@ -34,6 +34,7 @@ _VERBS: dict[str, str] = {
     "forecast": "carbonshift.cli.forecast",
     "reproduce": "carbonshift.cli.reproduce",
     "plan": "carbonshift.cli.plan",
+    "serve": "carbonshift.cli.serve",
 }
 
 _STATE = {"debug": False}

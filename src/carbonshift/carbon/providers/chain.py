@@ -16,17 +16,14 @@ value never stands in for an average one. Order of tries for each request:
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
-import numpy as np
-
-from carbonshift.carbon.providers._resample import resample
 from carbonshift.carbon.providers.base import LiveProvider, check_window_args, unit_of
 from carbonshift.carbon.providers.clock import Clock, SystemClock
-from carbonshift.carbon.series import CarbonSeries, CiKind, Signal, SignalWindow
+from carbonshift.carbon.series import CiKind, Signal, SignalWindow
+from carbonshift.carbon.signal import EmbeddedSignal
 from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
 from carbonshift.units import format_utc, to_utc
 
@@ -102,56 +99,12 @@ class EmbeddedReplay:
         slot_minutes: int = 60,
         kind: CiKind = CiKind.DIRECT,
     ) -> SignalWindow:
-        from carbonshift.carbon.embedded import load_series
-
-        start, end = to_utc(start), to_utc(end)
-        series = load_series(zone, kind)
-        hour = timedelta(hours=1)
-        first = math.floor((start - series.start) / hour)
-        last = math.ceil((end - series.start) / hour)
-        if first < 0:
-            raise InputError(
-                f"embedded data for {zone!r} start at {format_utc(series.start)}, after "
-                f"{format_utc(start)}; ask a later window"
-            )
-        n = len(series)
-        week = 168
-        index = np.arange(first, last)
-        past = index >= n
-        index[past] -= np.ceil((index[past] - n + 1) / week).astype(np.int64) * week
-        values = series.values_g_per_kwh[index]
-        flags = None if series.estimated is None else series.estimated[index]
-        shifted = CarbonSeries(
-            zone=series.zone,
-            kind=kind,
-            start=series.start + first * hour,
-            step_minutes=60,
-            values_g_per_kwh=np.asarray(values, dtype=np.float64),
-            estimated=flags,
-            source=self.name,
-        )
-        means, estimated_share = resample(shifted, start, end, slot_minutes)
-        replayed = None
-        stale_since = None
-        if past.any():
-            src = index[past]
-            replayed = (
-                series.start + int(src.min()) * hour,
-                series.start + int(src.max() + 1) * hour,
-            )
-            stale_since = series.end
-        return SignalWindow(
-            zone=zone,
-            kind=kind,
-            start=start,
-            end=end,
-            slot_minutes=slot_minutes,
-            values_g_per_kwh=means,
-            source=self.name,
-            replayed_from=replayed,
-            estimated_share=estimated_share,
-            stale_since=stale_since,
-        )
+        """Embedded values; a replayed answer is stale since the end of the data."""
+        signal = EmbeddedSignal(allow_replay=True)
+        window = signal.window(zone, start, end, slot_minutes=slot_minutes, kind=kind)
+        if window.replayed_from is not None and window.stale_since is None:
+            window = replace(window, stale_since=signal.series(zone, kind).end)
+        return replace(window, source=self.name)
 
 
 class FallbackChain:

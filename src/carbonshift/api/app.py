@@ -1,0 +1,551 @@
+"""The advice API: Carbon Aware SDK endpoints, advice, planning, health and metrics.
+
+Routes only translate between wire objects and the core: the fall-back chains of
+:mod:`carbonshift.carbon.providers` answer carbon questions, :mod:`carbonshift.planning`
+plans. Errors become one-line JSON problems: bad input 400/413/422, refused upstream
+credentials 502, an outage with nothing to fall back on 503 with ``Retry-After``; an
+unexpected error is a 500 without a traceback (the server log has it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import Body, FastAPI, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+
+from carbonshift.api.advice import RunCost, best_window, run_costs, slot_weights
+from carbonshift.api.models import (
+    AdviseRequest,
+    AdviseResponse,
+    EmissionsData,
+    EmissionsDataPoint,
+    EmissionsForecast,
+    Provenance,
+    RunOption,
+)
+from carbonshift.carbon.providers import Answer, ChainSet, Clock, SystemClock, unit_of
+from carbonshift.carbon.series import CiKind
+from carbonshift.errors import CarbonshiftError, InputError, PermanentError, TemporaryError
+from carbonshift.units import format_utc, parse_duration, to_utc
+
+__all__ = ["ApiSettings", "create_app"]
+
+_LOG = logging.getLogger("carbonshift.api")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiSettings:
+    """Limits and defaults of the advice API."""
+
+    #: default signal kind of answers (``kind`` query or field overrides it)
+    kind: CiKind = CiKind.DIRECT
+    #: largest request body, bytes
+    max_body_bytes: int = 2_000_000
+    #: most jobs in one ``/v1/plan`` instance
+    max_jobs: int = 2_000
+    #: most jobs x clusters x slots in one ``/v1/plan`` instance
+    max_plan_cells: int = 2_000_000
+    #: most locations in one request
+    max_locations: int = 50
+    #: longest time range one request may ask about, hours
+    max_range_hours: int = 7 * 24
+    #: default look-ahead of forecasts and advice, hours
+    default_horizon_hours: int = 24
+
+
+def _problem(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    titles = {
+        400: "Bad Request",
+        413: "Payload Too Large",
+        422: "Unprocessable Entity",
+        500: "Internal Server Error",
+        502: "Bad Gateway",
+        503: "Service Unavailable",
+    }
+    body = {"title": titles.get(status, "Error"), "status": status, "detail": detail}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class _BodyLimit:
+    """Refuse request bodies larger than ``limit`` bytes with 413, streamed or not."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        detail = (
+            f"request body is larger than {self.limit} bytes; send a smaller instance or split "
+            "the jobs"
+        )
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await _problem(413, detail)(scope, receive, send)
+                return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLargeError(detail)
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLargeError as exc:
+            await _problem(413, str(exc))(scope, receive, send)
+
+
+class _TooLargeError(Exception):
+    pass
+
+
+class _Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "carbonshift_api_requests",
+            "HTTP requests answered",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "carbonshift_api_request_seconds",
+            "Time to answer a request, seconds",
+            ["route"],
+            registry=self.registry,
+        )
+        self.answers = Counter(
+            "carbonshift_carbon_answers",
+            "Carbon answers by the source that gave them",
+            ["kind", "source", "outcome"],
+            registry=self.registry,
+        )
+        self.fallbacks = Counter(
+            "carbonshift_carbon_fallbacks",
+            "Sources that failed and were fallen back from",
+            ["kind", "source"],
+            registry=self.registry,
+        )
+
+
+def _kind_of(text: str | None, default: CiKind) -> CiKind:
+    if text is None:
+        return default
+    try:
+        return CiKind(text.lower())
+    except ValueError:
+        raise InputError(
+            f"kind {text!r} is not a signal kind; use direct, lca, marginal or index"
+        ) from None
+
+
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def _time_of(value: datetime | None, default: datetime, what: str = "time") -> datetime:
+    moment = default if value is None else to_utc(value)
+    if not _EARLIEST <= moment < _LATEST:
+        raise InputError(
+            f"{what} {moment.isoformat()} is outside 1970-2199; give a time in that range (UTC)"
+        )
+    return moment
+
+
+def _duration_of(text: str, what: str, most_hours: int) -> timedelta:
+    try:
+        duration = parse_duration(text, what=what)
+    except OverflowError:
+        raise InputError(f"{what} {text!r} is too long; give at most {most_hours} h") from None
+    if duration > timedelta(hours=most_hours):
+        raise InputError(f"{what} {text!r} is longer than {most_hours} h; give a shorter {what}")
+    return duration
+
+
+def _floor(moment: datetime, minutes: int) -> datetime:
+    moment = moment.replace(second=0, microsecond=0)
+    since_midnight = moment.hour * 60 + moment.minute
+    return moment - timedelta(minutes=since_midnight % minutes)
+
+
+def _timespan(minutes: int) -> str:
+    hours, rest = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    text = f"{hours:02d}:{rest:02d}:00"
+    return f"{days}.{text}" if days else text
+
+
+def create_app(
+    chains: ChainSet, *, settings: ApiSettings | None = None, clock: Clock | None = None
+) -> FastAPI:
+    """The advice API over ``chains`` (one fall-back chain per signal kind)."""
+    cfg = settings or ApiSettings()
+    clk = clock or SystemClock()
+    metrics = _Metrics()
+    app = FastAPI(
+        title="carbonshift advice API",
+        version="1",
+        description=(
+            "When and where should a batch job run? Carbon Aware SDK compatible emissions "
+            "endpoints, advice and planning (CONTRACTS.md v1). Every carbon answer states its "
+            "signal kind, unit, source and staleness."
+        ),
+    )
+    app.add_middleware(_BodyLimit, limit=cfg.max_body_bytes)
+
+    @app.middleware("http")
+    async def _measure(request: Request, call_next: Callable[[Request], Awaitable[Any]]) -> Any:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        name = getattr(route, "path", "unmatched")
+        metrics.requests.labels(name, request.method, str(response.status_code)).inc()
+        metrics.latency.labels(name).observe(time.perf_counter() - started)
+        return response
+
+    @app.exception_handler(CarbonshiftError)
+    async def _carbonshift_error(request: Request, exc: CarbonshiftError) -> JSONResponse:
+        if isinstance(exc, InputError):
+            return _problem(400, str(exc))
+        if isinstance(exc, TemporaryError):
+            return _problem(503, str(exc), {"Retry-After": str(max(1, math.ceil(exc.delay_s)))})
+        if isinstance(exc, PermanentError):
+            return _problem(502, str(exc))
+        return _problem(500, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        parts = []
+        for error in errors[:3]:
+            where = ".".join(str(p) for p in error.get("loc", ()))
+            parts.append(f"{where}: {error.get('msg', 'invalid')}")
+        more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        body = {
+            "title": "Unprocessable Entity",
+            "status": 422,
+            "detail": "; ".join(parts) + more,
+            "errors": jsonable_encoder(errors, custom_encoder={Exception: str}),
+        }
+        return JSONResponse(body, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        _LOG.exception("unexpected error answering %s %s", request.method, request.url.path)
+        return _problem(500, "internal error; the server log has the details")
+
+    def _answer(zone: str, start: datetime, end: datetime, slot: int, kind: CiKind) -> Answer:
+        if end - start > timedelta(hours=cfg.max_range_hours):
+            raise InputError(
+                f"the range {format_utc(start)} to {format_utc(end)} is longer than "
+                f"{cfg.max_range_hours} h; ask a shorter range"
+            )
+        answer = chains.chain(kind).answer(zone, start, end, slot_minutes=slot)
+        for attempt in answer.attempts:
+            if attempt.outcome == "error":
+                metrics.fallbacks.labels(kind.value, attempt.source).inc()
+        last = answer.attempts[-1] if answer.attempts else None
+        metrics.answers.labels(
+            kind.value, answer.window.source, last.outcome if last else "none"
+        ).inc()
+        return answer
+
+    def _provenance(answer: Answer) -> dict[str, Any]:
+        window = answer.window
+        return {
+            "kind": window.kind,
+            "unit": unit_of(window.kind),
+            "source": window.source,
+            "staleSince": window.stale_since,
+            "staleAgeSeconds": answer.stale_age_s,
+            "replayed": window.replayed_from is not None,
+            "fallback": [
+                f"{a.source}: {a.detail}" for a in answer.attempts if a.outcome == "error"
+            ],
+        }
+
+    def _locations(location: list[str]) -> list[str]:
+        if not location:
+            raise InputError("give at least one location, like ?location=DE")
+        if len(location) > cfg.max_locations:
+            raise InputError(
+                f"{len(location)} locations asked; at most {cfg.max_locations} per request"
+            )
+        return location
+
+    @app.get("/healthz", tags=["operations"])
+    def healthz() -> dict[str, Any]:
+        """Liveness: the configured chains, by kind."""
+        return {
+            "status": "ok",
+            "time": format_utc(clk.now()),
+            "chains": {kind.value: chain.names for kind, chain in chains.chains.items()},
+        }
+
+    @app.get("/metrics", tags=["operations"], response_class=PlainTextResponse)
+    def prometheus() -> PlainTextResponse:
+        """Prometheus metrics (text exposition format)."""
+        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get(
+        "/emissions/forecasts/current",
+        tags=["carbon-aware-sdk"],
+        response_model=list[EmissionsForecast],
+    )
+    def forecasts_current(
+        location: Annotated[list[str], Query(description="zone(s), e.g. DE")],
+        dataStartAt: Annotated[datetime | None, Query(description="default: now")] = None,  # noqa: N803
+        dataEndAt: Annotated[datetime | None, Query(description="default: start + 24 h")] = None,  # noqa: N803
+        windowSize: Annotated[int, Query(ge=1, le=10080, description="minutes")] = 60,  # noqa: N803
+        kind: Annotated[str | None, Query(description="direct, lca, marginal, index")] = None,
+    ) -> list[dict[str, Any]]:
+        """The forecast of each location and its lowest-average window of ``windowSize``."""
+        ci_kind = _kind_of(kind, cfg.kind)
+        now = clk.now()
+        resolution = math.gcd(windowSize, 60)
+        resolution = resolution if resolution >= 5 else 5
+        points = math.ceil(windowSize / resolution)
+        start = _time_of(dataStartAt, _floor(now, resolution), "dataStartAt")
+        end = _time_of(dataEndAt, start + timedelta(hours=cfg.default_horizon_hours), "dataEndAt")
+        out = []
+        for zone in _locations(location):
+            answer = _answer(zone, start, end, resolution, ci_kind)
+            values = answer.window.values_g_per_kwh
+            if points > len(values):
+                raise InputError(
+                    f"windowSize {windowSize} min does not fit between dataStartAt "
+                    f"{format_utc(start)} and dataEndAt {format_utc(end)}; widen the range or "
+                    "shrink the window"
+                )
+            index, mean = best_window(values, points)
+            slots = answer.window.slot_starts()
+            data = [
+                EmissionsDataPoint(location=zone, timestamp=t, duration=resolution, value=float(v))
+                for t, v in zip(slots, values, strict=True)
+            ]
+            optimal = EmissionsDataPoint(
+                location=zone, timestamp=slots[index], duration=windowSize, value=mean
+            )
+            out.append(
+                {
+                    **_provenance(answer),
+                    "generatedAt": answer.window.stale_since or answer.now,
+                    "requestedAt": now,
+                    "location": zone,
+                    "dataStartAt": start,
+                    "dataEndAt": end,
+                    "windowSize": windowSize,
+                    "optimalDataPoints": [optimal],
+                    "forecastData": data,
+                }
+            )
+        return out
+
+    @app.get(
+        "/emissions/bylocations/best",
+        tags=["carbon-aware-sdk"],
+        response_model=list[EmissionsData],
+    )
+    def bylocations_best(
+        location: Annotated[list[str], Query(description="zone(s), e.g. DE")],
+        time: Annotated[datetime | None, Query(description="default: now")] = None,
+        toTime: Annotated[datetime | None, Query(description="default: time + 24 h")] = None,  # noqa: N803
+        slotMinutes: Annotated[int, Query(ge=5, le=1440)] = 60,  # noqa: N803
+        kind: Annotated[str | None, Query(description="direct, lca, marginal, index")] = None,
+    ) -> list[dict[str, Any]]:
+        """The lowest-rated slot over all locations between ``time`` and ``toTime``."""
+        ci_kind = _kind_of(kind, cfg.kind)
+        start = _time_of(time, _floor(clk.now(), slotMinutes), "time")
+        end = _time_of(toTime, start + timedelta(hours=cfg.default_horizon_hours), "toTime")
+        best: dict[str, Any] | None = None
+        for zone in _locations(location):
+            answer = _answer(zone, start, end, slotMinutes, ci_kind)
+            values = answer.window.values_g_per_kwh
+            index = int(values.argmin())
+            if best is None or float(values[index]) < best["rating"]:
+                best = {
+                    **_provenance(answer),
+                    "location": zone,
+                    "time": answer.window.slot_starts()[index],
+                    "rating": float(values[index]),
+                    "duration": _timespan(slotMinutes),
+                }
+        assert best is not None
+        return [best]
+
+    @app.post("/v1/advise", tags=["advice"], response_model=AdviseResponse)
+    def advise(request: AdviseRequest) -> AdviseResponse:
+        """The best zone and start for a job, and its saving over running now."""
+        ci_kind = request.kind or cfg.kind
+        if ci_kind is CiKind.INDEX:
+            raise InputError(
+                "kind 'index' has no unit to turn into emissions; ask direct, lca or marginal"
+            )
+        duration = _duration_of(request.duration, "duration", cfg.max_range_hours)
+        duration_min = duration.total_seconds() / 60.0
+        slot = request.slot_minutes
+        earliest = _time_of(request.earliest, clk.now(), "earliest")
+        start = _floor(earliest, slot)
+        if request.deadline is not None:
+            deadline = _time_of(request.deadline, clk.now(), "deadline")
+        else:
+            within = _duration_of(
+                request.within or f"{cfg.default_horizon_hours}h", "within", cfg.max_range_hours
+            )
+            deadline = earliest + within
+        if duration_min <= 0:
+            raise InputError(f"duration {request.duration!r} is zero; give a positive run time")
+        if start + duration > deadline:
+            raise InputError(
+                f"a run of {request.duration} from {format_utc(start)} cannot finish by "
+                f"{format_utc(deadline)}; give a later deadline or a longer 'within'"
+            )
+        end = start + timedelta(
+            minutes=slot * math.floor((deadline - start) / timedelta(minutes=slot))
+        )
+        power_w = request.power_w
+        if power_w is None:
+            unknown = set(request.demand) - set(request.watts_per_unit)
+            if request.demand and unknown:
+                raise InputError(
+                    f"demand names {sorted(unknown)} without watts_per_unit; give their W per "
+                    "unit or power_w"
+                )
+            power_w = (
+                sum(a * request.watts_per_unit[r] for r, a in request.demand.items())
+                if request.demand
+                else 1000.0
+            )
+        weights = slot_weights(duration_min, slot)
+        options: list[RunOption] = []
+        now_option: RunOption | None = None
+        provenance: dict[str, Provenance] = {}
+        for zone in request.zones:
+            answer = _answer(zone, start, end, slot, ci_kind)
+            provenance[zone] = Provenance(**_provenance(answer))
+            costs = run_costs(answer.window.values_g_per_kwh, weights, power_w / 1000.0, slot)
+            if not costs:
+                raise InputError(f"no start for zone {zone!r} fits before the deadline")
+
+            def option(
+                index: int, zone: str = zone, answer: Answer = answer, costs: list[RunCost] = costs
+            ) -> RunOption:
+                cost = costs[index]
+                begin = start + timedelta(minutes=slot * cost.start_slot)
+                return RunOption(
+                    zone=zone,
+                    start=begin,
+                    end=begin + duration,
+                    ci_g_per_kwh=cost.ci_g_per_kwh,
+                    emissions_g=cost.emissions_g,
+                    source=answer.window.source,
+                    stale_since=answer.window.stale_since,
+                    replayed=answer.window.replayed_from is not None,
+                )
+
+            options.append(option(min(range(len(costs)), key=lambda i: costs[i].emissions_g)))
+            if now_option is None:
+                now_option = option(0)
+        assert now_option is not None
+        best = min(options, key=lambda o: o.emissions_g)
+        saving = now_option.emissions_g - best.emissions_g
+        return AdviseResponse(
+            best=best,
+            now=now_option,
+            saving_g=saving,
+            saving_pct=100.0 * saving / now_option.emissions_g if now_option.emissions_g else None,
+            energy_kwh=power_w / 1000.0 * duration_min / 60.0,
+            power_w=power_w,
+            kind=ci_kind,
+            unit=unit_of(ci_kind),
+            per_zone=options,
+            provenance=provenance,
+        )
+
+    @app.post("/v1/plan", tags=["planning"])
+    def plan(
+        instance: Annotated[
+            dict[str, Any],
+            Body(description="a CONTRACTS.md v1 planning instance", examples=[{"version": 1}]),
+        ],
+        policy: Annotated[str, Query(description="a policy name, see /v1/policies")] = "caspian",
+        param: Annotated[
+            list[str] | None, Query(description="policy parameter key=value, repeatable")
+        ] = None,
+    ) -> dict[str, Any]:
+        """A CONTRACTS.md plan (with ``scores``, ``status`` and ``feasible``) for an instance."""
+        from carbonshift.domain import check_feasibility, score_plan
+        from carbonshift.formats import instance_from_dict, plan_to_dict
+        from carbonshift.planning import policy_spec, run_policy
+
+        policy_spec(policy)
+        jobs = instance.get("jobs")
+        if isinstance(jobs, list) and len(jobs) > cfg.max_jobs:
+            raise InputError(
+                f"the instance has {len(jobs)} jobs; this server plans at most {cfg.max_jobs} "
+                "per request"
+            )
+        parsed = instance_from_dict(instance, what="instance")
+        cells = len(parsed.jobs) * len(parsed.clusters) * parsed.grid.horizon_slots
+        if cells > cfg.max_plan_cells:
+            raise InputError(
+                f"the instance has {cells} job x cluster x slot cells; at most "
+                f"{cfg.max_plan_cells} per request: shorten the horizon or send fewer jobs"
+            )
+        params: dict[str, str] = {}
+        for item in param or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise InputError(f"param {item!r} is not key=value; write it like omega1=0.5")
+            params[key.strip()] = value.strip()
+        result = run_policy(policy, parsed, params)
+        body = plan_to_dict(result.plan, score_plan(parsed, result.plan))
+        body["status"] = str(result.status)
+        body["feasible"] = not check_feasibility(parsed, result.plan)
+        body["stats"] = {k: float(v) for k, v in result.stats.items()}
+        decoded: dict[str, Any] = json.loads(json.dumps(body, default=str))
+        return decoded
+
+    @app.get("/v1/policies", tags=["planning"])
+    def policies() -> dict[str, Any]:
+        """The policies ``/v1/plan`` accepts and their parameters."""
+        from carbonshift.planning import POLICIES
+
+        return {
+            name: {
+                "summary": spec.summary,
+                "params": {p.name: {"default": p.default, "help": p.help} for p in spec.params},
+            }
+            for name, spec in POLICIES.items()
+        }
+
+    return app
