@@ -14,12 +14,14 @@ import pytest
 
 from carbonshift.errors import InputError
 from carbonshift.workloads import (
+    Workload,
     read_gwf,
     read_swf,
     read_trace_csv,
     read_workload,
     trace_format,
 )
+from carbonshift.workloads.csv_trace import _read_clean
 
 DATA = Path(__file__).parent / "data"
 
@@ -334,3 +336,47 @@ def test_real_nasa_swf_zip(shared_data: Path) -> None:
     assert workload.start == datetime(1993, 10, 1, 7, 0, 3, tzinfo=UTC)  # 00:00:03 PDT
     assert workload.demand["cpu"].max() <= 128
     assert math.isclose(workload.span_h, 92 * 24, rel_tol=0.02)  # Oct-Dec 1993
+
+
+def _with_note_column(source: Path, target: Path) -> None:
+    """The same rows plus a text column, which sends the reader down its row-by-row path."""
+    lines = source.read_text().splitlines()
+    target.write_text("\n".join([lines[0] + ",note", *(f"{ln},x" for ln in lines[1:])]) + "\n")
+
+
+def _assert_same(a: Workload, b: Workload) -> None:
+    assert a.ids == b.ids
+    for name in ("submit_h", "runtime_h", "deadline_h", "critical"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    assert np.array_equal(a.demand["gpu"], b.demand["gpu"])
+
+
+def test_vectorised_and_row_by_row_paths_agree(tmp_path: Path) -> None:
+    clean = _write(
+        tmp_path,
+        "clean.csv",
+        "arrival_time,length,cpus,deadline\n0.1,0.30000000000000004,2,\n7,1e-3,1,9.5\n3.25,12,4,\n",
+    )
+    _with_note_column(clean, tmp_path / "noted.csv")
+
+    fast = read_trace_csv(clean, time_unit="seconds")
+    slow = read_trace_csv(tmp_path / "noted.csv", time_unit="seconds")
+
+    options = {"unit_h": 1 / 3600, "resource": "gpu", "deadline_factor": 3.0, "start": None}
+    assert _read_clean(clean, **options) is not None  # type: ignore[arg-type]
+    assert _read_clean(tmp_path / "noted.csv", **options) is None  # type: ignore[arg-type]
+
+    _assert_same(fast, slow)
+    assert fast.ids == ("j0", "j2", "j1")
+
+
+def test_vectorised_and_row_by_row_paths_agree_on_a_real_trace(
+    shared_data: Path, tmp_path: Path
+) -> None:
+    source = shared_data / "traces" / "gaia" / "pai_1k.csv"
+    _with_note_column(source, tmp_path / "noted.csv")
+
+    _assert_same(
+        read_trace_csv(source, time_unit="seconds"),
+        read_trace_csv(tmp_path / "noted.csv", time_unit="seconds"),
+    )
