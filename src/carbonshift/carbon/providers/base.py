@@ -107,6 +107,10 @@ class LiveProvider(ABC):
     def fetch(self, zone: str, start: datetime, end: datetime, kind: CiKind) -> CarbonSeries:
         """Native data of ``zone`` covering ``[start, end)`` as far as the service has it."""
 
+    def covers(self, zone: str) -> bool:
+        """Whether the service can know ``zone`` at all (a chain skips it otherwise)."""
+        return True
+
     def supports(self, kind: CiKind) -> bool:
         """Whether the service serves ``kind``."""
         return kind in self.kinds

@@ -3,7 +3,10 @@
 A chain serves ONE signal kind, and every source in it must serve that kind: a marginal
 value never stands in for an average one. Order of tries for each request:
 
-1. each live source, in the configured order (fresh cache, else a live call);
+1. each live source that covers the zone, in the configured order (fresh cache, else a live
+   call); a source that just failed for a temporary reason rests for ``cooldown_s`` (or
+   the ``Retry-After`` it asked for), so an outage costs one round of retries, not one per
+   request;
 2. each source's cache however old, up to ``max_stale_s`` (the answer says how stale);
 3. average kinds only: the embedded Electricity Maps data, replayed week by week for dates
    past its end (CONTRACTS.md section 3);
@@ -18,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from carbonshift.carbon.providers.base import LiveProvider, check_window_args, unit_of
 from carbonshift.carbon.providers.clock import Clock, SystemClock
@@ -118,6 +121,7 @@ class FallbackChain:
         floor: Signal | None = None,
         clock: Clock | None = None,
         max_stale_s: float = 7 * 86400.0,
+        cooldown_s: float = 60.0,
     ) -> None:
         for source in sources:
             if not source.supports(kind):
@@ -136,6 +140,8 @@ class FallbackChain:
         self.floor = floor
         self.clock = clock or (sources[0].clock if sources else SystemClock())
         self.max_stale_s = max_stale_s
+        self.cooldown_s = cooldown_s
+        self._resting_until: dict[str, tuple[datetime, str]] = {}
 
     @property
     def names(self) -> list[str]:
@@ -168,14 +174,32 @@ class FallbackChain:
         trail: list[Attempt] = []
         temporary = False
         for source in self.sources:
+            if not source.covers(zone):
+                continue
+            resting = self._resting_until.get(source.name)
+            if resting is not None and self.clock.now() < resting[0]:
+                temporary = True
+                trail.append(
+                    Attempt(
+                        source.name,
+                        "error",
+                        f"resting until {format_utc(resting[0])} after: {resting[1]}",
+                    )
+                )
+                continue
             try:
                 window = source.window(zone, start, end, slot_minutes=slot_minutes, kind=self.kind)
             except CarbonshiftError as exc:
                 detail = f"{type(exc).__name__}: {exc}"
-                temporary = temporary or isinstance(exc, TemporaryError)
+                if isinstance(exc, TemporaryError):
+                    temporary = True
+                    rest_s = max(self.cooldown_s, exc.delay_s)
+                    until = self.clock.now() + timedelta(seconds=rest_s)
+                    self._resting_until[source.name] = (until, detail)
                 _LOG.warning("%s failed for %s: %s", source.name, zone, detail)
                 trail.append(Attempt(source.name, "error", detail))
                 continue
+            self._resting_until.pop(source.name, None)
             outcome = "live" if window.stale_since is None else "cache"
             trail.append(Attempt(source.name, outcome))
             return Answer(window, tuple(trail), self.clock.now())

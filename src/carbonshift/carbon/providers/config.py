@@ -12,6 +12,7 @@ One root object, :class:`ProviderSettings`, of grouped sections. Environment var
 - ``CHAIN_DIRECT``, ``CHAIN_LCA``, ``CHAIN_MARGINAL``, ``CHAIN_INDEX``: comma-separated source
   order, e.g. ``electricitymaps,gb,embedded``.
 - ``CACHE_DIR``, ``CACHE_TTL_S`` (900 s), ``MAX_STALE_S`` (604800 s).
+- ``COOLDOWN_S`` (60 s): how long a chain skips a source after a temporary failure.
 - ``HTTP_TIMEOUT_S`` (10 s), ``HTTP_ATTEMPTS`` (3), ``HTTP_BACKOFF_S`` (0.5 s).
 - ``OFFLINE``: ``1`` uses no live source (embedded data only).
 - ``ZONE_TABLE``: a JSON file extending the zone table.
@@ -64,6 +65,7 @@ class ProviderSettings:
     cache_dir: Path | None = None
     cache_ttl_s: float = 900.0
     max_stale_s: float = 7 * 86400.0
+    cooldown_s: float = 60.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     offline: bool = False
     zones: ZoneTable = field(default_factory=ZoneTable)
@@ -103,6 +105,7 @@ class ProviderSettings:
             cache_dir=Path(p) if (p := get("CACHE_DIR")) else None,
             cache_ttl_s=_number(get("CACHE_TTL_S"), 900.0, "CACHE_TTL_S"),
             max_stale_s=_number(get("MAX_STALE_S"), 7 * 86400.0, "MAX_STALE_S"),
+            cooldown_s=_number(get("COOLDOWN_S"), 60.0, "COOLDOWN_S"),
             retry=RetryPolicy(
                 attempts=int(_number(get("HTTP_ATTEMPTS"), 3, "HTTP_ATTEMPTS")),
                 timeout_s=_number(get("HTTP_TIMEOUT_S"), 10.0, "HTTP_TIMEOUT_S"),
@@ -234,6 +237,11 @@ def build_chains(settings: ProviderSettings, *, clock: Clock | None = None) -> C
         live = [provider(n) for n in names if n != "embedded"]
         floor = EmbeddedReplay() if "embedded" in names else None
         chains[kind] = FallbackChain(
-            kind, live, floor=floor, clock=clock, max_stale_s=settings.max_stale_s
+            kind,
+            live,
+            floor=floor,
+            clock=clock,
+            max_stale_s=settings.max_stale_s,
+            cooldown_s=settings.cooldown_s,
         )
     return ChainSet(chains=chains, providers=providers)

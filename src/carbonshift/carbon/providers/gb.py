@@ -76,6 +76,9 @@ class GbCarbonIntensityProvider(LiveProvider):
         super().__init__(http, cache=cache, ttl_s=ttl_s)
         self.zones = zones or ZoneTable()
 
+    def covers(self, zone: str) -> bool:
+        return self.zones.is_gb(zone)
+
     def _region(self, zone: str) -> int | None:
         if not self.zones.is_gb(zone):
             raise UnknownZoneError(
