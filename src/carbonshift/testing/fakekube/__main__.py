@@ -1,0 +1,116 @@
+"""``python -m carbonshift.testing.fakekube``: serve a fake cluster until interrupted.
+
+Example::
+
+    python -m carbonshift.testing.fakekube --port 8080 --kubeconfig-out /tmp/kubeconfig \\
+        --nodes 3 --cpu 8 --memory 32Gi --gpu 4 --virtual-time
+    KUBECONFIG=/tmp/kubeconfig kubectl get nodes
+    curl -XPOST 'http://127.0.0.1:8080/fakekube/clock/advance?seconds=3600'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from carbonshift.errors import CarbonshiftError
+from carbonshift.testing.fakekube.cluster import FakeKubeConfig
+from carbonshift.testing.fakekube.runner import run_fakekube
+from carbonshift.units import parse_utc
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m carbonshift.testing.fakekube",
+        description="A fake Kubernetes API server on 127.0.0.1 with an emulated scheduler, kubelet "
+        "and Job controller (a test double; see docs/fakekube.md).",
+        epilog="example: python -m carbonshift.testing.fakekube --port 8080 --kubeconfig-out kubeconfig "  # noqa: E501
+        "--nodes 2 --gpu 4 --virtual-time",
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="port on 127.0.0.1 (default 0: a free one)"
+    )
+    parser.add_argument(
+        "--kubeconfig-out", type=Path, required=True, help="where to write the kubeconfig"
+    )
+    parser.add_argument("--nodes", type=int, default=3, help="number of nodes (default 3)")
+    parser.add_argument("--cpu", default="8", help="allocatable cpu per node (default 8)")
+    parser.add_argument(
+        "--memory", default="32Gi", help="allocatable memory per node (default 32Gi)"
+    )
+    parser.add_argument("--gpu", type=int, default=0, help="nvidia.com/gpu per node (default 0)")
+    parser.add_argument(
+        "--virtual-time",
+        action="store_true",
+        help="the clock moves only on POST /fakekube/clock/advance?seconds=N (default: real time)",
+    )
+    parser.add_argument(
+        "--speed", type=float, default=1.0, help="real-time mode: cluster seconds per second"
+    )
+    parser.add_argument("--start", help="clock start, UTC (e.g. 2023-06-01T00:00Z; default now)")
+    parser.add_argument(
+        "--crd", type=Path, action="append", default=[], help="a CRD (JSON or YAML file) to install"
+    )
+    parser.add_argument(
+        "--service-endpoint",
+        action="append",
+        default=[],
+        metavar="NS/NAME=URL",
+        help="route webhook calls for a Service to a URL, e.g. carbonshift/webhook=https://127.0.0.1:9443",
+    )
+    return parser
+
+
+def _load(path: Path) -> dict[str, object]:
+    text = path.read_text()
+    try:
+        loaded: dict[str, object] = json.loads(text)
+    except ValueError:
+        import importlib
+
+        loaded = importlib.import_module("yaml").safe_load(text)
+    return loaded
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = FakeKubeConfig(
+            nodes=args.nodes,
+            cpu=args.cpu,
+            memory=args.memory,
+            gpu=args.gpu,
+            virtual_time=args.virtual_time,
+            speed=args.speed,
+            start=parse_utc(args.start, what="--start") if args.start else None,
+            custom_resources=tuple(_load(p) for p in args.crd),
+        )
+        endpoints = []
+        for item in args.service_endpoint:
+            ref, sep, url = item.partition("=")
+            namespace, slash, name = ref.partition("/")
+            if not sep or not slash:
+                print(f"--service-endpoint {item!r} is not NS/NAME=URL", file=sys.stderr)
+                return 2
+            endpoints.append((namespace, name, url))
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        with run_fakekube(config, port=args.port, kubeconfig=args.kubeconfig_out) as kube:
+            for namespace, name, url in endpoints:
+                kube.register_service_endpoint(namespace, name, url)
+            print(f"fakekube serving {kube.base_url}; kubeconfig {kube.kubeconfig}", flush=True)
+            stop.wait()
+    except CarbonshiftError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""``python -m carbonshift.testing.fakekube`` as a process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def test_module_serves_until_terminated(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "carbonshift.testing.fakekube",
+            "--kubeconfig-out",
+            str(kubeconfig),
+            "--nodes",
+            "2",
+            "--gpu",
+            "4",
+            "--virtual-time",
+            "--start",
+            "2023-06-01T00:00Z",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        banner = process.stdout.readline() if process.stdout else ""
+        server = json.loads(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        nodes = httpx.get(f"{server}/api/v1/nodes").json()["items"]
+        advanced = httpx.post(f"{server}/fakekube/clock/advance?seconds=3600").json()
+    finally:
+        process.terminate()
+        code = process.wait(20)
+
+    assert banner.startswith(f"fakekube serving {server}")
+    assert [n["status"]["allocatable"]["nvidia.com/gpu"] for n in nodes] == ["4", "4"]
+    assert advanced == {"now": "2023-06-01T01:00:00+00:00", "virtual": True}
+    assert code == 0
+
+
+def test_bad_quantity_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "carbonshift.testing.fakekube",
+            "--kubeconfig-out",
+            str(tmp_path / "k"),
+            "--cpu",
+            "lots",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip()
+        == "error: cpu 'lots' is not a Kubernetes quantity; write it like 8, 500m or 32Gi"
+    )
