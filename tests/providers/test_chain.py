@@ -131,9 +131,7 @@ def test_permanent_failures_everywhere_are_an_input_error(
 ) -> None:
     gb = GbCarbonIntensityProvider(base_url=base_url + "/gb", clock=clock, retry=retry)
     chain = FallbackChain(CiKind.DIRECT, [gb], floor=EmbeddedReplay())
-    with pytest.raises(
-        NoSourceError, match=r"'Atlantis'.*not in the embedded"
-    ):
+    with pytest.raises(NoSourceError, match=r"'Atlantis'.*not in the embedded"):
         chain.answer("Atlantis", T0, T0 + timedelta(hours=1))
 
 

@@ -128,6 +128,36 @@ class _TooLargeError(Exception):
     pass
 
 
+class _Measure:
+    """Count and time every request by route template and status (pure ASGI: no buffering)."""
+
+    def __init__(
+        self, app: Callable[[Scope, Receive, Send], Awaitable[None]], metrics: _Metrics
+    ) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = [500]
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = scope.get("route")
+            name = getattr(route, "path", "unmatched")
+            self.metrics.requests.labels(name, scope.get("method", ""), str(status[0])).inc()
+            self.metrics.latency.labels(name).observe(time.perf_counter() - started)
+
+
 class _Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -222,15 +252,7 @@ def create_app(
     )
     app.add_middleware(_BodyLimit, limit=cfg.max_body_bytes)
 
-    @app.middleware("http")
-    async def _measure(request: Request, call_next: Callable[[Request], Awaitable[Any]]) -> Any:
-        started = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        name = getattr(route, "path", "unmatched")
-        metrics.requests.labels(name, request.method, str(response.status_code)).inc()
-        metrics.latency.labels(name).observe(time.perf_counter() - started)
-        return response
+    app.add_middleware(_Measure, metrics=metrics)
 
     @app.exception_handler(CarbonshiftError)
     async def _carbonshift_error(request: Request, exc: CarbonshiftError) -> JSONResponse:
