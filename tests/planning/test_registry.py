@@ -15,12 +15,12 @@ from tests.builders import instance, job
         (
             "srr",
             {"samples": "50"},
-            {"samples": 50, "future_weight": 1.0, "seed": 0, "lp_method": "choose"},
+            {"samples": 50, "future_weight": 1.0, "seed": 0, "lp_method": "ipm", "lp_time_limit_s": 60.0},
         ),
         (
             "caspian",
             {"omega1": 0},
-            {"omega1": 0.0, "omega2": 1.0, "omega3": 1.0, "lp_method": "choose"},
+            {"omega1": 0.0, "omega2": 1.0, "omega3": 1.0, "lp_method": "ipm", "lp_time_limit_s": 60.0},
         ),
         ("fluidos", {"late_fallback": "false"}, {"late_fallback": False}),
         ("asap", {}, {}),
@@ -44,7 +44,7 @@ def test_params_are_parsed_with_defaults_filled(
         ("srr", {"samples": "many"}, "samples='many' of policy 'srr' is not a whole number"),
         ("srr", {"samples": "0"}, "below its minimum 1"),
         ("srr", {"future_weight": "2"}, "above its maximum 1"),
-        ("caspian", {"lp_method": "barrier"}, "is not one of choose, simplex, ipm, pdlp"),
+        ("caspian", {"lp_method": "barrier"}, "is not one of choose, simplex, ipm, ipm-vertex, pdlp"),
         ("fluidos", {"late_fallback": "maybe"}, "is not a boolean"),
         ("exact", {"time_limit_s": "nan"}, "is not finite"),
         ("asap", {"x": "1"}, "its parameters: none"),

@@ -142,8 +142,13 @@ class PolicySpec:
 
 
 _LP_METHOD = ParamSpec(
-    "lp_method", str, "choose", "HiGHS LP algorithm", choices=tuple(m.value for m in LpMethod)
+    "lp_method",
+    str,
+    "ipm",
+    "HiGHS LP algorithm (ipm: interior point, no crossover)",
+    choices=tuple(m.value for m in LpMethod),
 )
+_LP_LIMIT = ParamSpec("lp_time_limit_s", float, 60.0, "wall-time limit of each LP (s)", 0.001)
 _FUTURE = ParamSpec(
     "future_weight", float, 1.0, "weight f of reserved future demand in GRU (CJPS gamma)", 0, 1
 )
@@ -231,12 +236,14 @@ POLICIES: dict[str, PolicySpec] = {
                 omega2=p.get_float("omega2"),
                 omega3=p.get_float("omega3"),
                 lp_method=LpMethod(p.get_str("lp_method")),
+                lp_time_limit_s=p.get_float("lp_time_limit_s"),
             ),
             (
                 ParamSpec("omega1", float, 1.0, "weight of sustainability Z1 (0: baseline)", 0),
                 ParamSpec("omega2", float, 1.0, "weight of lateness Z2", 0),
                 ParamSpec("omega3", float, 1.0, "weight of completion time Z3", 0),
                 _LP_METHOD,
+                _LP_LIMIT,
             ),
             "Caspian Alg. 2-3: normalised multi-objective LP, then greedy allocation",
             caspian,
@@ -249,8 +256,9 @@ POLICIES: dict[str, PolicySpec] = {
                 future_weight=p.get_float("future_weight"),
                 seed=p.get_int("seed"),
                 lp_method=LpMethod(p.get_str("lp_method")),
+                lp_time_limit_s=p.get_float("lp_time_limit_s"),
             ),
-            (_FUTURE, _SEED, _LP_METHOD),
+            (_FUTURE, _SEED, _LP_METHOD, _LP_LIMIT),
             "CJPS RR-APX: one randomised rounding of the GRU LP (may overload)",
             rr,
         ),
@@ -263,8 +271,15 @@ POLICIES: dict[str, PolicySpec] = {
                 future_weight=p.get_float("future_weight"),
                 seed=p.get_int("seed"),
                 lp_method=LpMethod(p.get_str("lp_method")),
+                lp_time_limit_s=p.get_float("lp_time_limit_s"),
             ),
-            (ParamSpec("samples", int, 20, "number S of roundings", 1), _FUTURE, _SEED, _LP_METHOD),
+            (
+                ParamSpec("samples", int, 20, "number S of roundings", 1),
+                _FUTURE,
+                _SEED,
+                _LP_METHOD,
+                _LP_LIMIT,
+            ),
             "CJPS SRR-APX: best of S roundings, overloading jobs dropped",
             srr,
         ),

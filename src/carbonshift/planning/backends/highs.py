@@ -27,11 +27,18 @@ FloatArray = npt.NDArray[np.float64]
 
 
 class LpMethod(StrEnum):
-    """HiGHS's LP algorithm (its ``solver`` option)."""
+    """HiGHS's LP algorithm.
+
+    ``ipm`` is interior point WITHOUT crossover or presolve: an interior (not vertex)
+    optimum, the fastest on the large start-time LPs (measured: 2,000 CJPS jobs, 137k
+    columns, 15 s against > 100 s for dual or primal simplex); the rounding policies only
+    need the values. ``ipm-vertex`` adds crossover to a vertex. ``choose`` lets HiGHS pick.
+    """
 
     CHOOSE = "choose"
     SIMPLEX = "simplex"
     IPM = "ipm"
+    IPM_VERTEX = "ipm-vertex"
     PDLP = "pdlp"
 
 
@@ -98,6 +105,12 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     highs.setOptionValue("threads", int(options.threads))
     if options.integer:
         highs.setOptionValue("mip_rel_gap", float(options.mip_gap))
+    elif options.method is LpMethod.IPM:
+        highs.setOptionValue("solver", "ipm")
+        highs.setOptionValue("run_crossover", "off")
+        highs.setOptionValue("presolve", "off")
+    elif options.method is LpMethod.IPM_VERTEX:
+        highs.setOptionValue("solver", "ipm")
     else:
         highs.setOptionValue("solver", str(options.method.value))
     model = highspy.HighsLp()

@@ -51,7 +51,8 @@ def caspian(
     omega1: float = 1.0,
     omega2: float = 1.0,
     omega3: float = 1.0,
-    lp_method: LpMethod = LpMethod.CHOOSE,
+    lp_method: LpMethod = LpMethod.IPM,
+    lp_time_limit_s: float = 60.0,
 ) -> PolicyResult:
     """Caspian section III, Algorithm 2 (optimizer) and Algorithm 3 (allocation).
 
@@ -79,7 +80,7 @@ def caspian(
         caspian_z3(arrays, starts),
     ]
     omegas = (omega1, omega2, omega3)
-    options = SolveOptions(method=lp_method)
+    options = SolveOptions(method=lp_method, time_limit_s=lp_time_limit_s)
     weights = []
     stats: dict[str, float] = {}
     for k, (omega, coef) in enumerate(zip(omegas, objectives, strict=True), start=1):

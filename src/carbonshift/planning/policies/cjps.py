@@ -57,11 +57,11 @@ def cjps_problem(
 
 
 def _relaxation(
-    instance: Instance, context: PlanContext | None, future_weight: float, method: LpMethod
+    instance: Instance, context: PlanContext | None, future_weight: float, options: SolveOptions
 ) -> tuple[StartProblem, FloatArray, Solution]:
     problem, job_gru, future_obj = cjps_problem(instance, context, future_weight)
     lp = linear_program(problem, job_gru, future_objective=future_obj)
-    solution = solve(lp, SolveOptions(method=method))
+    solution = solve(lp, options)
     return problem, job_gru, solution
 
 
@@ -96,7 +96,9 @@ def _reserve_future(ledger: CapacityLedger, problem: StartProblem, z: FloatArray
 
 
 def _lp_stats(solution: Solution) -> dict[str, float]:
-    return {"lp_bound_gru": solution.objective, "lp_seconds": solution.seconds}
+    # a bound only when proved optimal (an interior point stopped early is "feasible")
+    key = "lp_bound_gru" if solution.status is SolveStatus.OPTIMAL else "lp_objective_gru"
+    return {key: solution.objective, "lp_seconds": solution.seconds}
 
 
 def rr(
@@ -105,21 +107,29 @@ def rr(
     *,
     future_weight: float = 1.0,
     seed: int = 0,
-    lp_method: LpMethod = LpMethod.CHOOSE,
+    lp_method: LpMethod = LpMethod.IPM,
+    lp_time_limit_s: float = 60.0,
 ) -> PolicyResult:
     """RR-APX (CJPS section III-A, Algorithm 1): solve the LP relaxation, then for each job
     independently draw (cluster, start) with probability ``x_bar`` (lines 3-5), keeping the
     LP's future reservations. The plan may overload capacity: its status is then
     ``overloaded`` and ``stats["overloaded_cells"]`` counts (cluster, resource, slot) cells
-    over capacity."""
+    where the jobs exceed capacity (``..._with_reservations``: jobs plus reserved future
+    demand, CJPS eq. 5)."""
     began = time.perf_counter()
-    problem, _, solution = _relaxation(instance, context, future_weight, lp_method)
+    problem, _, solution = _relaxation(
+        instance,
+        context,
+        future_weight,
+        SolveOptions(method=lp_method, time_limit_s=lp_time_limit_s),
+    )
     if solution.status not in _USABLE:
         return _no_solution(instance, "rr", began, solution)
     n_x = len(problem.starts)
     draw = _draw(problem, solution.values[:n_x], np.random.default_rng(seed), 1)[0]
-    ledger = CapacityLedger(problem.arrays)
-    _reserve_future(ledger, problem, solution.values[n_x:])
+    ledger = CapacityLedger(problem.arrays)  # jobs only: the plan's own feasibility
+    reserved = CapacityLedger(problem.arrays)  # jobs plus the LP's future reservations
+    _reserve_future(reserved, problem, solution.values[n_x:])
     chosen: dict[int, tuple[int, int]] = {}
     notes: dict[int, str] = {}
     for i, col in enumerate(draw):
@@ -128,10 +138,16 @@ def rr(
             continue
         c, s = int(problem.starts.cluster[col]), int(problem.starts.start_slot[col])
         ledger.place(i, c, s)
+        reserved.place(i, c, s)
         chosen[i] = (c, s)
         notes[i] = f"rr: drawn with LP probability {solution.values[col]:.3g}"
     over = int(np.sum(ledger.free_units < -1e-9))
-    stats = {**_lp_stats(solution), "overloaded_cells": float(over)}
+    over_reserved = int(np.sum(reserved.free_units < -1e-9))
+    stats = {
+        **_lp_stats(solution),
+        "overloaded_cells": float(over),
+        "overloaded_cells_with_reservations": float(over_reserved),
+    }
     status = PlanStatus.OVERLOADED if over else PlanStatus.FEASIBLE
     return result_of(
         instance,
@@ -158,7 +174,8 @@ def srr(
     samples: int = 20,
     future_weight: float = 1.0,
     seed: int = 0,
-    lp_method: LpMethod = LpMethod.CHOOSE,
+    lp_method: LpMethod = LpMethod.IPM,
+    lp_time_limit_s: float = 60.0,
 ) -> PolicyResult:
     """SRR-APX (CJPS section III-B, Algorithm 2): ``samples`` (S) roundings of the LP
     solution; within a sample a drawn job that would overload any (cluster, resource, slot)
@@ -168,7 +185,12 @@ def srr(
     if samples < 1:
         raise InputError(f"samples is {samples}; give a whole number of samples >= 1")
     began = time.perf_counter()
-    problem, job_gru, solution = _relaxation(instance, context, future_weight, lp_method)
+    problem, job_gru, solution = _relaxation(
+        instance,
+        context,
+        future_weight,
+        SolveOptions(method=lp_method, time_limit_s=lp_time_limit_s),
+    )
     if solution.status not in _USABLE:
         return _no_solution(instance, "srr", began, solution)
     n_x = len(problem.starts)
