@@ -124,7 +124,10 @@ def test_gated_pod_lifecycle_through_kubectl(kubectl: Kubectl, fakekube: FakeKub
         "-p",
         '[{"op":"remove","path":"/spec/schedulingGates"}]',
     )
-    fakekube.settle()
+    kubectl("wait", "--for=jsonpath={.status.phase}=Running", "pod/train", "--timeout=10s")
+    assert (
+        "Successfully assigned default/train to node-" in kubectl("describe", "pod", "train").stdout
+    )
     running = kubectl.json("get", "pod", "train")
     assert running["spec"]["nodeName"].startswith("node-")
     assert running["status"]["phase"] == "Running"
@@ -197,3 +200,18 @@ def test_watch_prints_changes(kubectl: Kubectl, fakekube: FakeKube) -> None:
     assert first.split()[:3] == ["NAME", "READY", "STATUS"]
     assert "SchedulingGated" in second
     assert any("Pending" in line or "Running" in line for line in later)
+
+
+def test_generator_commands_send_protobuf_for_simple_kinds(kubectl: Kubectl) -> None:
+    kubectl("create", "namespace", "carbonshift")
+    kubectl("create", "configmap", "settings", "-n", "carbonshift", "--from-literal=zone=DE")
+    kubectl("create", "secret", "generic", "key", "-n", "carbonshift", "--from-literal=token=abc")
+    refused = kubectl("create", "job", "j", "--image=busybox", ok=False)
+
+    assert kubectl.json("get", "configmap", "settings", "-n", "carbonshift")["data"] == {
+        "zone": "DE"
+    }
+    secret = kubectl.json("get", "secret", "key", "-n", "carbonshift")
+    assert secret["data"] == {"token": "YWJj"}
+    assert secret["type"] == "Opaque"
+    assert "use kubectl create -f or kubectl apply -f" in refused.stderr

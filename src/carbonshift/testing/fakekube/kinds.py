@@ -719,7 +719,8 @@ def _validate_crd_update(old: Obj, new: Obj) -> list[FieldError]:
 def _default_secret(obj: Obj) -> None:
     import base64
 
-    obj.setdefault("type", "Opaque")
+    if not obj.get("type"):
+        obj["type"] = "Opaque"
     string_data = obj.pop("stringData", None)
     if isinstance(string_data, dict):
         data = obj.setdefault("data", {})

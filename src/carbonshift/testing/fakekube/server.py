@@ -24,6 +24,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from carbonshift.testing.fakekube._errors import ApiError
+from carbonshift.testing.fakekube._protobuf import decode_object
 from carbonshift.testing.fakekube.api import PATCH_TYPES
 from carbonshift.testing.fakekube.cluster import FakeCluster
 from carbonshift.testing.fakekube.faults import Fault
@@ -190,8 +191,9 @@ def _wants_table(request: Request) -> bool:
 
 async def _body(request: Request) -> Any:
     content_type = request.headers.get("content-type", "")
+    if "vnd.kubernetes.protobuf" in content_type:
+        return decode_object(await request.body())
     if "protobuf" in content_type or "cbor" in content_type:
-        # client-go answers a 415 by retrying in JSON, which is all this server speaks.
         raise ApiError.unsupported_media_type(
             f"the body of the request was in an unknown format - accepted media types include: "
             f"application/json, application/yaml (got {content_type})"
