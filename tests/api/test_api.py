@@ -140,8 +140,8 @@ def test_marginal_outage_with_no_cache_is_a_503_with_retry_after(
         pytest.param(
             "/emissions/forecasts/current",
             {"location": "DE", "kind": "green"},
-            400,
-            "kind 'green' is not a signal kind",
+            422,
+            "query.kind: Input should be 'direct', 'lca', 'marginal' or 'index'",
             id="bad-kind",
         ),
         pytest.param(
@@ -440,4 +440,4 @@ def test_served_over_a_real_uvicorn_on_loopback() -> None:
     assert body["source"] == "embedded"
     assert body["replayed"] is False
     assert len(body["forecastData"]) == 24
-    assert bad.status_code == 400
+    assert bad.status_code == 422

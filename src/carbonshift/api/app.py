@@ -29,6 +29,7 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from carbonshift.api.advice import RunCost, best_window, run_costs, slot_weights
 from carbonshift.api.models import (
@@ -37,6 +38,7 @@ from carbonshift.api.models import (
     EmissionsData,
     EmissionsDataPoint,
     EmissionsForecast,
+    Problem,
     Provenance,
     RunOption,
 )
@@ -77,6 +79,8 @@ class ApiSettings:
 
 def _problem(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
     titles = {
+        404: "Not Found",
+        405: "Method Not Allowed",
         400: "Bad Request",
         413: "Payload Too Large",
         422: "Unprocessable Entity",
@@ -187,15 +191,13 @@ class _Metrics:
         )
 
 
-def _kind_of(text: str | None, default: CiKind) -> CiKind:
-    if text is None:
-        return default
-    try:
-        return CiKind(text.lower())
-    except ValueError:
-        raise InputError(
-            f"kind {text!r} is not a signal kind; use direct, lca, marginal or index"
-        ) from None
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": Problem, "description": "a bad value; detail says which and the fix"},
+    413: {"model": Problem, "description": "the request body is too large"},
+    422: {"model": Problem, "description": "the request does not match the schema"},
+    502: {"model": Problem, "description": "a carbon source refused our credentials"},
+    503: {"model": Problem, "description": "no carbon source can answer now; see Retry-After"},
+}
 
 
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -263,6 +265,13 @@ def create_app(
         if isinstance(exc, PermanentError):
             return _problem(502, str(exc))
         return _problem(500, str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
+        if exc.status_code == 400 and "parsing the body" in detail:
+            detail = "the request body is not valid JSON; send a JSON object"
+        return _problem(exc.status_code, detail, dict(exc.headers or {}))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -342,16 +351,19 @@ def create_app(
         "/emissions/forecasts/current",
         tags=["carbon-aware-sdk"],
         response_model=list[EmissionsForecast],
+        responses=_ERRORS,
     )
     def forecasts_current(
         location: Annotated[list[str], Query(description="zone(s), e.g. DE")],
         dataStartAt: Annotated[datetime | None, Query(description="default: now")] = None,  # noqa: N803
         dataEndAt: Annotated[datetime | None, Query(description="default: start + 24 h")] = None,  # noqa: N803
         windowSize: Annotated[int, Query(ge=1, le=10080, description="minutes")] = 60,  # noqa: N803
-        kind: Annotated[str | None, Query(description="direct, lca, marginal, index")] = None,
+        kind: Annotated[
+            CiKind | None, Query(description="signal kind (default: the server's)")
+        ] = None,
     ) -> list[dict[str, Any]]:
         """The forecast of each location and its lowest-average window of ``windowSize``."""
-        ci_kind = _kind_of(kind, cfg.kind)
+        ci_kind = kind or cfg.kind
         now = clk.now()
         resolution = math.gcd(windowSize, 60)
         resolution = resolution if resolution >= 5 else 5
@@ -396,16 +408,19 @@ def create_app(
         "/emissions/bylocations/best",
         tags=["carbon-aware-sdk"],
         response_model=list[EmissionsData],
+        responses=_ERRORS,
     )
     def bylocations_best(
         location: Annotated[list[str], Query(description="zone(s), e.g. DE")],
         time: Annotated[datetime | None, Query(description="default: now")] = None,
         toTime: Annotated[datetime | None, Query(description="default: time + 24 h")] = None,  # noqa: N803
         slotMinutes: Annotated[int, Query(ge=5, le=1440)] = 60,  # noqa: N803
-        kind: Annotated[str | None, Query(description="direct, lca, marginal, index")] = None,
+        kind: Annotated[
+            CiKind | None, Query(description="signal kind (default: the server's)")
+        ] = None,
     ) -> list[dict[str, Any]]:
         """The lowest-rated slot over all locations between ``time`` and ``toTime``."""
-        ci_kind = _kind_of(kind, cfg.kind)
+        ci_kind = kind or cfg.kind
         start = _time_of(time, _floor(clk.now(), slotMinutes), "time")
         end = _time_of(toTime, start + timedelta(hours=cfg.default_horizon_hours), "toTime")
         best: dict[str, Any] | None = None
@@ -424,7 +439,7 @@ def create_app(
         assert best is not None
         return [best]
 
-    @app.post("/v1/advise", tags=["advice"], response_model=AdviseResponse)
+    @app.post("/v1/advise", tags=["advice"], response_model=AdviseResponse, responses=_ERRORS)
     def advise(request: AdviseRequest) -> AdviseResponse:
         """The best zone and start for a job, and its saving over running now."""
         ci_kind = request.kind or cfg.kind
@@ -513,7 +528,7 @@ def create_app(
             provenance=provenance,
         )
 
-    @app.post("/v1/plan", tags=["planning"])
+    @app.post("/v1/plan", tags=["planning"], responses=_ERRORS)
     def plan(
         instance: Annotated[
             dict[str, Any],

@@ -21,9 +21,21 @@ __all__ = [
     "EmissionsData",
     "EmissionsDataPoint",
     "EmissionsForecast",
+    "Problem",
     "Provenance",
     "RunOption",
 ]
+
+
+class Problem(BaseModel):
+    """An error: ``detail`` names the value and the fix, on one line."""
+
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, object]] | None = Field(
+        None, description="for 422: every schema problem"
+    )
 
 
 class Provenance(BaseModel):
