@@ -150,10 +150,27 @@ class FakeKube:
         return self.cluster.store.rv
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopped by an event instead of polling ``should_exit`` every 0.1 s."""
+
+    stop_event: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        self.stop_event = asyncio.Event()
+        await self.on_tick(0)
+        if not self.should_exit:
+            await self.stop_event.wait()
+
+    def stop_from(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.should_exit = True
+        if self.stop_event is not None:
+            loop.call_soon_threadsafe(self.stop_event.set)
+
+
 def _serve(
     cluster: FakeCluster,
     sock: socket.socket,
-    server: uvicorn.Server,
+    server: _Server,
     started: threading.Event,
     box: dict[str, Any],
 ) -> None:
@@ -193,7 +210,7 @@ def run_fakekube(
     host, bound = sock.getsockname()
     cluster.host = f"{host}:{bound}"
     base_url = f"http://{host}:{bound}"
-    server = uvicorn.Server(
+    server = _Server(
         uvicorn.Config(
             build_app(cluster),
             log_level="warning",
@@ -223,6 +240,6 @@ def run_fakekube(
         finally:
             with contextlib.suppress(Exception):  # the loop may already be gone
                 handle.drop_watches()
-            server.should_exit = True
+            server.stop_from(box["loop"])
             thread.join(15)
             sock.close()
