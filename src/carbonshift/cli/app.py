@@ -33,6 +33,7 @@ _VERBS: dict[str, str] = {
     "data": "carbonshift.cli.data",
     "forecast": "carbonshift.cli.forecast",
     "reproduce": "carbonshift.cli.reproduce",
+    "simulate": "carbonshift.cli.simulate",
     "plan": "carbonshift.cli.plan",
     "serve": "carbonshift.cli.serve",
 }

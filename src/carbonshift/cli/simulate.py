@@ -1,0 +1,90 @@
+"""``carbonshift simulate``: run a scenario (CONTRACTS.md section 3) against its baseline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from carbonshift.sim.engine import ProgressFn
+from carbonshift.sim.outputs import write_summary
+from carbonshift.sim.run import simulate_file
+
+__all__ = ["command"]
+
+_SHOWN = (
+    "policy",
+    "baseline",
+    "carbon_kg",
+    "baseline_carbon_kg",
+    "carbon_saving_pct",
+    "jobs_total",
+    "jobs_completed",
+    "jobs_rejected",
+    "deadline_met_pct",
+    "mean_completion_ratio",
+    "planner_seconds_total",
+    "planner_seconds_max",
+)
+
+
+def command(
+    scenario: Path = typer.Argument(..., help="Scenario TOML file (CONTRACTS.md section 3)."),
+    out: Path = typer.Option(..., "--out", help="Output folder for summary.json, jobs.csv, ..."),
+    strict: bool = typer.Option(
+        False, "--strict", help="Refuse a scenario with a job no cluster can hold."
+    ),
+    no_report: bool = typer.Option(False, "--no-report", help="Skip plots and report.html."),
+    output_format: str = typer.Option("table", "--format", help="table or json."),
+) -> None:
+    """Simulate a scenario's policy and its carbon-agnostic baseline on the same input.
+
+    Writes summary.json, jobs.csv, baseline_jobs.csv, slots.csv, plots/ and report.html.
+
+    Example: carbonshift simulate examples/caspian.toml --out out/caspian
+    """
+    if output_format not in ("table", "json"):
+        raise typer.BadParameter(f"--format {output_format!r}: use table or json")
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f} h simulated"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+
+        def progress(label: str) -> ProgressFn:
+            task = bar.add_task(label, total=None, completed=0)
+
+            def update(done_h: float, expected_h: float) -> None:
+                bar.update(task, completed=done_h, total=max(expected_h, done_h))
+
+            return update
+
+        summary = simulate_file(
+            scenario, out, strict=strict, report=not no_report, progress=progress
+        )
+    write_summary(summary, out / "summary.json")
+    if output_format == "json":
+        typer.echo(json.dumps(summary, indent=1))
+        return
+    table = Table(title=f"simulation of {scenario}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for key in _SHOWN:
+        value = summary.get(key)
+        table.add_row(
+            key,
+            "n/a" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value),
+        )
+    stdout = Console()
+    stdout.print(table)
+    stdout.print(
+        f"wrote {out}/summary.json, jobs.csv, slots.csv" + ("" if no_report else ", report.html")
+    )

@@ -1,0 +1,58 @@
+"""End-to-end: `carbonshift simulate` and the quick reproductions, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_cli_e2e import run_cli
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_simulate_example(tmp_path: Path) -> None:
+    done = run_cli("simulate", str(REPO / "examples/caspian.toml"), "--out", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["jobs_total"] == 200
+    assert summary["jobs_completed"] == 200
+    assert (tmp_path / "report.html").stat().st_size > 10_000
+
+
+def test_simulate_bad_scenario_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[simulation]\nstart = "2023-01-01T00:00:00Z"\nhours = 1\npolicy = "asap"\n')
+    done = run_cli("simulate", str(bad), "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ")
+    assert "Traceback" not in done.stderr
+
+
+def test_reproduce_caspian_quick(tmp_path: Path) -> None:
+    done = run_cli("reproduce", "caspian", "--quick", "--out", str(tmp_path), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["rows"]
+    assert [r["omega1"] for r in rows] == [0.25, 0.5, 1.0, 2.0]
+    assert all(r["saving_pct"] is not None for r in rows)
+    assert (tmp_path / "caspian/omega1-0.5/report.html").exists()
+
+
+def test_reproduce_cjps_quick(tmp_path: Path, shared_data: Path) -> None:
+    os.environ.setdefault("CARBONSHIFT_SHARED", str(shared_data.parent))
+    done = run_cli(
+        "reproduce",
+        "cjps",
+        "--quick",
+        "--out",
+        str(tmp_path),
+        "--format",
+        "json",
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["rows"]
+    assert [r["load_pct"] for r in rows] == [25.0, 40.0]
+    assert all(0 < r["cfp_ratio"] < 2 for r in rows)
