@@ -31,7 +31,14 @@ from prometheus_client import (
 )
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from carbonshift.api.advice import RunCost, best_window, run_costs, slot_weights
+from carbonshift.api.advice import (
+    JobAsk,
+    Run,
+    advise_job,
+    best_window,
+    floor_to_slot,
+    power_w_of,
+)
 from carbonshift.api.models import (
     AdviseRequest,
     AdviseResponse,
@@ -223,12 +230,6 @@ def _duration_of(text: str, what: str, most_hours: int) -> timedelta:
     return duration
 
 
-def _floor(moment: datetime, minutes: int) -> datetime:
-    moment = moment.replace(second=0, microsecond=0)
-    since_midnight = moment.hour * 60 + moment.minute
-    return moment - timedelta(minutes=since_midnight % minutes)
-
-
 def _timespan(minutes: int) -> str:
     hours, rest = divmod(minutes, 60)
     days, hours = divmod(hours, 24)
@@ -368,7 +369,7 @@ def create_app(
         resolution = math.gcd(windowSize, 60)
         resolution = resolution if resolution >= 5 else 5
         points = math.ceil(windowSize / resolution)
-        start = _time_of(dataStartAt, _floor(now, resolution), "dataStartAt")
+        start = _time_of(dataStartAt, floor_to_slot(now, resolution), "dataStartAt")
         end = _time_of(dataEndAt, start + timedelta(hours=cfg.default_horizon_hours), "dataEndAt")
         out = []
         for zone in _locations(location):
@@ -421,7 +422,7 @@ def create_app(
     ) -> list[dict[str, Any]]:
         """The lowest-rated slot over all locations between ``time`` and ``toTime``."""
         ci_kind = kind or cfg.kind
-        start = _time_of(time, _floor(clk.now(), slotMinutes), "time")
+        start = _time_of(time, floor_to_slot(clk.now(), slotMinutes), "time")
         end = _time_of(toTime, start + timedelta(hours=cfg.default_horizon_hours), "toTime")
         best: dict[str, Any] | None = None
         for zone in _locations(location):
@@ -447,85 +448,46 @@ def create_app(
             raise InputError(
                 "kind 'index' has no unit to turn into emissions; ask direct, lca or marginal"
             )
-        duration = _duration_of(request.duration, "duration", cfg.max_range_hours)
-        duration_min = duration.total_seconds() / 60.0
-        slot = request.slot_minutes
         earliest = _time_of(request.earliest, clk.now(), "earliest")
-        start = _floor(earliest, slot)
         if request.deadline is not None:
             deadline = _time_of(request.deadline, clk.now(), "deadline")
         else:
-            within = _duration_of(
-                request.within or f"{cfg.default_horizon_hours}h", "within", cfg.max_range_hours
-            )
-            deadline = earliest + within
-        if duration_min <= 0:
-            raise InputError(f"duration {request.duration!r} is zero; give a positive run time")
-        if start + duration > deadline:
-            raise InputError(
-                f"a run of {request.duration} from {format_utc(start)} cannot finish by "
-                f"{format_utc(deadline)}; give a later deadline or a longer 'within'"
-            )
-        end = start + timedelta(
-            minutes=slot * math.floor((deadline - start) / timedelta(minutes=slot))
+            within = request.within or f"{cfg.default_horizon_hours}h"
+            deadline = earliest + _duration_of(within, "within", cfg.max_range_hours)
+        job = JobAsk(
+            duration=_duration_of(request.duration, "duration", cfg.max_range_hours),
+            zones=tuple(request.zones),
+            earliest=earliest,
+            deadline=deadline,
+            power_w=power_w_of(request.power_w, request.demand, request.watts_per_unit),
+            slot_minutes=request.slot_minutes,
         )
-        power_w = request.power_w
-        if power_w is None:
-            unknown = set(request.demand) - set(request.watts_per_unit)
-            if request.demand and unknown:
-                raise InputError(
-                    f"demand names {sorted(unknown)} without watts_per_unit; give their W per "
-                    "unit or power_w"
-                )
-            power_w = (
-                sum(a * request.watts_per_unit[r] for r, a in request.demand.items())
-                if request.demand
-                else 1000.0
+        advice = advise_job(job, lambda z, s, e, slot: _answer(z, s, e, slot, ci_kind))
+
+        def option(run: Run) -> RunOption:
+            window = run.answer.window
+            return RunOption(
+                zone=run.zone,
+                start=run.start,
+                end=run.end,
+                ci_g_per_kwh=run.ci_g_per_kwh,
+                emissions_g=run.emissions_g,
+                source=window.source,
+                stale_since=window.stale_since,
+                replayed=window.replayed_from is not None,
             )
-        weights = slot_weights(duration_min, slot)
-        options: list[RunOption] = []
-        now_option: RunOption | None = None
-        provenance: dict[str, Provenance] = {}
-        for zone in request.zones:
-            answer = _answer(zone, start, end, slot, ci_kind)
-            provenance[zone] = Provenance(**_provenance(answer))
-            costs = run_costs(answer.window.values_g_per_kwh, weights, power_w / 1000.0, slot)
-            if not costs:
-                raise InputError(f"no start for zone {zone!r} fits before the deadline")
 
-            def option(
-                index: int, zone: str = zone, answer: Answer = answer, costs: list[RunCost] = costs
-            ) -> RunOption:
-                cost = costs[index]
-                begin = start + timedelta(minutes=slot * cost.start_slot)
-                return RunOption(
-                    zone=zone,
-                    start=begin,
-                    end=begin + duration,
-                    ci_g_per_kwh=cost.ci_g_per_kwh,
-                    emissions_g=cost.emissions_g,
-                    source=answer.window.source,
-                    stale_since=answer.window.stale_since,
-                    replayed=answer.window.replayed_from is not None,
-                )
-
-            options.append(option(min(range(len(costs)), key=lambda i: costs[i].emissions_g)))
-            if now_option is None:
-                now_option = option(0)
-        assert now_option is not None
-        best = min(options, key=lambda o: o.emissions_g)
-        saving = now_option.emissions_g - best.emissions_g
         return AdviseResponse(
-            best=best,
-            now=now_option,
-            saving_g=saving,
-            saving_pct=100.0 * saving / now_option.emissions_g if now_option.emissions_g else None,
-            energy_kwh=power_w / 1000.0 * duration_min / 60.0,
-            power_w=power_w,
+            best=option(advice.best),
+            now=option(advice.now),
+            saving_g=advice.saving_g,
+            saving_pct=advice.saving_pct,
+            energy_kwh=advice.energy_kwh,
+            power_w=advice.power_w,
             kind=ci_kind,
             unit=unit_of(ci_kind),
-            per_zone=options,
-            provenance=provenance,
+            per_zone=[option(r) for r in advice.per_zone],
+            provenance={r.zone: Provenance(**_provenance(r.answer)) for r in advice.per_zone},
         )
 
     @app.post("/v1/plan", tags=["planning"], responses=_ERRORS)
