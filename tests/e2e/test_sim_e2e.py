@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -42,7 +41,6 @@ def test_reproduce_caspian_quick(tmp_path: Path) -> None:
 
 
 def test_reproduce_cjps_quick(tmp_path: Path, shared_data: Path) -> None:
-    os.environ.setdefault("CARBONSHIFT_SHARED", str(shared_data.parent))
     done = run_cli(
         "reproduce",
         "cjps",
@@ -51,8 +49,19 @@ def test_reproduce_cjps_quick(tmp_path: Path, shared_data: Path) -> None:
         str(tmp_path),
         "--format",
         "json",
+        "--traces",
+        str(shared_data / "traces"),
     )
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["rows"]
     assert [r["load_pct"] for r in rows] == [25.0, 40.0]
     assert all(0 < r["cfp_ratio"] < 2 for r in rows)
+
+
+def test_reproduce_fluidos_quick(tmp_path: Path) -> None:
+    done = run_cli("reproduce", "fluidos", "--quick", "--out", str(tmp_path), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["rows"]
+    assert len(rows) == 3
+    assert all(r["carbon_kg"] > 0 and r["asap_carbon_kg"] > 0 for r in rows)
+    assert (tmp_path / "fluidos/heat_map.png").exists()

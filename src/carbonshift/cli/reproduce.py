@@ -20,6 +20,9 @@ def command(
     out: Path = typer.Option(Path("out/reproduce"), "--out", help="Output folder."),
     quick: bool = typer.Option(False, "--quick", help="One seed instead of five."),
     output_format: str = typer.Option("table", "--format", help="table or json."),
+    traces: Path | None = typer.Option(
+        None, "--traces", help="Folder with gaia/ and pwa/ traces (default ../shared/data/traces)."
+    ),
 ) -> None:
     """Run a seed paper's experiment and print our figures next to the published ones.
 
@@ -42,7 +45,7 @@ def command(
         def step(done: int, total: int, what: str) -> None:
             progress.update(task, completed=done, total=total, description=f"{name}: {what}")
 
-        result = reproduce(name, target, quick=quick, step=step)
+        result = reproduce(name, target, quick=quick, step=step, traces=traces)
     if output_format == "json":
         typer.echo(json.dumps({"name": result.name, "rows": list(result.rows)}, indent=1))
         return
