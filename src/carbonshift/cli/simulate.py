@@ -11,8 +11,10 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from carbonshift.sim.engine import ProgressFn
+from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.outputs import write_summary
-from carbonshift.sim.run import simulate_file
+from carbonshift.sim.run import build_experiment
+from carbonshift.sim.scenario import load_scenario
 
 __all__ = ["command"]
 
@@ -49,6 +51,7 @@ def command(
     """
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"--format {output_format!r}: use table or json")
+    experiment = build_experiment(load_scenario(scenario), strict=strict)
     console = Console(stderr=True)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -67,9 +70,8 @@ def command(
 
             return update
 
-        summary = simulate_file(
-            scenario, out, strict=strict, report=not no_report, progress=progress
-        )
+        summary = run_experiment(experiment, out, progress=progress, report=not no_report)
+    summary["scenario"] = str(scenario)
     write_summary(summary, out / "summary.json")
     if output_format == "json":
         typer.echo(json.dumps(summary, indent=1))
