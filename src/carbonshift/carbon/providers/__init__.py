@@ -20,6 +20,7 @@ from carbonshift.carbon.providers.carbon_aware_sdk import CarbonAwareSdkProvider
 from carbonshift.carbon.providers.chain import (
     Answer,
     Attempt,
+    ChainSource,
     EmbeddedReplay,
     FallbackChain,
     NoSourceError,
@@ -27,6 +28,7 @@ from carbonshift.carbon.providers.chain import (
 )
 from carbonshift.carbon.providers.clock import Clock, ManualClock, SystemClock
 from carbonshift.carbon.providers.config import ChainSet, ProviderSettings, build_chains
+from carbonshift.carbon.providers.csvdir import CsvDirectory
 from carbonshift.carbon.providers.electricitymaps import ElectricityMapsProvider
 from carbonshift.carbon.providers.gb import GbCarbonIntensityProvider
 from carbonshift.carbon.providers.secrets import Secret, read_secret
@@ -39,7 +41,9 @@ __all__ = [
     "AuthError",
     "CarbonAwareSdkProvider",
     "ChainSet",
+    "ChainSource",
     "Clock",
+    "CsvDirectory",
     "DiskCache",
     "ElectricityMapsProvider",
     "EmbeddedReplay",

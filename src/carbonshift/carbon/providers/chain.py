@@ -22,8 +22,9 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
-from carbonshift.carbon.providers.base import LiveProvider, check_window_args, unit_of
+from carbonshift.carbon.providers.base import check_window_args, unit_of
 from carbonshift.carbon.providers.clock import Clock, SystemClock
 from carbonshift.carbon.series import CiKind, Signal, SignalWindow
 from carbonshift.carbon.signal import EmbeddedSignal
@@ -34,6 +35,7 @@ __all__ = [
     "AVERAGE_KINDS",
     "Answer",
     "Attempt",
+    "ChainSource",
     "EmbeddedReplay",
     "FallbackChain",
     "NoSourceError",
@@ -43,6 +45,55 @@ __all__ = [
 _LOG = logging.getLogger("carbonshift.carbon.providers.chain")
 
 AVERAGE_KINDS = frozenset({CiKind.DIRECT, CiKind.LCA})
+
+
+class ChainSource(Protocol):
+    """What a chain needs of a source (every :class:`LiveProvider`, and :class:`CsvDirectory`)."""
+
+    name: str
+    kinds: frozenset[CiKind]
+
+    @property
+    def clock(self) -> Clock:
+        """The clock the source reads."""
+        ...
+
+    def covers(self, zone: str) -> bool:
+        """Whether the source can know ``zone`` at all."""
+        ...
+
+    def supports(self, kind: CiKind) -> bool:
+        """Whether the source serves ``kind``."""
+        ...
+
+    def window(
+        self,
+        zone: str,
+        start: datetime,
+        end: datetime,
+        *,
+        slot_minutes: int = 60,
+        kind: CiKind = CiKind.DIRECT,
+    ) -> SignalWindow:
+        """A fresh answer (or a fresh cache hit)."""
+        ...
+
+    def cached_window(
+        self,
+        zone: str,
+        start: datetime,
+        end: datetime,
+        *,
+        slot_minutes: int,
+        kind: CiKind,
+        max_age_s: float,
+    ) -> SignalWindow | None:
+        """An old answer from the cache, or None."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
 
 
 class ProviderUnavailableError(TemporaryError):
@@ -55,8 +106,9 @@ class NoSourceError(InputError):
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One try of the chain: ``outcome`` is ``live``, ``cache``, ``stale-cache``, ``embedded``
-    or ``error`` (then ``detail`` says why, secrets removed)."""
+    """One try of the chain: ``outcome`` is ``live``, ``cache``, ``replayed`` (local files
+    past their end), ``stale-cache``, ``embedded`` or ``error`` (then ``detail`` says why,
+    secrets removed)."""
 
     source: str
     outcome: str
@@ -116,7 +168,7 @@ class FallbackChain:
     def __init__(
         self,
         kind: CiKind,
-        sources: Sequence[LiveProvider],
+        sources: Sequence[ChainSource],
         *,
         floor: Signal | None = None,
         clock: Clock | None = None,
@@ -200,7 +252,10 @@ class FallbackChain:
                 trail.append(Attempt(source.name, "error", detail))
                 continue
             self._resting_until.pop(source.name, None)
-            outcome = "live" if window.stale_since is None else "cache"
+            if window.replayed_from is not None:
+                outcome = "replayed"
+            else:
+                outcome = "live" if window.stale_since is None else "cache"
             trail.append(Attempt(source.name, outcome))
             return Answer(window, tuple(trail), self.clock.now())
         for source in self.sources:

@@ -14,7 +14,9 @@ One root object, :class:`ProviderSettings`, of grouped sections. Environment var
 - ``CACHE_DIR``, ``CACHE_TTL_S`` (900 s), ``MAX_STALE_S`` (604800 s).
 - ``COOLDOWN_S`` (60 s): how long a chain skips a source after a temporary failure.
 - ``HTTP_TIMEOUT_S`` (10 s), ``HTTP_ATTEMPTS`` (3), ``HTTP_BACKOFF_S`` (0.5 s).
-- ``OFFLINE``: ``1`` uses no live source (embedded data only).
+- ``CSV_DIR``: a folder of ``<ZONE>.csv`` / ``<ZONE>.<kind>.csv`` files (source ``csv``),
+  tried after the live sources and before the embedded data.
+- ``OFFLINE``: ``1`` uses no live source (CSV files and embedded data only).
 - ``ZONE_TABLE``: a JSON file extending the zone table.
 
 Sources without credentials are left out of the default chains; a chain named explicitly
@@ -29,11 +31,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from carbonshift.carbon.providers._http import RetryPolicy
-from carbonshift.carbon.providers.base import LiveProvider
 from carbonshift.carbon.providers.cache import DiskCache, default_cache_dir
 from carbonshift.carbon.providers.carbon_aware_sdk import CarbonAwareSdkProvider
-from carbonshift.carbon.providers.chain import AVERAGE_KINDS, EmbeddedReplay, FallbackChain
+from carbonshift.carbon.providers.chain import (
+    AVERAGE_KINDS,
+    ChainSource,
+    EmbeddedReplay,
+    FallbackChain,
+)
 from carbonshift.carbon.providers.clock import Clock, SystemClock
+from carbonshift.carbon.providers.csvdir import CsvDirectory
 from carbonshift.carbon.providers.electricitymaps import ElectricityMapsProvider
 from carbonshift.carbon.providers.gb import GbCarbonIntensityProvider
 from carbonshift.carbon.providers.secrets import Secret, read_secret
@@ -44,7 +51,7 @@ from carbonshift.errors import InputError
 
 __all__ = ["SOURCE_NAMES", "ChainSet", "ProviderSettings", "build_chains"]
 
-SOURCE_NAMES = ("electricitymaps", "watttime", "gb", "carbon-aware-sdk", "embedded")
+SOURCE_NAMES = ("electricitymaps", "watttime", "gb", "carbon-aware-sdk", "csv", "embedded")
 _ENV = "CARBONSHIFT_"
 
 
@@ -67,6 +74,7 @@ class ProviderSettings:
     max_stale_s: float = 7 * 86400.0
     cooldown_s: float = 60.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    csv_dir: Path | None = None
     offline: bool = False
     zones: ZoneTable = field(default_factory=ZoneTable)
 
@@ -111,6 +119,7 @@ class ProviderSettings:
                 timeout_s=_number(get("HTTP_TIMEOUT_S"), 10.0, "HTTP_TIMEOUT_S"),
                 backoff_s=_number(get("HTTP_BACKOFF_S"), 0.5, "HTTP_BACKOFF_S"),
             ),
+            csv_dir=Path(p) if (p := get("CSV_DIR")) else None,
             offline=(get("OFFLINE") or "0").lower() in ("1", "true", "yes"),
             zones=ZoneTable.from_file(Path(zone_table)) if zone_table else ZoneTable(),
         )
@@ -120,8 +129,9 @@ class ProviderSettings:
         if kind in self.chains:
             return self.chains[kind]
         names: list[str] = []
+        local = ("csv",) if self.csv_dir is not None else ()
         if self.offline:
-            return ("embedded",) if kind in AVERAGE_KINDS else ()
+            return local + (("embedded",) if kind in AVERAGE_KINDS else ())
         if kind in AVERAGE_KINDS and self.electricitymaps_token:
             names.append("electricitymaps")
         if kind is CiKind.DIRECT:
@@ -130,6 +140,7 @@ class ProviderSettings:
             names.append("watttime")
         if self.sdk_url and kind is self.sdk_kind:
             names.append("carbon-aware-sdk")
+        names += local
         if kind in AVERAGE_KINDS:
             names.append("embedded")
         return tuple(names)
@@ -152,7 +163,7 @@ class ChainSet:
     """One chain per signal kind, sharing providers, cache and clock."""
 
     chains: dict[CiKind, FallbackChain]
-    providers: dict[str, LiveProvider]
+    providers: dict[str, ChainSource]
 
     def chain(self, kind: CiKind) -> FallbackChain:
         """The chain serving ``kind``."""
@@ -175,13 +186,20 @@ def build_chains(settings: ProviderSettings, *, clock: Clock | None = None) -> C
     clock = clock or SystemClock()
     cache = DiskCache(settings.cache_dir or default_cache_dir())
     common = {"retry": settings.retry, "clock": clock, "cache": cache}
-    providers: dict[str, LiveProvider] = {}
+    providers: dict[str, ChainSource] = {}
 
-    def provider(name: str) -> LiveProvider:
+    def provider(name: str) -> ChainSource:
         if name in providers:
             return providers[name]
-        made: LiveProvider
-        if name == "electricitymaps":
+        made: ChainSource
+        if name == "csv":
+            if settings.csv_dir is None:
+                raise InputError(
+                    f"source 'csv' needs {_ENV}CSV_DIR (a folder of <ZONE>.csv files); set it "
+                    "or leave the source out of the chain"
+                )
+            made = CsvDirectory(settings.csv_dir, clock=clock)
+        elif name == "electricitymaps":
             made = ElectricityMapsProvider(
                 settings.electricitymaps_token,
                 base_url=settings.electricitymaps_url,

@@ -1,0 +1,99 @@
+"""Carbon files on disk as a chain source: a folder of CSV files, one per zone.
+
+``DIR/<ZONE>.<kind>.csv`` (any kind, ``timestamp,value`` or Electricity Maps export format)
+is read first, then ``DIR/<ZONE>.csv`` (the Electricity Maps hourly export, which holds
+both direct and life-cycle columns). Files are read by :mod:`carbonshift.carbon.readers`
+and re-read when they change. Dates past a file's end are replayed week by week like the
+embedded data, and such an answer is stale since the file's end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+from carbonshift.carbon.providers.clock import Clock, SystemClock
+from carbonshift.carbon.readers import read_carbon_csv
+from carbonshift.carbon.series import CarbonSeries, CiKind, SignalWindow
+from carbonshift.carbon.signal import resample
+from carbonshift.errors import InputError
+
+__all__ = ["CsvDirectory"]
+
+
+class CsvDirectory:
+    """Zones' carbon series from CSV files in ``directory``."""
+
+    name = "csv"
+
+    def __init__(self, directory: Path, *, clock: Clock | None = None) -> None:
+        self.directory = Path(directory)
+        self.kinds = frozenset(CiKind)
+        self.clock: Clock = clock or SystemClock()
+        self._read: dict[tuple[Path, CiKind], tuple[float, CarbonSeries]] = {}
+
+    def _file(self, zone: str, kind: CiKind | None) -> Path | None:
+        names = [f"{zone}.{kind.value}.csv"] if kind is not None else []
+        names += [f"{zone}.csv"]
+        for name in names:
+            for candidate in (name, name.upper(), name.lower()):
+                path = self.directory / candidate
+                if path.is_file():
+                    return path
+        return None
+
+    def covers(self, zone: str) -> bool:
+        """Whether a file for ``zone`` exists."""
+        return self._file(zone, None) is not None or any(
+            self._file(zone, k) is not None for k in CiKind
+        )
+
+    def supports(self, kind: CiKind) -> bool:
+        """Files may hold any kind; a file without the asked kind is refused when read."""
+        return True
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def _series(self, zone: str, kind: CiKind) -> CarbonSeries:
+        path = self._file(zone, kind)
+        if path is None:
+            raise InputError(
+                f"no file for zone {zone!r} in {str(self.directory)!r}; add {zone}.csv or "
+                f"{zone}.{kind.value}.csv"
+            )
+        mtime = path.stat().st_mtime
+        known = self._read.get((path, kind))
+        if known is None or known[0] != mtime:
+            known = (mtime, read_carbon_csv(path, kind, zone=zone))
+            self._read[(path, kind)] = known
+        return known[1]
+
+    def window(
+        self,
+        zone: str,
+        start: datetime,
+        end: datetime,
+        *,
+        slot_minutes: int = 60,
+        kind: CiKind = CiKind.DIRECT,
+    ) -> SignalWindow:
+        """The file's values over ``[start, end)``, replayed past its end."""
+        series = self._series(zone, kind)
+        window = resample(series, start, end, slot_minutes=slot_minutes, allow_replay=True)
+        stale_since = series.end if window.replayed_from is not None else None
+        return replace(window, zone=zone, source=self.name, stale_since=stale_since)
+
+    def cached_window(
+        self,
+        zone: str,
+        start: datetime,
+        end: datetime,
+        *,
+        slot_minutes: int,
+        kind: CiKind,
+        max_age_s: float,
+    ) -> SignalWindow | None:
+        """Files are not cached: there is no older copy to fall back on."""
+        return None
