@@ -77,7 +77,9 @@ def hook(tmp_path: Path) -> Iterator[Hook]:
     context.load_cert_chain(pair.cert, pair.key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
     state["hook"] = Hook(f"https://127.0.0.1:{server.server_address[1]}/mutate", pair)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield state["hook"]

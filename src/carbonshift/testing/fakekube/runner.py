@@ -204,7 +204,8 @@ def run_fakekube(
 ) -> Iterator[FakeKube]:
     """Start a fake cluster on ``127.0.0.1:port`` (0: a free port) and stop it on exit."""
     cluster = FakeCluster(config or FakeKubeConfig())
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, so that asyncio turns Nagle off on accepted connections (else 40 ms per request).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     host, bound = sock.getsockname()
