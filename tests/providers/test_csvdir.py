@@ -127,3 +127,19 @@ def test_settings_put_csv_before_embedded(tmp_path: Path, csv_dir: Path) -> None
     )
     assert chains.chain(CiKind.DIRECT).names == ["csv", "embedded"]
     assert chains.chain(CiKind.MARGINAL).names == ["csv"]
+
+
+def test_a_plain_file_without_a_kind_in_its_name_answers_no_kind(tmp_path: Path) -> None:
+    (tmp_path / "ZZ.csv").write_text("timestamp,value\n2025-01-06T00:00Z,10\n", encoding="utf-8")
+    source = CsvDirectory(tmp_path)
+    for kind in CiKind:
+        with pytest.raises(InputError, match="no file for zone 'ZZ'"):
+            source.window("ZZ", START, START + timedelta(hours=1), kind=kind)
+
+
+def test_an_export_never_answers_a_marginal_chain(csv_dir: Path) -> None:
+    (csv_dir / "XX-LAB.marginal.csv").unlink()
+    with pytest.raises(InputError, match=r"add XX-LAB\.csv or XX-LAB\.marginal\.csv"):
+        CsvDirectory(csv_dir).window(
+            "XX-LAB", START, START + timedelta(hours=1), kind=CiKind.MARGINAL
+        )

@@ -1,9 +1,10 @@
 """Carbon files on disk as a chain source: a folder of CSV files, one per zone.
 
 ``DIR/<ZONE>.<kind>.csv`` (any kind, ``timestamp,value`` or Electricity Maps export format)
-is read first, then ``DIR/<ZONE>.csv`` (the Electricity Maps hourly export, which holds
-both direct and life-cycle columns). Files are read by :mod:`carbonshift.carbon.readers`
-and re-read when they change. Dates past a file's end are replayed week by week like the
+is read first; for direct and life-cycle values, then ``DIR/<ZONE>.csv`` if it is an
+Electricity Maps hourly export (whose headers name direct and life-cycle columns). A plain
+``timestamp,value`` file says nothing about its kind, so it must carry the kind in its
+name. Files are read by :mod:`carbonshift.carbon.readers` and re-read when they change. Dates past a file's end are replayed week by week like the
 embedded data, and such an answer is stale since the file's end.
 """
 
@@ -14,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from carbonshift.carbon.providers.clock import Clock, SystemClock
-from carbonshift.carbon.readers import read_carbon_csv
+from carbonshift.carbon.readers import detect_format, read_carbon_csv
 from carbonshift.carbon.series import CarbonSeries, CiKind, SignalWindow
 from carbonshift.carbon.signal import resample
 from carbonshift.errors import InputError
@@ -33,15 +34,26 @@ class CsvDirectory:
         self.clock: Clock = clock or SystemClock()
         self._read: dict[tuple[Path, CiKind], tuple[float, CarbonSeries]] = {}
 
-    def _file(self, zone: str, kind: CiKind | None) -> Path | None:
-        names = [f"{zone}.{kind.value}.csv"] if kind is not None else []
-        names += [f"{zone}.csv"]
-        for name in names:
-            for candidate in (name, name.upper(), name.lower()):
-                path = self.directory / candidate
-                if path.is_file():
-                    return path
+    def _find(self, name: str) -> Path | None:
+        for candidate in (name, name.upper(), name.lower()):
+            path = self.directory / candidate
+            if path.is_file():
+                return path
         return None
+
+    def _file(self, zone: str, kind: CiKind | None) -> Path | None:
+        """``<ZONE>.<kind>.csv``; else, for average kinds, an Electricity Maps export
+        ``<ZONE>.csv`` (its headers say direct or LCA, so no kind is ever guessed)."""
+        if kind is not None:
+            named = self._find(f"{zone}.{kind.value}.csv")
+            if named is not None:
+                return named
+        if kind not in (None, CiKind.DIRECT, CiKind.LCA):
+            return None
+        plain = self._find(f"{zone}.csv")
+        if plain is None or detect_format(plain) != "electricitymaps":
+            return None
+        return plain
 
     def covers(self, zone: str) -> bool:
         """Whether a file for ``zone`` exists."""
