@@ -4,8 +4,9 @@
 is read first; for direct and life-cycle values, then ``DIR/<ZONE>.csv`` if it is an
 Electricity Maps hourly export (whose headers name direct and life-cycle columns). A plain
 ``timestamp,value`` file says nothing about its kind, so it must carry the kind in its
-name. Files are read by :mod:`carbonshift.carbon.readers` and re-read when they change. Dates past a file's end are replayed week by week like the
-embedded data, and such an answer is stale since the file's end.
+name. Files are read by :mod:`carbonshift.carbon.readers` and re-read when they change.
+Dates past a file's end are replayed week by week like the embedded data, and such an
+answer is stale since the file's end.
 """
 
 from __future__ import annotations
