@@ -34,6 +34,7 @@ _VERBS: dict[str, str] = {
     "forecast": "carbonshift.cli.forecast",
     "reproduce": "carbonshift.cli.reproduce",
     "simulate": "carbonshift.cli.simulate",
+    "sweep": "carbonshift.cli.sweep",
     "plan": "carbonshift.cli.plan",
     "serve": "carbonshift.cli.serve",
 }

@@ -1,0 +1,251 @@
+"""Sweeps: policies x parameter grids x seeds x scenarios, run in parallel processes.
+
+A sweep file (TOML) names one or more scenario files and what to vary::
+
+    scenarios = ["caspian.toml"]          # paths relative to the sweep file
+    seeds = [1, 2, 3]                      # each overrides [simulation] seed
+    workers = 2                            # processes (default: the machine's cores)
+
+    [[policies]]
+    name = "caspian"
+    params = { omega1 = [0.0, 0.5, 1.0, 2.0], omega2 = 1.0 }   # lists are a grid
+
+    [[policies]]
+    name = "fluidos"
+
+Every run keeps its scenario's baseline (same input, same seed). Results: ``sweep.csv`` (one
+row per run), ``sweep_summary.csv`` (seed means per scenario, policy and parameters) and
+``sweep.png`` (saving and deadlines met against the first swept parameter, per policy).
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import itertools
+import os
+import statistics
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from carbonshift.errors import InputError
+from carbonshift.planning.registry import parse_params
+from carbonshift.sim.experiment import run_experiment
+from carbonshift.sim.run import build_experiment
+from carbonshift.sim.scenario import load_scenario
+
+__all__ = ["RunSpec", "SweepSpec", "load_sweep", "run_sweep"]
+
+_METRICS = (
+    "carbon_kg",
+    "baseline_carbon_kg",
+    "carbon_saving_pct",
+    "deadline_met_pct",
+    "mean_completion_ratio",
+    "planner_seconds_total",
+)
+_KEYS = {"scenarios", "seeds", "workers", "policies"}
+_POLICY_KEYS = {"name", "params"}
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """One run of a sweep: scenario file, policy, its parameters and the seed."""
+
+    scenario: Path
+    policy: str
+    params: Mapping[str, Any]
+    seed: int
+
+    def label(self) -> str:
+        """``policy k=v ...`` for tables and plots."""
+        args = " ".join(f"{k}={v}" for k, v in sorted(self.params.items()))
+        return f"{self.policy} {args}".strip()
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSpec:
+    """A parsed sweep file: the runs to make and how many processes to use."""
+
+    runs: tuple[RunSpec, ...]
+    workers: int
+    swept: tuple[str, ...]
+
+
+def _unknown(keys: set[str], known: set[str], where: str) -> None:
+    for key in sorted(keys - known):
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise InputError(f"{where}: unknown key {key!r}; {hint}known keys: {sorted(known)}")
+
+
+def load_sweep(path: Path) -> SweepSpec:
+    """Read a sweep file; every scenario is loaded and every parameter set checked up front."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError(f"sweep file {str(path)!r} does not exist; check the path") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path}: not valid TOML ({exc}); fix the syntax there") from exc
+    _unknown(set(data), _KEYS, str(path))
+    scenarios = data.get("scenarios")
+    if not isinstance(scenarios, list) or not scenarios:
+        raise InputError(f"{path}: scenarios must be a list of scenario files, like ['a.toml']")
+    base = path.resolve().parent
+    files = [base / str(s) for s in scenarios]
+    for file in files:
+        load_scenario(file)  # fail before any run starts
+    seeds = data.get("seeds", [1])
+    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds) or not seeds:
+        raise InputError(f"{path}: seeds must be a list of whole numbers, like [1, 2, 3]")
+    workers = data.get("workers", os.cpu_count() or 1)
+    if not isinstance(workers, int) or workers < 1:
+        raise InputError(f"{path}: workers is {workers!r}; give a whole number >= 1")
+    policies = data.get("policies")
+    if not isinstance(policies, list) or not policies:
+        raise InputError(f"{path}: add at least one [[policies]] table with a name")
+    runs: list[RunSpec] = []
+    swept: list[str] = []
+    for index, table in enumerate(policies):
+        where = f"{path}: [[policies]] #{index + 1}"
+        if not isinstance(table, dict) or "name" not in table:
+            raise InputError(f"{where} needs a name, like name = 'caspian'")
+        _unknown(set(table), _POLICY_KEYS, where)
+        grid = dict(table.get("params", {}))
+        names = list(grid)
+        values = [v if isinstance(v, list) else [v] for v in grid.values()]
+        swept.extend(n for n, v in zip(names, values, strict=True) if len(v) > 1 and n not in swept)
+        for combo in itertools.product(*values):
+            params = dict(zip(names, combo, strict=True))
+            parse_params(str(table["name"]), params)
+            runs.extend(
+                RunSpec(file, str(table["name"]), params, seed) for file in files for seed in seeds
+            )
+    return SweepSpec(tuple(runs), workers, tuple(swept))
+
+
+def _run_one(spec: RunSpec, out_dir: Path | None) -> dict[str, Any]:
+    scenario = load_scenario(spec.scenario)
+    simulation = scenario.simulation.model_copy(update={"seed": spec.seed})
+    scenario = scenario.model_copy(update={"simulation": simulation})
+    experiment = build_experiment(scenario)
+    experiment = replace(experiment, policy=spec.policy, policy_params=dict(spec.params))
+    summary = run_experiment(experiment, out_dir, report=False)
+    return {
+        "scenario": spec.scenario.name,
+        "policy": spec.policy,
+        "params": spec.label(),
+        **{f"param_{k}": v for k, v in spec.params.items()},
+        "seed": spec.seed,
+        **{k: summary.get(k) for k in _METRICS},
+    }
+
+
+def run_sweep(
+    spec: SweepSpec,
+    out_dir: Path,
+    *,
+    step: Callable[[int, int, str], None] | None = None,
+    keep_runs: bool = False,
+) -> list[dict[str, Any]]:
+    """Run every run of ``spec`` in ``spec.workers`` processes; write the tables and plot."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    total = len(spec.runs)
+
+    def run_dir(i: int) -> Path | None:
+        return out_dir / "runs" / f"{i:04d}" if keep_runs else None
+
+    if spec.workers == 1:
+        for i, run in enumerate(spec.runs):
+            if step:
+                step(i, total, run.label())
+            rows.append(_run_one(run, run_dir(i)))
+    else:
+        with ProcessPoolExecutor(max_workers=spec.workers) as pool:
+            futures = {
+                pool.submit(_run_one, run, run_dir(i)): run for i, run in enumerate(spec.runs)
+            }
+            for done, future in enumerate(as_completed(futures)):
+                if step:
+                    step(done, total, futures[future].label())
+                rows.append(future.result())
+    if step:
+        step(total, total, "done")
+    order = {run.label() + str(run.seed) + run.scenario.name: i for i, run in enumerate(spec.runs)}
+    rows.sort(key=lambda r: order.get(r["params"] + str(r["seed"]) + r["scenario"], 0))
+    _write_csv(out_dir / "sweep.csv", rows)
+    summary = summarize_sweep(rows)
+    _write_csv(out_dir / "sweep_summary.csv", summary)
+    plot_sweep(summary, spec.swept, out_dir / "sweep.png")
+    return summary
+
+
+def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Seed means (and the number of seeds) per scenario, policy and parameter set."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["scenario"], row["params"]), []).append(row)
+    out = []
+    for (scenario, label), members in groups.items():
+        first = members[0]
+        entry: dict[str, Any] = {
+            "scenario": scenario,
+            "policy": first["policy"],
+            "params": label,
+            **{k: v for k, v in first.items() if k.startswith("param_")},
+            "seeds": len(members),
+        }
+        for metric in _METRICS:
+            values = [float(m[metric]) for m in members if m.get(metric) is not None]
+            entry[metric] = statistics.fmean(values) if values else None
+        out.append(entry)
+    return out
+
+
+def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    columns: list[str] = []
+    for row in rows:
+        columns.extend(k for k in row if k not in columns)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if row.get(k) is None else row[k] for k in columns})
+
+
+def plot_sweep(summary: Sequence[Mapping[str, Any]], swept: Sequence[str], path: Path) -> Path:
+    """Saving and deadlines met per policy, against the first swept parameter (or per run)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    key = f"param_{swept[0]}" if swept else None
+    for i, policy in enumerate(dict.fromkeys(r["policy"] for r in summary)):
+        mine = [r for r in summary if r["policy"] == policy]
+        color = f"C{i}"
+        if key and all(key in r for r in mine):
+            mine = sorted(mine, key=lambda r: float(r[key]))
+            xs = [float(r[key]) for r in mine]
+            left.plot(xs, [r["carbon_saving_pct"] for r in mine], "o-", color=color, label=policy)
+            right.plot(xs, [r["deadline_met_pct"] for r in mine], "o-", color=color, label=policy)
+            continue
+        for row in mine:  # not swept: a reference line per parameter set
+            for ax, metric in ((left, "carbon_saving_pct"), (right, "deadline_met_pct")):
+                if row[metric] is not None:
+                    ax.axhline(row[metric], color=color, ls="--", label=row["params"])
+    for ax, title in ((left, "carbon saving vs baseline (%)"), (right, "deadlines met (%)")):
+        ax.set_title(title)
+        ax.set_xlabel(swept[0] if swept else "run")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
