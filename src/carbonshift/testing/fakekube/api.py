@@ -189,6 +189,8 @@ class FakeApi:
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         builtin = not rt.custom
         kinds.default_object(rt.kind, obj, builtin=builtin)
+        if rt.kind == "Pod" and builtin:
+            self._admit_priority(obj)
         obj = await self.webhooks.admit(rt, "CREATE", obj, None, dry_run=dry_run)
         obj["metadata"]["uid"], obj["metadata"]["namespace"] = meta["uid"], meta.get("namespace")
         if not rt.namespaced:
@@ -206,6 +208,39 @@ class FakeApi:
         stored = self.store.commit(rt, "ADDED", obj, None)
         self._after_write(rt, None, stored)
         return self._out(rt, stored, version)
+
+    def _admit_priority(self, pod: Obj) -> None:
+        """The Priority admission plugin: resolve ``priorityClassName`` into ``priority``."""
+        spec = pod.setdefault("spec", {})
+        rt = self.kind("PriorityClass", "scheduling.k8s.io/v1")
+        name = spec.get("priorityClassName")
+        if name:
+            found = self.store.peek(rt, "", name)
+            if found is None:
+                raise ApiError.forbidden(
+                    "",
+                    "pods",
+                    pod["metadata"].get("name", ""),
+                    f"no PriorityClass with name {name} was found",
+                )
+        else:
+            found = next((pc for pc in self.store.items(rt) if pc.get("globalDefault")), None)
+            if found is not None:
+                spec["priorityClassName"] = found["metadata"]["name"]
+        value = int(found.get("value", 0)) if found else 0
+        if spec.get("priority") is not None and spec["priority"] != value:
+            raise ApiError.forbidden(
+                "",
+                "pods",
+                pod["metadata"].get("name", ""),
+                f"the integer value of priority ({spec['priority']}) must not be provided in pod "
+                f"spec; priority admission controller computed {value} from the given "
+                "PriorityClass name",
+            )
+        spec["priority"] = value
+        spec.setdefault(
+            "preemptionPolicy", (found or {}).get("preemptionPolicy", "PreemptLowerPriority")
+        )
 
     def _initial_status(self, rt: ResourceType, obj: Obj) -> Obj:
         if rt.kind == "Pod" and not rt.custom:

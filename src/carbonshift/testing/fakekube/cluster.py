@@ -112,6 +112,14 @@ class FakeCluster:
         api = self.api
         for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
             await api.create(api.kind("Namespace"), "", {"metadata": {"name": name}})
+        pc_rt = api.kind("PriorityClass", "scheduling.k8s.io/v1")
+        for name, value in (
+            ("system-cluster-critical", 2_000_000_000),
+            ("system-node-critical", 2_000_001_000),
+        ):
+            await api.create(
+                pc_rt, "", {"metadata": {"name": name}, "value": value, "description": "built in"}
+            )
         node_rt = api.kind("Node")
         allocatable = {
             "cpu": self.config.cpu,

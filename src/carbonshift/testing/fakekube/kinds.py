@@ -157,8 +157,6 @@ def _default_pod(obj: Obj) -> None:
     default_pod_spec(spec)
     spec.setdefault("serviceAccountName", "default")
     spec.setdefault("serviceAccount", spec["serviceAccountName"])
-    spec.setdefault("priority", 0)
-    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
     tolerations = spec.setdefault("tolerations", [])
     keys = {t.get("key") for t in tolerations if isinstance(t, dict)}
     for taint in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
@@ -738,6 +736,40 @@ def _validate_event(obj: Obj) -> list[FieldError]:
     return []
 
 
+def _default_priority_class(obj: Obj) -> None:
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    obj.setdefault("globalDefault", False)
+
+
+def _validate_priority_class(obj: Obj) -> list[FieldError]:
+    errs: list[FieldError] = []
+    value = obj.get("value")
+    if not isinstance(value, int) or isinstance(value, bool):
+        errs.append(invalid("value", value, "must be an integer"))
+    elif value > 1_000_000_000 and not str(obj["metadata"].get("name", "")).startswith("system-"):
+        errs.append(
+            invalid(
+                "value", value, "maximum allowed value of a user defined priority is 1000000000"
+            )
+        )
+    if obj.get("preemptionPolicy") not in ("PreemptLowerPriority", "Never"):
+        errs.append(
+            unsupported(
+                "preemptionPolicy", obj.get("preemptionPolicy"), ("Never", "PreemptLowerPriority")
+            )
+        )
+    return errs
+
+
+def _validate_priority_class_update(old: Obj, new: Obj) -> list[FieldError]:
+    errs = _validate_priority_class(new)
+    if old.get("value") != new.get("value"):
+        errs.append(forbidden("value", "may not be changed in an update."))
+    if old.get("preemptionPolicy") != new.get("preemptionPolicy"):
+        errs.append(invalid("preemptionPolicy", new.get("preemptionPolicy"), "field is immutable"))
+    return errs
+
+
 _Defaulter = Callable[[Obj], None]
 _CreateCheck = Callable[[Obj], list[FieldError]]
 _UpdateCheck = Callable[[Obj, Obj], list[FieldError]]
@@ -750,6 +782,7 @@ _DEFAULTERS: dict[str, _Defaulter] = {
     "Service": _default_service,
     "MutatingWebhookConfiguration": _default_webhooks,
     "Secret": _default_secret,
+    "PriorityClass": _default_priority_class,
 }
 _CREATE: dict[str, _CreateCheck] = {
     "Pod": _validate_pod_create,
@@ -763,6 +796,7 @@ _CREATE: dict[str, _CreateCheck] = {
     "MutatingWebhookConfiguration": _validate_webhooks,
     "CustomResourceDefinition": _validate_crd,
     "Event": _validate_event,
+    "PriorityClass": _validate_priority_class,
 }
 _UPDATE: dict[str, _UpdateCheck] = {
     "Pod": _validate_pod_update,
@@ -775,6 +809,7 @@ _UPDATE: dict[str, _UpdateCheck] = {
     "ClusterRoleBinding": _validate_binding_update,
     "MutatingWebhookConfiguration": lambda old, new: _validate_webhooks(new),
     "CustomResourceDefinition": _validate_crd_update,
+    "PriorityClass": _validate_priority_class_update,
 }
 
 
