@@ -221,3 +221,21 @@ def test_slow_service_times_out(fakes: Fakes, base_url: str, clock: ManualClock)
     provider = make(base_url, clock, None, RetryPolicy(attempts=1, timeout_s=0.1))
     with pytest.raises(TemporaryError, match=r"timeout_s 0.1"):
         provider.window("DE", T0 - timedelta(hours=1), T0)
+
+
+def test_a_503_with_retry_after_waits_what_it_asks(
+    fakes: Fakes, base_url: str, clock: ManualClock, retry: RetryPolicy
+) -> None:
+    fakes.em.faults.append((503, {"Retry-After": "4"}, {"message": "maintenance"}))
+    make(base_url, clock, None, retry).window("DE", T0 - timedelta(hours=1), T0)
+    assert clock.slept_s == [4.0]
+
+
+def test_a_503_asking_for_longer_than_the_budget_fails_at_once(
+    fakes: Fakes, base_url: str, clock: ManualClock, retry: RetryPolicy
+) -> None:
+    fakes.em.faults.append((503, {"Retry-After": "900"}, {"message": "maintenance"}))
+    with pytest.raises(TemporaryError, match="HTTP 503") as info:
+        make(base_url, clock, None, retry).window("DE", T0 - timedelta(hours=1), T0)
+    assert info.value.delay_s == 900.0
+    assert clock.slept_s == []

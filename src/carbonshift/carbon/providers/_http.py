@@ -165,11 +165,15 @@ class HttpSource:
                 if response.status_code == 204:
                     return None
                 if response.status_code >= 500:
+                    # a 503 may say when to come back; beyond the budget, give up at once
+                    wait_s = _retry_after_s(response, self.clock, policy.backoff_after(attempt))
                     last = TemporaryError(
                         f"{self.name}: server error HTTP {response.status_code} from "
                         f"{self.base_url}{path} after {attempt} tries; retry later",
-                        delay_s=policy.backoff_after(attempt),
+                        delay_s=wait_s,
                     )
+                    if wait_s > policy.max_retry_after_s:
+                        raise last
                 elif response.status_code in (401, 403):
                     raise AuthError(
                         f"{self.name}: the service refused the credentials "
@@ -187,7 +191,9 @@ class HttpSource:
                 else:
                     return self._decode(response, path)
             if attempt < policy.attempts:
-                self.clock.sleep(policy.backoff_after(attempt))
+                self.clock.sleep(
+                    last.delay_s if last is not None else policy.backoff_after(attempt)
+                )
         assert last is not None
         raise last
 
