@@ -70,7 +70,7 @@ async def test_watch_stream_sees_a_job_run(fakekube: FakeKube) -> None:
                     stream.stop()
 
         task = asyncio.create_task(follow())
-        await asyncio.to_thread(fakekube.advance, minutes=30)
+        await fakekube.advance_async(minutes=30)
         await asyncio.wait_for(task, 10)
 
         assert seen[-1].status.succeeded == 1

@@ -92,6 +92,24 @@ class FakeKube:
         step = (delta or timedelta(0)) + timedelta(seconds=seconds, minutes=minutes, hours=hours)
         return self._call(self.cluster.advance(step))
 
+    async def advance_async(
+        self,
+        delta: timedelta | None = None,
+        *,
+        seconds: float = 0,
+        minutes: float = 0,
+        hours: float = 0,
+    ) -> datetime:
+        """:meth:`advance` for async tests: awaits instead of blocking the caller's loop."""
+        step = (delta or timedelta(0)) + timedelta(seconds=seconds, minutes=minutes, hours=hours)
+        future = asyncio.run_coroutine_threadsafe(self.cluster.advance(step), self._loop)
+        return await asyncio.wrap_future(future)
+
+    async def settle_async(self) -> int:
+        """:meth:`settle` for async tests."""
+        future = asyncio.run_coroutine_threadsafe(self.cluster.settle(), self._loop)
+        return await asyncio.wrap_future(future)
+
     def settle(self) -> int:
         """Run the emulated controllers to a fixed point now (binding, starting, completing)."""
         return self._call(self.cluster.settle())
