@@ -294,3 +294,8 @@ def test_deleting_a_job_in_background_deletes_its_pods(
     http.delete(f"{JOBS}/j?propagationPolicy=Background")
 
     assert http.get(PODS).json()["items"] == []
+
+
+def test_cluster_scoped_resources_have_no_namespaced_path(http: httpx.Client) -> None:
+    assert http.get("/api/v1/namespaces/default/nodes").status_code == 404
+    assert http.get("/api/v1/nodes/node-0").status_code == 200

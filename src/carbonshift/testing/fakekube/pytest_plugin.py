@@ -34,3 +34,5 @@ def fakekube(request: pytest.FixtureRequest) -> Iterator[FakeKube]:
     options.setdefault("start", DEFAULT_START)
     with run_fakekube(FakeKubeConfig(**options)) as kube:
         yield kube
+        errors = kube.cluster.controller_errors
+        assert not errors, f"the fake cluster's emulated controllers failed: {errors}"

@@ -352,6 +352,8 @@ def build_app(cluster: FakeCluster) -> Starlette:
         target = _Target(group, version, rest)
         rt = cluster.api.resource(group, version, target.plural)
         namespace = target.namespace or ""
+        if not rt.namespaced and target.namespace is not None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if rt.namespaced and target.name and target.namespace is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = _verb(request.method, bool(target.name), watch)
