@@ -23,6 +23,7 @@ from carbonshift.carbon.providers import (
     Secret,
     WattTimeProvider,
     build_chains,
+    single_source_chain,
 )
 from carbonshift.carbon.series import CiKind
 from carbonshift.errors import InputError
@@ -269,3 +270,23 @@ def test_a_failing_source_rests_for_the_cooldown_then_is_asked_again(
     clock.advance(121)
     back = chain.answer("DE", T0, T0 + timedelta(hours=1))
     assert back.window.source == "electricitymaps"
+
+
+def test_single_source_chain_does_not_fall_back_to_other_sources(
+    fakes: Fakes, base_url: str, clock: ManualClock, tmp_path: Path
+) -> None:
+    settings = ProviderSettings.from_env(
+        {
+            "CARBONSHIFT_GB_URL": base_url + "/gb",
+            "CARBONSHIFT_CACHE_DIR": str(tmp_path),
+            "CARBONSHIFT_HTTP_ATTEMPTS": "1",
+        }
+    )
+    chain = single_source_chain("gb", CiKind.DIRECT, settings, clock=clock)
+    assert chain.names == ["gb"]
+    assert chain.answer("GB", T0, T0 + timedelta(hours=1)).window.source == "gb"
+    with pytest.raises(NoSourceError, match="'DE'"):
+        chain.answer("DE", T0, T0 + timedelta(hours=1))
+    assert single_source_chain("embedded", CiKind.LCA, settings).names == ["embedded"]
+    with pytest.raises(InputError, match="unknown source 'nope'"):
+        single_source_chain("nope", CiKind.DIRECT, settings)

@@ -27,7 +27,14 @@ from carbonshift.carbon.providers.chain import (
     ProviderUnavailableError,
 )
 from carbonshift.carbon.providers.clock import Clock, ManualClock, SystemClock
-from carbonshift.carbon.providers.config import ChainSet, ProviderSettings, build_chains
+from carbonshift.carbon.providers.config import (
+    SOURCE_NAMES,
+    ChainSet,
+    ProviderSettings,
+    build_chains,
+    build_source,
+    single_source_chain,
+)
 from carbonshift.carbon.providers.csvdir import CsvDirectory
 from carbonshift.carbon.providers.electricitymaps import ElectricityMapsProvider
 from carbonshift.carbon.providers.gb import GbCarbonIntensityProvider
@@ -36,6 +43,7 @@ from carbonshift.carbon.providers.watttime import WattTimeProvider
 from carbonshift.carbon.providers.zones import ZoneTable
 
 __all__ = [
+    "SOURCE_NAMES",
     "Answer",
     "Attempt",
     "AuthError",
@@ -63,6 +71,8 @@ __all__ = [
     "WattTimeProvider",
     "ZoneTable",
     "build_chains",
+    "build_source",
     "read_secret",
+    "single_source_chain",
     "unit_of",
 ]

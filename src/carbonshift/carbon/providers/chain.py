@@ -282,7 +282,12 @@ class FallbackChain:
                     window = replace(window, source="embedded")
                 trail.append(Attempt("embedded", "embedded"))
                 return Answer(window, tuple(trail), self.clock.now())
-        reasons = "; ".join(f"{a.source}: {a.detail}" for a in trail) or "no sources configured"
+        if trail:
+            reasons = "; ".join(f"{a.source}: {a.detail}" for a in trail)
+        elif self.sources:
+            reasons = f"none of {', '.join(s.name for s in self.sources)} covers it"
+        else:
+            reasons = "no sources configured"
         floor_note = (
             ""
             if self.kind in AVERAGE_KINDS
@@ -293,7 +298,7 @@ class FallbackChain:
             f"to {format_utc(end)} and no cache younger than {self.max_stale_s:g} s ({reasons})"
             f"{floor_note}"
         )
-        if not temporary and trail:
+        if not temporary:
             raise NoSourceError(f"{message}; ask a zone and range that a source covers")
         raise ProviderUnavailableError(
             f"{message}; retry later or configure another source", delay_s=60.0

@@ -181,66 +181,98 @@ class ChainSet:
             provider.close()
 
 
+def build_source(
+    name: str,
+    settings: ProviderSettings,
+    *,
+    clock: Clock | None = None,
+    cache: DiskCache | None = None,
+) -> ChainSource:
+    """The live or file source called ``name`` (not ``embedded``: that is a chain's floor)."""
+    clock = clock or SystemClock()
+    cache = cache or DiskCache(settings.cache_dir or default_cache_dir())
+    retry = settings.retry
+    if name == "csv":
+        if settings.csv_dir is None:
+            raise InputError(
+                f"source 'csv' needs {_ENV}CSV_DIR (a folder of <ZONE>.csv files); set it "
+                "or leave the source out of the chain"
+            )
+        return CsvDirectory(settings.csv_dir, clock=clock)
+    if name == "electricitymaps":
+        return ElectricityMapsProvider(
+            settings.electricitymaps_token,
+            base_url=settings.electricitymaps_url,
+            ttl_s=settings.cache_ttl_s,
+            retry=retry,
+            clock=clock,
+            cache=cache,
+        )
+    if name == "watttime":
+        return WattTimeProvider(
+            settings.watttime_username,
+            settings.watttime_password,
+            zones=settings.zones,
+            base_url=settings.watttime_url,
+            ttl_s=min(settings.cache_ttl_s, 300.0),
+            retry=retry,
+            clock=clock,
+            cache=cache,
+        )
+    if name == "gb":
+        return GbCarbonIntensityProvider(
+            zones=settings.zones,
+            base_url=settings.gb_url,
+            ttl_s=settings.cache_ttl_s,
+            retry=retry,
+            clock=clock,
+            cache=cache,
+        )
+    if name == "carbon-aware-sdk":
+        if not settings.sdk_url:
+            raise InputError(
+                f"source 'carbon-aware-sdk' needs {_ENV}CARBON_AWARE_SDK_URL (the server's "
+                "base URL); set it or leave the source out of the chain"
+            )
+        return CarbonAwareSdkProvider(
+            settings.sdk_url,
+            kind=settings.sdk_kind,
+            zones=settings.zones,
+            ttl_s=settings.cache_ttl_s,
+            retry=retry,
+            clock=clock,
+            cache=cache,
+        )
+    raise InputError(f"unknown source {name!r}; use one of {', '.join(SOURCE_NAMES)}")
+
+
+def single_source_chain(
+    name: str, kind: CiKind, settings: ProviderSettings, *, clock: Clock | None = None
+) -> FallbackChain:
+    """A chain of just ``name`` (e.g. for ``forecast show --source``): no live fall-back,
+    only that source's own stale cache; ``embedded`` gives the embedded data alone."""
+    clock = clock or SystemClock()
+    if name == "embedded":
+        return FallbackChain(kind, [], floor=EmbeddedReplay(), clock=clock)
+    return FallbackChain(
+        kind,
+        [build_source(name, settings, clock=clock)],
+        clock=clock,
+        max_stale_s=settings.max_stale_s,
+        cooldown_s=0.0,
+    )
+
+
 def build_chains(settings: ProviderSettings, *, clock: Clock | None = None) -> ChainSet:
     """Providers and one chain per kind that has at least one source."""
     clock = clock or SystemClock()
     cache = DiskCache(settings.cache_dir or default_cache_dir())
-    common = {"retry": settings.retry, "clock": clock, "cache": cache}
     providers: dict[str, ChainSource] = {}
 
     def provider(name: str) -> ChainSource:
-        if name in providers:
-            return providers[name]
-        made: ChainSource
-        if name == "csv":
-            if settings.csv_dir is None:
-                raise InputError(
-                    f"source 'csv' needs {_ENV}CSV_DIR (a folder of <ZONE>.csv files); set it "
-                    "or leave the source out of the chain"
-                )
-            made = CsvDirectory(settings.csv_dir, clock=clock)
-        elif name == "electricitymaps":
-            made = ElectricityMapsProvider(
-                settings.electricitymaps_token,
-                base_url=settings.electricitymaps_url,
-                ttl_s=settings.cache_ttl_s,
-                **common,  # type: ignore[arg-type]
-            )
-        elif name == "watttime":
-            made = WattTimeProvider(
-                settings.watttime_username,
-                settings.watttime_password,
-                zones=settings.zones,
-                base_url=settings.watttime_url,
-                ttl_s=min(settings.cache_ttl_s, 300.0),
-                **common,  # type: ignore[arg-type]
-            )
-        elif name == "gb":
-            made = GbCarbonIntensityProvider(
-                zones=settings.zones,
-                base_url=settings.gb_url,
-                ttl_s=settings.cache_ttl_s,
-                **common,  # type: ignore[arg-type]
-            )
-        elif name == "carbon-aware-sdk":
-            if not settings.sdk_url:
-                raise InputError(
-                    f"source 'carbon-aware-sdk' needs {_ENV}CARBON_AWARE_SDK_URL (the server's "
-                    "base URL); set it or leave the source out of the chain"
-                )
-            made = CarbonAwareSdkProvider(
-                settings.sdk_url,
-                kind=settings.sdk_kind,
-                zones=settings.zones,
-                ttl_s=settings.cache_ttl_s,
-                **common,  # type: ignore[arg-type]
-            )
-        else:
-            raise InputError(
-                f"unknown source {name!r} in a chain; use one of {', '.join(SOURCE_NAMES)}"
-            )
-        providers[name] = made
-        return made
+        if name not in providers:
+            providers[name] = build_source(name, settings, clock=clock, cache=cache)
+        return providers[name]
 
     chains: dict[CiKind, FallbackChain] = {}
     for kind in CiKind:
