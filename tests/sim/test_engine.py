@@ -154,3 +154,52 @@ def test_overallocating_policy_is_held_back() -> None:
     result = run_simulation(config, clusters, workload, everything_now, oracle_for(clusters))
     starts = sorted(r.start_h for r in result.jobs if r.start_h is not None)
     assert starts == [0.0, 1.0]
+
+
+def run_when_clean(instance: Instance, context: PlanContext) -> PolicyResult:
+    """A test policy: start every job now while slot 0 is under 500 g/kWh, else hold all."""
+    cluster = instance.clusters[0]
+    if instance.carbon_g_per_kwh[cluster.name][0] >= 500:
+        plan = Plan.of("clean", [], [j.id for j in instance.jobs])
+    else:
+        plan = Plan.of("clean", [Assignment(j.id, cluster.name, 0) for j in instance.jobs])
+    return PolicyResult(plan=plan, status=PlanStatus.FEASIBLE)
+
+
+@pytest.mark.parametrize(
+    ("interruptible", "want_rows"),
+    [
+        pytest.param(False, [("completed", 0.0, 4.0, 2020.0)], id="non-preemptive"),
+        pytest.param(
+            True,
+            [("suspended", 0.0, 2.0, 20.0), ("completed", 4.0, 6.5, 25.0)],
+            id="suspended-and-resumed-with-overhead",
+        ),
+    ],
+)
+def test_interruptible_mode(interruptible: bool, want_rows: list[tuple[object, ...]]) -> None:
+    # 1 GPU at 1 kW; carbon 10, 10, 1000, 1000, then 10. The job (4 h) starts at once; in
+    # interruptible mode it is suspended at 2 h and resumes at 4 h with 30 minutes overhead:
+    # 1 kW x (2 h x 10) = 20 g, then 1 kW x (2.5 h x 10) = 25 g.
+    clusters = [
+        SimCluster(
+            name="c1",
+            capacity={"gpu": 1},
+            watts_per_unit={"gpu": 1000},
+            actual=series([10.0, 10.0, 1000.0, 1000.0] + [10.0] * 60),
+        )
+    ]
+    workload = Workload.from_columns(
+        ids=["job"], submit_h=[0.0], runtime_h=[4.0], demand={"gpu": [1]}, deadline_h=[12]
+    )
+    config = SimConfig(
+        start=START,
+        hours=1.0,
+        horizon_slots=8,
+        interruptible=interruptible,
+        interrupt_overhead_minutes=30,
+    )
+    result = run_simulation(config, clusters, workload, run_when_clean, oracle_for(clusters))
+    got = [(r.state, r.start_h, r.end_h, pytest.approx(r.carbon_g)) for r in result.jobs]
+    assert got == want_rows
+    assert all(r.job == "job" and r.runtime_h == 4.0 for r in result.jobs)

@@ -18,7 +18,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -83,12 +83,19 @@ class SimConfig:
     slot_minutes: int = 60
     horizon_slots: int = 24
     replan_every_slots: int = 1
+    interruptible: bool = False
+    interrupt_overhead_minutes: float = 0.0
 
     def __post_init__(self) -> None:
         if self.hours <= 0:
             raise InputError(f"hours is {self.hours}; the arrival span must be > 0 hours")
         if self.max_drain_hours < 0:
             raise InputError(f"max_drain_hours is {self.max_drain_hours}; it must be >= 0 hours")
+        if self.interrupt_overhead_minutes < 0:
+            raise InputError(
+                f"interrupt_overhead_minutes is {self.interrupt_overhead_minutes}; it must be "
+                ">= 0 minutes"
+            )
         if self.slot_minutes < 1 or self.horizon_slots < 1 or self.replan_every_slots < 1:
             raise InputError(
                 "slot_minutes, horizon_slots and replan_every_slots must be whole numbers >= 1; "
@@ -159,6 +166,12 @@ class _Live:
     index: int
     record: JobRecord
     runtime_slots: int
+    remaining_h: float
+    pieces: list[JobRecord] = field(default_factory=list)
+
+    def rows(self) -> list[JobRecord]:
+        """Suspended pieces first, then the current record."""
+        return [*self.pieces, self.record]
 
 
 def run_simulation(
@@ -211,7 +224,7 @@ def run_simulation(
             break
         if progress is not None:
             progress(now_h, config.hours)
-        if pending:
+        if pending or (config.interruptible and any(_is_movable(config, a, now_h) for a in active)):
             rounds += 1
             pending = _plan_round(
                 config,
@@ -226,6 +239,7 @@ def run_simulation(
                 forecast,
                 planner_seconds,
                 forecasts,
+                future_demand,
             )
         now_slot += period
     capped = bool(pending or active)
@@ -241,6 +255,7 @@ def run_simulation(
             rec.state, rec.end_h = "running", end_h
     for item in pending:
         item.record.state = "waiting"
+    records = [row for i, rec in enumerate(records) for row in _rows_of(rec, live[i])]
     by_name = {c.name: i for i, c in enumerate(clusters)}
     for rec in records:
         if rec.cluster is not None and rec.start_h is not None and rec.end_h is not None:
@@ -255,6 +270,10 @@ def run_simulation(
         idle_carbon_g=idle_g,
         rounds=rounds,
     )
+
+
+def _rows_of(record: JobRecord, item: _Live | None) -> list[JobRecord]:
+    return [record] if item is None else item.rows()
 
 
 def _domain_cluster(cluster: SimCluster) -> Cluster:
@@ -294,7 +313,7 @@ def _arrivals(
             live.append(None)
             continue
         runtime_slots = max(1, math.ceil(rec.runtime_h / slot_h - _EPS))
-        live.append(_Live(i, rec, runtime_slots))
+        live.append(_Live(i, rec, runtime_slots, rec.runtime_h))
     return records, live
 
 
@@ -316,11 +335,17 @@ def _plan_round(
     """One planning round: snapshot, plan, commit what starts before the next round."""
     slot_h = config.slot_h
     now_h = now_slot * slot_h
-    horizon = max(config.horizon_slots, max(p.runtime_slots for p in pending))
+    movable = [a for a in active if _is_movable(config, a, now_h)]
+    for item in movable:  # re-planned with what is left of their work
+        assert item.record.end_h is not None
+        item.runtime_slots = max(1, math.ceil((item.record.end_h - now_h) / slot_h - _EPS))
+    planned = movable + pending  # running work first: FIFO policies keep it running
+    horizon = max(config.horizon_slots, max(p.runtime_slots for p in planned))
     held = np.zeros((len(clusters), len(resources), horizon))
     index = {c.name: i for i, c in enumerate(clusters)}
     for item in active:
-        _hold(held, index, item.record, resources, now_h, slot_h)
+        if item not in movable:
+            _hold(held, index, item.record, resources, now_h, slot_h)
     issued_at = config.start + timedelta(hours=now_h)
     carbon = {}
     for ci, cluster in enumerate(clusters):
@@ -336,8 +361,14 @@ def _plan_round(
             release_slot=0,
             deadline_slot=_deadline_slot(p.record.deadline_h, now_h, slot_h),
             critical=p.record.critical,
+            # a running job either runs on where it is or is suspended (moves come later)
+            allowed_clusters=(
+                frozenset({ClusterName(p.record.cluster)})
+                if p in movable and p.record.cluster is not None
+                else None
+            ),
         )
-        for p in pending
+        for p in planned
     )
     instance = Instance(
         grid=TimeGrid(slot_minutes=config.slot_minutes, horizon_slots=horizon),
@@ -357,12 +388,19 @@ def _plan_round(
     )
     waited = {
         p.record.job: max(0, math.floor((now_h - p.record.submit_h) / slot_h + _EPS))
-        for p in pending
+        for p in planned
     }
     context = PlanContext(held_units=held, waited_slots=waited)
     started = time.perf_counter()
     result = plan(instance, context)
     planner_seconds.append(time.perf_counter() - started)
+    starts = {a.job: a for a in result.plan.assignments}
+    for item in movable:
+        keep = starts.get(JobId(item.record.job))
+        if keep is not None and keep.start_slot == 0 and keep.cluster == item.record.cluster:
+            _hold(held, index, item.record, resources, now_h, slot_h)  # runs on
+            continue
+        _suspend(config, item, now_h, active, pending)
     by_id = {p.record.job: p for p in pending}
     committed: set[str] = set()
     for assignment in sorted(result.plan.assignments, key=lambda a: a.start_slot):
@@ -385,11 +423,40 @@ def _plan_round(
             continue
         rec = item.record
         rec.state, rec.cluster = "completed", assignment.cluster
-        rec.start_h, rec.end_h = start_h, start_h + rec.runtime_h
+        rec.start_h, rec.end_h = start_h, start_h + item.remaining_h
         _hold(held, index, rec, resources, now_h, slot_h)
         committed.add(rec.job)
         active.append(item)
     return [p for p in pending if p.record.job not in committed]
+
+
+def _is_movable(config: SimConfig, item: _Live, now_h: float) -> bool:
+    """Interruptible mode: a running, not critical job may be suspended or moved."""
+    rec = item.record
+    return (
+        config.interruptible
+        and not rec.critical
+        and rec.start_h is not None
+        and rec.end_h is not None
+        and rec.start_h < now_h - _EPS
+        and rec.end_h > now_h + _EPS
+    )
+
+
+def _suspend(
+    config: SimConfig, item: _Live, now_h: float, active: list[_Live], pending: list[_Live]
+) -> None:
+    """End the running piece at ``now_h``; the rest (plus the restart overhead) waits."""
+    rec = item.record
+    assert rec.end_h is not None
+    left_h = rec.end_h - now_h
+    rec.state, rec.end_h = "suspended", now_h
+    item.pieces.append(rec)
+    item.record = replace(rec, state="waiting", cluster=None, start_h=None, end_h=None)
+    item.remaining_h = left_h + config.interrupt_overhead_minutes / 60.0
+    item.runtime_slots = max(1, math.ceil(item.remaining_h / config.slot_h - _EPS))
+    active.remove(item)
+    pending.append(item)
 
 
 def _deadline_slot(deadline_h: float, now_h: float, slot_h: float) -> int:

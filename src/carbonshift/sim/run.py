@@ -75,6 +75,8 @@ def build_experiment(scenario: Scenario, *, strict: bool = False) -> Experiment:
             slot_minutes=sim.slot_minutes,
             horizon_slots=sim.horizon_slots,
             replan_every_slots=sim.replan_every_slots,
+            interruptible=sim.interruptible,
+            interrupt_overhead_minutes=sim.interrupt_overhead_minutes,
         ),
         clusters=clusters,
         workload=workload,

@@ -118,6 +118,8 @@ class SimulationSpec(BaseModel):
     seed: int = 1
     demand_forecast: str | None = None
     title: str | None = None
+    interruptible: bool = False
+    interrupt_overhead_minutes: float = Field(0.0, ge=0)
 
     @field_validator("start", mode="before")
     @classmethod
