@@ -62,6 +62,7 @@ class Fake:
     faults: deque[tuple[int, dict[str, str], Any]] = field(default_factory=deque)
     always_fail: tuple[int, dict[str, str], Any] | None = None
     delay_s: float = 0.0
+    forecast_skips_h: int = 0
 
     def reset(self) -> None:
         self.now = T0
@@ -69,6 +70,7 @@ class Fake:
         self.faults.clear()
         self.always_fail = None
         self.delay_s = 0.0
+        self.forecast_skips_h = 0
 
     async def intercept(self, request: Request) -> Response | None:
         path = request.url.path.removeprefix(request.scope.get("root_path", ""))
@@ -164,7 +166,9 @@ def electricitymaps_app(fake: Fake) -> FastAPI:
             "zone": zone,
             "forecast": [
                 {"carbonIntensity": em_value(h, factor), "datetime": _iso(h)}
-                for h in _hours(hour, hour + timedelta(hours=24))
+                for h in _hours(
+                    hour + timedelta(hours=fake.forecast_skips_h), hour + timedelta(hours=24)
+                )
             ],
             "updatedAt": _iso(fake.now),
         }

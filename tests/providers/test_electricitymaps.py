@@ -239,3 +239,17 @@ def test_a_503_asking_for_longer_than_the_budget_fails_at_once(
         make(base_url, clock, None, retry).window("DE", T0 - timedelta(hours=1), T0)
     assert info.value.delay_s == 900.0
     assert clock.slept_s == []
+
+
+def test_a_forecast_starting_next_hour_is_completed_by_latest(
+    fakes: Fakes, base_url: str, clock: ManualClock, retry: RetryPolicy
+) -> None:
+    fakes.em.forecast_skips_h = 1
+    window = make(base_url, clock, None, retry).window("DE", T0, T0 + timedelta(hours=2))
+    np.testing.assert_allclose(
+        window.values_g_per_kwh, [em_value(T0), em_value(T0 + timedelta(hours=1))]
+    )
+    assert [p for p, _ in fakes.em.requests] == [
+        "/v3/carbon-intensity/forecast",
+        "/v3/carbon-intensity/latest",
+    ]

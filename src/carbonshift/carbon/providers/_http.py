@@ -228,8 +228,3 @@ def _retry_after_s(response: httpx.Response, clock: Clock, default_s: float) -> 
     except (TypeError, ValueError):
         return default_s
     return max(0.0, (when - clock.now()).total_seconds())
-
-
-def format_error(source: str, exc: BaseException, secrets: tuple[Secret | None, ...]) -> str:
-    """One line naming the source and the failure, with secrets removed."""
-    return scrub(f"{source}: {type(exc).__name__}: {exc}", secrets)

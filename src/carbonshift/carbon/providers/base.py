@@ -8,7 +8,6 @@ for a live fetch made for this answer, the fetch time for an answer from the cac
 
 from __future__ import annotations
 
-import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,7 +22,6 @@ from carbonshift.units import format_utc, to_utc
 
 __all__ = ["LiveProvider", "Reading", "check_window_args", "unit_of"]
 
-_LOG = logging.getLogger("carbonshift.carbon.providers")
 
 _UNITS = {
     CiKind.DIRECT: "gCO2eq/kWh",

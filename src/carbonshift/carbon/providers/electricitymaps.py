@@ -140,6 +140,11 @@ class ElectricityMapsProvider(LiveProvider):
             body = self._get("/v3/carbon-intensity/forecast", zone, factor)
             rows = as_list(field(body, "forecast", self.name), self.name, "forecast")
             points += self._points(rows, estimated=True)
+            if start < now_hour + timedelta(hours=1) and all(p[0] != now_hour for p in points):
+                # some forecasts begin with the next hour: the current one is /latest
+                current = self.latest(zone, kind)
+                if current.at == now_hour:
+                    points.append((current.at, 60, current.value, current.estimated))
         return series_from_points(points, zone=zone, kind=kind, source=self.name)
 
     def _points(self, rows: list[Any], *, estimated: bool | None = None) -> list[Point]:
