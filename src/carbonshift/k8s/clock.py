@@ -80,8 +80,14 @@ class ExternalClock:
             self._changed = asyncio.Event()
         while self.now() < moment:
             self._changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), timeout=self._poll_s)
+            # asyncio.wait, not wait_for: 3.11's wait_for can swallow a cancellation
+            waiter = asyncio.ensure_future(self._changed.wait())
+            try:
+                await asyncio.wait((waiter,), timeout=self._poll_s)
+            finally:
+                waiter.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await waiter
 
     async def sleep(self, seconds: float) -> None:
         """Sleep ``seconds`` of this clock's time."""

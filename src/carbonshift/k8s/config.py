@@ -99,6 +99,11 @@ class PlanningSection(_Section):
     horizon_slots: int = Field(
         24, ge=1, le=24 * 14, description="minimum look-ahead, slots (extended to fit the longest)"
     )
+    plan_on_arrival: bool = Field(
+        True,
+        description="a new held workload triggers a planning pass at once (false: it waits "
+        "for the next slot boundary, exactly as the simulator)",
+    )
 
     @field_validator("forecast")
     @classmethod
@@ -157,6 +162,12 @@ class ExtenderSection(ServerSection):
     node_zone_label: str = Field(
         "carbonshift.io/grid-zone",
         description="node label naming its grid zone (absent: the cluster's zone)",
+    )
+    max_g_per_kwh: float | None = Field(
+        None,
+        ge=0,
+        description="filter: shiftable pods avoid nodes whose zone is dirtier now, g/kWh "
+        "(None: filter nothing)",
     )
 
 

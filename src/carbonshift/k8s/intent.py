@@ -46,6 +46,7 @@ __all__ = [
     "object_key",
     "parse_quantity",
     "read_intent",
+    "requested",
 ]
 
 Obj = dict[str, Any]
@@ -181,9 +182,13 @@ def _opted_in(obj: Obj, config: ControllerConfig) -> tuple[bool, str]:
     return False, "not opted in (no label, namespace or priority class)"
 
 
-def _demand(obj: Obj, config: ControllerConfig) -> dict[str, float]:
+def requested(obj: Obj, resources: tuple[str, ...]) -> dict[str, float]:
+    """Planning units of ``resources`` a Pod (or a Job, times its parallelism) requests.
+
+    Containers add up; an init container counts when it asks for more than they do.
+    Raises :class:`~carbonshift.errors.InputError` for a malformed quantity.
+    """
     spec = _pod_spec(obj)
-    resources = config.cluster.resources
     total = {r: Decimal(0) for r in resources}
     for container in spec.get("containers") or []:
         reqs = container.get("resources") or {}
@@ -201,7 +206,12 @@ def _demand(obj: Obj, config: ControllerConfig) -> dict[str, float]:
     if obj.get("kind") == "Job":
         parallelism = (obj.get("spec") or {}).get("parallelism")
         copies = 1 if parallelism is None else int(parallelism)
-    demand = {r: float(total[r] / _UNIT[r]) * copies for r in resources}
+    return {r: float(total[r] / _UNIT.get(r, Decimal(1))) * copies for r in resources}
+
+
+def _demand(obj: Obj, config: ControllerConfig) -> dict[str, float]:
+    resources = config.cluster.resources
+    demand = requested(obj, resources)
     if not any(v > 0 for v in demand.values()):
         raise InputError(
             f"it requests none of {', '.join(resources)}; set resources.requests "

@@ -1,0 +1,263 @@
+"""A thin JSON client of the Kubernetes API over kubernetes-asyncio, with retries.
+
+The controller speaks plain JSON (``dict``) to the API: the same objects the webhook and
+the intent parser see. :class:`Kube` is the interface it consumes; :class:`ApiKube` is the
+implementation over ``kubernetes_asyncio.client.ApiClient`` (authentication, TLS and
+kubeconfig handling stay the library's). Answers the caller can act on become exceptions:
+:class:`ConflictError` (409: re-read and retry), :class:`GoneError` (410: relist),
+:class:`NotFoundError`, :class:`InvalidError` (422). 429 and 5xx answers and dropped
+connections are retried with exponential backoff (honouring ``Retry-After``) through the
+clock seam, then raised as
+:class:`~carbonshift.errors.TemporaryError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from carbonshift.errors import CarbonshiftError, TemporaryError
+from carbonshift.k8s.clock import Clock
+
+__all__ = [
+    "ApiKube",
+    "ConflictError",
+    "GoneError",
+    "InvalidError",
+    "Kube",
+    "KubeError",
+    "NotFoundError",
+    "connect",
+    "error_for",
+]
+
+_LOG = logging.getLogger("carbonshift.k8s")
+Obj = dict[str, Any]
+
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+class KubeError(CarbonshiftError):
+    """The API answered an error status."""
+
+    def __init__(self, status: int, message: str, reason: str = "") -> None:
+        super().__init__(f"HTTP {status} {reason}: {message}".strip())
+        self.status = status
+        self.reason = reason
+
+
+class ConflictError(KubeError):
+    """409: the object changed since it was read; re-read it and try again."""
+
+
+class GoneError(KubeError):
+    """410: the resourceVersion is too old; relist."""
+
+
+class NotFoundError(KubeError):
+    """404: no such object."""
+
+
+class InvalidError(KubeError):
+    """422: the change breaks a validation rule."""
+
+
+_BY_STATUS: dict[int, type[KubeError]] = {
+    409: ConflictError,
+    410: GoneError,
+    404: NotFoundError,
+    422: InvalidError,
+}
+
+
+def error_for(status: int, body: Any) -> KubeError:
+    """The exception for an error answer (``body`` a Status object or text)."""
+    message, reason = str(body)[:300], ""
+    if isinstance(body, dict):
+        message = str(body.get("message", message))
+        reason = str(body.get("reason", ""))
+    return _BY_STATUS.get(status, KubeError)(status, message, reason)
+
+
+class Kube(Protocol):
+    """The API verbs the controller uses, on paths such as ``/api/v1/namespaces/ns/pods``."""
+
+    async def get(self, path: str) -> Obj: ...
+
+    async def list(self, path: str, **query: str) -> Obj: ...
+
+    async def create(self, path: str, body: Obj) -> Obj: ...
+
+    async def replace(self, path: str, body: Obj) -> Obj: ...
+
+    async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH) -> Obj: ...
+
+    def watch(self, path: str, resource_version: str) -> AsyncIterator[Obj]: ...
+
+
+class ApiKube:
+    """:class:`Kube` over a kubernetes-asyncio ``ApiClient``."""
+
+    def __init__(
+        self, api_client: Any, clock: Clock, *, retries: int = 6, first_backoff_s: float = 0.2
+    ) -> None:
+        self._client = api_client
+        self._clock = clock
+        self._retries = retries
+        self._first_backoff_s = first_backoff_s
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout_s: float | None = 30.0,
+    ) -> Any:
+        """One request; returns the raw aiohttp response (the caller reads and releases it)."""
+        return await self._client.call_api(
+            path,
+            method,
+            query_params=list((query or {}).items()),
+            header_params={"Accept": "application/json", "Content-Type": content_type},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _request_timeout=timeout_s,
+        )
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> Obj:
+        delay = self._first_backoff_s
+        last = ""
+        for attempt in range(self._retries + 1):
+            try:
+                response = await self._send(
+                    method, path, query=query, body=body, content_type=content_type
+                )
+                try:
+                    status = int(response.status)
+                    raw = await response.read()
+                    retry_after = response.headers.get("Retry-After")
+                finally:
+                    response.release()
+            except (OSError, TimeoutError) as exc:
+                status, raw, retry_after = 0, str(exc).encode(), None
+            except Exception as exc:  # aiohttp.ClientError and friends: transport failures
+                if type(exc).__module__.startswith("aiohttp"):
+                    status, raw, retry_after = 0, str(exc).encode(), None
+                else:
+                    raise
+            try:
+                parsed: Any = json.loads(raw) if raw else {}
+            except ValueError:
+                parsed = raw.decode(errors="replace")
+            if 200 <= status < 300:
+                if not isinstance(parsed, dict):
+                    raise TemporaryError(f"{method} {path}: the API answered no JSON object")
+                return parsed
+            if status != 0 and status != 429 and status < 500:
+                raise error_for(status, parsed)
+            last = f"HTTP {status or 'connection error'}: {str(parsed)[:200]}"
+            if attempt == self._retries:
+                break
+            wait = delay
+            if retry_after is not None:
+                with contextlib.suppress(ValueError):
+                    wait = max(wait, float(retry_after))
+            _LOG.info("%s %s failed (%s); retrying in %.2fs", method, path, last, wait)
+            await self._clock.backoff(wait)
+            delay = min(delay * 2, 10.0)
+        raise TemporaryError(f"{method} {path} kept failing after {self._retries} retries: {last}")
+
+    async def get(self, path: str) -> Obj:
+        return await self._call("GET", path)
+
+    async def list(self, path: str, **query: str) -> Obj:
+        return await self._call("GET", path, query=query)
+
+    async def create(self, path: str, body: Obj) -> Obj:
+        return await self._call("POST", path, body=body)
+
+    async def replace(self, path: str, body: Obj) -> Obj:
+        return await self._call("PUT", path, body=body)
+
+    async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH) -> Obj:
+        return await self._call("PATCH", path, body=body, content_type=content_type)
+
+    async def watch(self, path: str, resource_version: str) -> AsyncIterator[Obj]:
+        """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks.
+
+        Ends when the server closes the stream; an ``ERROR`` event with code 410 (or a 410
+        answer) raises :class:`GoneError`; other failures raise :class:`KubeError` or
+        :class:`~carbonshift.errors.TemporaryError`.
+        """
+        query = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": "300",
+        }
+        try:
+            response = await self._send("GET", path, query=query, timeout_s=None)
+        except (OSError, TimeoutError) as exc:
+            raise TemporaryError(f"watch {path} could not start: {exc}") from exc
+        try:
+            if response.status != 200:
+                raw = await response.read()
+                try:
+                    body: Any = json.loads(raw)
+                except ValueError:
+                    body = raw.decode(errors="replace")
+                if response.status == 429 or response.status >= 500:
+                    raise TemporaryError(f"watch {path}: HTTP {response.status}")
+                raise error_for(int(response.status), body)
+            while True:
+                try:
+                    line = await response.content.readline()
+                except Exception as exc:  # a dropped stream ends the watch; the caller resumes
+                    _LOG.info("watch %s ended: %s", path, exc)
+                    return
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise error_for(int(status.get("code", 500)), status)
+                yield event
+        finally:
+            response.release()
+
+
+async def connect(kubeconfig: str | None, clock: Clock) -> ApiKube:
+    """An :class:`ApiKube` from a kubeconfig file, or the in-cluster service account."""
+    from kubernetes_asyncio import client, config
+
+    if kubeconfig:
+        api_client = await config.new_client_from_config(config_file=kubeconfig)
+    else:
+        try:
+            configuration = client.Configuration()
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            api_client = client.ApiClient(configuration)
+        except config.ConfigException:
+            api_client = await config.new_client_from_config()
+    return ApiKube(api_client, clock)

@@ -1,0 +1,70 @@
+"""The controller's Prometheus metrics, in a registry of their own (one per controller)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["Metrics"]
+
+_DELAY_BUCKETS_S = (
+    0,
+    900,
+    1800,
+    3600,
+    2 * 3600,
+    4 * 3600,
+    8 * 3600,
+    12 * 3600,
+    24 * 3600,
+    48 * 3600,
+)
+
+
+class Metrics:
+    """Held workloads, planned delay, carbon saved, forecast age, errors, durations, releases."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.held = Gauge("carbonshift_held_workloads", "Workloads held now", ["kind"], registry=r)
+        self.planned_delay = Histogram(
+            "carbonshift_planned_delay_seconds",
+            "Planned start minus now for held workloads, at each planning round",
+            buckets=_DELAY_BUCKETS_S,
+            registry=r,
+        )
+        self.carbon_saved = Counter(
+            "carbonshift_estimated_carbon_saved_grams",
+            "Estimated grams saved vs running at arrival, counted at release (forecast-based)",
+            registry=r,
+        )
+        self.forecast_age = Gauge(
+            "carbonshift_forecast_age_seconds", "Age of the forecast used last", registry=r
+        )
+        self.provider_errors = Counter(
+            "carbonshift_provider_errors", "Carbon forecast failures (fallback used)", registry=r
+        )
+        self.reconcile_duration = Histogram(
+            "carbonshift_reconcile_duration_seconds", "Duration of a planning pass", registry=r
+        )
+        self.released = Counter(
+            "carbonshift_released", "Workloads released", ["kind", "why"], registry=r
+        )
+        self.failed_open = Counter(
+            "carbonshift_failed_open",
+            "Workloads released at their latest start (the plan would have held them longer)",
+            registry=r,
+        )
+        self.unusable = Counter(
+            "carbonshift_unusable_intent",
+            "Opted-in workloads left unheld because of an unusable value",
+            ["annotation"],
+            registry=r,
+        )
+        self.write_conflicts = Counter(
+            "carbonshift_write_conflicts", "409 answers to the controller's writes", registry=r
+        )
+        self.watch_restarts = Counter(
+            "carbonshift_watch_restarts", "Watches restarted", ["reason"], registry=r
+        )
+        self.is_leader = Gauge("carbonshift_leader", "1 while this replica leads", registry=r)

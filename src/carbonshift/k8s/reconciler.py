@@ -1,0 +1,828 @@
+"""The level-triggered controller: watch + periodic planning, hold and release, fail open.
+
+One pipeline per period (at each slot boundary): relist nodes, Pods and Jobs; collect the
+held workloads (Pods carrying the ``carbonshift.io/hold`` gate, managed Jobs suspended and
+never released); release at once those no longer held by intent (critical, opted out,
+unusable) and those whose latest start has come (fail open); plan the rest in ONE policy call
+(:func:`carbonshift.k8s.planner.plan_round`); release what starts now; write on each still-
+held workload its planned start, reason and estimated emissions (annotations, and an Event
+when the plan changes). Between periods, watch events keep the cache fresh and trigger a
+per-object check (fail open, critical, unusable), and the loop wakes at the earliest latest
+start of a held workload, so nothing is held past it.
+
+Release is idempotent and conflict-safe: a merge patch carrying the ``resourceVersion`` it
+was computed from (409: re-read, re-check, retry). A Pod is released by removing the gate
+(the node affinity, when pinning, in the same patch); a Job by ``suspend: false`` with
+``carbonshift.io/released-at`` in the same patch. After a restart the state is read back
+from the objects: an ungated Pod or a Job with ``released-at`` is never released again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
+from carbonshift.k8s.client import (
+    ConflictError,
+    GoneError,
+    InvalidError,
+    Kube,
+    KubeError,
+    NotFoundError,
+)
+from carbonshift.k8s.clock import Clock
+from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.intent import (
+    HOLD_GATE,
+    MANAGED_LABEL,
+    RUNTIME,
+    Intent,
+    NotHeld,
+    Obj,
+    parse_quantity,
+    read_intent,
+    requested,
+)
+from carbonshift.k8s.metrics import Metrics
+from carbonshift.k8s.planner import (
+    CarbonSource,
+    Outcome,
+    Round,
+    RunningWork,
+    plan_round,
+    slot_floor,
+)
+from carbonshift.units import format_utc, parse_duration, parse_utc
+
+__all__ = [
+    "ANNOTATIONS",
+    "Action",
+    "Controller",
+    "job_path",
+    "pod_path",
+]
+
+_LOG = logging.getLogger("carbonshift.k8s")
+
+STATE = "carbonshift.io/state"
+PLANNED_START = "carbonshift.io/planned-start"
+LATEST_START = "carbonshift.io/latest-start"
+REASON = "carbonshift.io/reason"
+EST_NOW = "carbonshift.io/estimated-g-now"
+EST_PLANNED = "carbonshift.io/estimated-g-planned"
+EST_ARRIVAL = "carbonshift.io/estimated-g-at-arrival"
+RELEASED_AT = "carbonshift.io/released-at"
+ANNOTATIONS = (STATE, PLANNED_START, LATEST_START, REASON, EST_NOW, EST_PLANNED, RELEASED_AT)
+
+_PODS = "/api/v1/pods"
+_JOBS = "/apis/batch/v1/jobs"
+_NODES = "/api/v1/nodes"
+_TERMINAL = ("Succeeded", "Failed")
+_MAX_WRITE_ATTEMPTS = 6
+
+
+def pod_path(namespace: str, name: str) -> str:
+    return f"/api/v1/namespaces/{namespace}/pods/{name}"
+
+
+def job_path(namespace: str, name: str) -> str:
+    return f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+
+
+def _path(obj: Obj) -> str:
+    meta = obj["metadata"]
+    if obj.get("kind") == "Job":
+        return job_path(meta["namespace"], meta["name"])
+    return pod_path(meta["namespace"], meta["name"])
+
+
+def _key(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{obj.get('kind')}/{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _annotations(obj: Obj) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+def _gates(obj: Obj) -> list[str]:
+    return [str(g.get("name")) for g in (obj.get("spec") or {}).get("schedulingGates") or []]
+
+
+def _job_finished(job: Obj) -> bool:
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A write the controller made (or, in dry-run, would have made)."""
+
+    at: datetime
+    verb: str  # "release", "hold", "annotate"
+    key: str
+    why: str
+    reason: str
+    dry_run: bool = False
+
+
+class Controller:
+    """Holds and releases opted-in Pods and Jobs of one cluster (see the module doc)."""
+
+    def __init__(
+        self,
+        config: ControllerConfig,
+        kube: Kube,
+        clock: Clock,
+        *,
+        metrics: Metrics | None = None,
+        source: CarbonSource | None = None,
+    ) -> None:
+        self.config = config
+        self.kube = kube
+        self.clock = clock
+        self.metrics = metrics or Metrics()
+        self.source = source or CarbonSource(config)
+        self.pods: dict[str, Obj] = {}
+        self.jobs: dict[str, Obj] = {}
+        self.nodes: dict[str, Obj] = {}
+        self.actions: list[Action] = []
+        self.outcomes: dict[str, Outcome] = {}
+        self.last_round: Round | None = None
+        self.rounds = 0
+        self._released: set[str] = set()  # uids: a cache; the objects are the truth
+        self._noted: dict[str, str] = {}  # uid -> last "not held" reason reported
+        self._rv: dict[str, str] = {}
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._next_plan: datetime | None = None
+        self._idle_at: datetime | None = None
+        self._stopping = False
+        self._lock = asyncio.Lock()
+
+    # -- the loop -------------------------------------------------------------------------
+
+    async def run(self, is_leader: asyncio.Event | None = None) -> None:
+        """Reconcile until cancelled; only while ``is_leader`` is set, when given."""
+        watches: list[asyncio.Task[None]] = []
+        try:
+            while not self._stopping:
+                if is_leader is not None and not is_leader.is_set():
+                    await is_leader.wait()
+                try:
+                    await self.resync()
+                    break
+                except (TemporaryError, KubeError) as exc:
+                    _LOG.warning("initial list failed: %s; retrying", exc)
+                    await self.clock.backoff(1.0)
+            for path in (_PODS, _JOBS, _NODES):
+                watches.append(asyncio.create_task(self._watch(path)))
+            while not self._stopping:
+                if is_leader is not None and not is_leader.is_set():
+                    self._idle_at = None
+                    await is_leader.wait()
+                    self._next_plan = None
+                await self.step()
+                await self._sleep_until_due()
+        finally:
+            for task in watches:
+                task.cancel()
+            for task in watches:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._queue.put_nowait("")
+
+    async def step(self) -> None:
+        """One turn: queued object checks, the planning pass when due, fail-open checks."""
+        self._idle_at = None
+        async with self._lock:
+            while not self._queue.empty():
+                key = self._queue.get_nowait()
+                if key:
+                    await self._check_object(key)
+            now = self.clock.now()
+            if self._next_plan is None or now >= self._next_plan:
+                try:
+                    await self.plan_pass()
+                    self._next_plan = slot_floor(now, self.config.planning.slot_minutes) + (
+                        timedelta(minutes=self.config.planning.slot_minutes)
+                    )
+                except (TemporaryError, KubeError) as exc:
+                    _LOG.warning("planning pass failed: %s; retrying soon", exc)
+                    await self.clock.backoff(1.0)
+                    return
+            await self._fail_open(self.clock.now())
+        self._idle_at = self.clock.now()
+
+    async def _sleep_until_due(self) -> None:
+        wake = self._next_plan or self.clock.now()
+        for intent in self._held_intents().values():
+            wake = min(wake, intent.latest_start)
+        if not self._queue.empty():
+            return
+        sleeper = asyncio.create_task(self.clock.sleep_until(wake))
+        waiter = asyncio.create_task(self._queue_ready())
+        try:
+            await asyncio.wait((sleeper, waiter), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleeper, waiter):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _queue_ready(self) -> None:
+        key = await self._queue.get()
+        self._queue.put_nowait(key)
+
+    async def until_idle(self, *, timeout_s: float = 30.0) -> None:
+        """Wait (real time) until the loop has handled everything due at the clock's now."""
+        began = time.monotonic()
+        while not (
+            self._idle_at is not None and self._idle_at >= self.clock.now() and self._queue.empty()
+        ):
+            if time.monotonic() - began > timeout_s:
+                raise TemporaryError(f"the controller did not settle within {timeout_s} s")
+            await asyncio.sleep(0.005)
+
+    # -- cache ----------------------------------------------------------------------------
+
+    def _cache_for(self, path: str) -> dict[str, Obj]:
+        return {_PODS: self.pods, _JOBS: self.jobs, _NODES: self.nodes}[path]
+
+    def _store(self, path: str, obj: Obj, kind: str) -> str:
+        obj.setdefault("kind", kind)
+        obj.setdefault("apiVersion", "batch/v1" if kind == "Job" else "v1")
+        key = obj["metadata"]["name"] if path == _NODES else _key(obj)
+        self._cache_for(path)[key] = obj
+        return key
+
+    async def _relist(self, path: str) -> None:
+        kind = {_PODS: "Pod", _JOBS: "Job", _NODES: "Node"}[path]
+        listed = await self.kube.list(path)
+        cache = self._cache_for(path)
+        cache.clear()
+        for item in listed.get("items") or []:
+            self._store(path, item, kind)
+        self._rv[path] = str((listed.get("metadata") or {}).get("resourceVersion", ""))
+
+    async def resync(self) -> None:
+        """Relist nodes, Pods and Jobs (the level the controller acts on)."""
+        for path in (_NODES, _PODS, _JOBS):
+            await self._relist(path)
+
+    async def _watch(self, path: str) -> None:
+        kind = {_PODS: "Pod", _JOBS: "Job", _NODES: "Node"}[path]
+        while not self._stopping:
+            try:
+                async for event in self.kube.watch(path, self._rv.get(path, "")):
+                    obj = event.get("object") or {}
+                    rv = (obj.get("metadata") or {}).get("resourceVersion")
+                    if rv:
+                        self._rv[path] = str(rv)
+                    if event.get("type") == "BOOKMARK":
+                        continue
+                    if event.get("type") == "DELETED":
+                        key = obj["metadata"]["name"] if path == _NODES else _key(obj)
+                        self._cache_for(path).pop(key, None)
+                        continue
+                    key = self._store(path, obj, kind)
+                    if path != _NODES:
+                        self._queue.put_nowait(key)
+                self.metrics.watch_restarts.labels(reason="closed").inc()
+            except GoneError:
+                self.metrics.watch_restarts.labels(reason="gone").inc()
+                _LOG.info("watch %s: resourceVersion too old (410); relisting", path)
+                await self._relist_after_error(path)
+            except (TemporaryError, KubeError, OSError) as exc:
+                self.metrics.watch_restarts.labels(reason="error").inc()
+                _LOG.info("watch %s failed: %s; relisting", path, exc)
+                await self.clock.backoff(1.0)
+                await self._relist_after_error(path)
+
+    async def _relist_after_error(self, path: str) -> None:
+        while not self._stopping:
+            try:
+                async with self._lock:
+                    await self._relist(path)
+                if path != _NODES:
+                    for key in self._cache_for(path):
+                        self._queue.put_nowait(key)
+                return
+            except (TemporaryError, KubeError, OSError) as exc:
+                _LOG.info("relist %s failed: %s", path, exc)
+                await self.clock.backoff(2.0)
+
+    # -- what is held ---------------------------------------------------------------------
+
+    def _held_objects(self) -> list[Obj]:
+        """Pods with our gate and Jobs we hold, by the objects (not by memory)."""
+        held: list[Obj] = []
+        if self.config.dry_run:
+            for obj in [*self.pods.values(), *self.jobs.values()]:
+                if obj["metadata"].get("uid") in self._released or self._terminal(obj):
+                    continue
+                if obj.get("kind") == "Pod" and (obj.get("spec") or {}).get("nodeName"):
+                    continue
+                if obj.get("kind") == "Job" and (obj.get("status") or {}).get("startTime"):
+                    continue
+                if isinstance(read_intent(obj, self.config, self.clock.now()), Intent):
+                    held.append(obj)
+            return held
+        for pod in self.pods.values():
+            if HOLD_GATE in _gates(pod) and not pod["metadata"].get("deletionTimestamp"):
+                held.append(pod)
+        for job in self.jobs.values():
+            if self._job_held(job):
+                held.append(job)
+        return held
+
+    def _terminal(self, obj: Obj) -> bool:
+        if obj.get("kind") == "Job":
+            return _job_finished(obj)
+        return (obj.get("status") or {}).get("phase") in _TERMINAL
+
+    def _job_held(self, job: Obj) -> bool:
+        if not (job.get("spec") or {}).get("suspend"):
+            return False
+        if RELEASED_AT in _annotations(job) or job["metadata"].get("deletionTimestamp"):
+            return False
+        if _job_finished(job):
+            return False
+        return isinstance(read_intent(job, self.config, self.clock.now()), Intent) or (
+            _annotations(job).get(STATE) == "held"
+        )
+
+    def _held_intents(self) -> dict[str, Intent]:
+        now = self.clock.now()
+        out: dict[str, Intent] = {}
+        for obj in self._held_objects():
+            intent = read_intent(obj, self.config, now)
+            if isinstance(intent, Intent) and obj["metadata"].get("uid") not in self._released:
+                out[intent.key] = intent
+        return out
+
+    # -- capacity -------------------------------------------------------------------------
+
+    def capacity(self) -> dict[str, float]:
+        """Allocatable of Ready, schedulable nodes, in planning units."""
+        total = dict.fromkeys(self.config.cluster.resources, 0.0)
+        for node in self.nodes.values():
+            if (node.get("spec") or {}).get("unschedulable"):
+                continue
+            conditions = (node.get("status") or {}).get("conditions") or []
+            if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+                continue
+            allocatable = (node.get("status") or {}).get("allocatable") or {}
+            for resource in total:
+                if resource in allocatable:
+                    value = float(parse_quantity(allocatable[resource]))
+                    total[resource] += value / (2.0**30 if resource == "memory" else 1.0)
+        return total
+
+    def _runtime_of(self, obj: Obj) -> timedelta | None:
+        owner = next(
+            (r for r in obj["metadata"].get("ownerReferences") or [] if r.get("kind") == "Job"),
+            None,
+        )
+        source = obj
+        if owner is not None:
+            source = self.jobs.get(
+                f"Job/{obj['metadata'].get('namespace')}/{owner.get('name')}", obj
+            )
+        raw = _annotations(source).get(RUNTIME) or _annotations(obj).get(RUNTIME)
+        if raw is None:
+            return None
+        try:
+            return parse_duration(raw)
+        except InputError:
+            return None
+
+    def running(self, now: datetime) -> list[RunningWork]:
+        """Work that holds capacity: live pods not held, and released Jobs without pods yet."""
+        resources = self.config.cluster.resources
+        out: list[RunningWork] = []
+        jobs_with_pods: set[str] = set()
+        for key, pod in self.pods.items():
+            status = pod.get("status") or {}
+            if status.get("phase") in _TERMINAL or _gates(pod):
+                continue
+            for ref in pod["metadata"].get("ownerReferences") or []:
+                if ref.get("kind") == "Job":
+                    jobs_with_pods.add(f"Job/{pod['metadata'].get('namespace')}/{ref.get('name')}")
+            try:
+                demand = requested(pod, resources)
+            except InputError:
+                continue
+            runtime = self._runtime_of(pod)
+            started = status.get("startTime")
+            begin = parse_utc(started) if started else now
+            out.append(RunningWork(key, demand, None if runtime is None else begin + runtime))
+        for key, job in self.jobs.items():
+            released = _annotations(job).get(RELEASED_AT)
+            if released is None or key in jobs_with_pods or _job_finished(job):
+                continue
+            if (job.get("status") or {}).get("succeeded"):
+                continue
+            intent = read_intent(job, self.config, now)
+            if not isinstance(intent, Intent):
+                continue
+            ends = parse_utc(released) + intent.expected_runtime
+            out.append(RunningWork(key, dict(intent.demand), ends))
+        return out
+
+    # -- passes ---------------------------------------------------------------------------
+
+    async def plan_pass(self) -> None:
+        """The periodic pipeline (see the module doc)."""
+        began = time.perf_counter()
+        await self.resync()
+        now = self.clock.now()
+        pending: list[Intent] = []
+        objects: dict[str, Obj] = {}
+        await self._hold_new_jobs(now)
+        for obj in self._held_objects():
+            uid = obj["metadata"].get("uid", "")
+            if uid in self._released:
+                continue
+            intent = read_intent(obj, self.config, now)
+            if isinstance(intent, NotHeld):
+                await self._release(obj, None, "not-held", f"released: {intent.reason}")
+                continue
+            if now >= intent.latest_start:
+                await self._release(obj, intent, "fail-open", self._fail_open_reason(intent))
+                continue
+            pending.append(intent)
+            objects[intent.key] = obj
+        await self._note_unheld(now)
+        counts = {"Pod": 0, "Job": 0}
+        if pending:
+            errors_before = self.source.errors
+            try:
+                round_ = plan_round(
+                    self.config, now, pending, self.capacity(), self.running(now), self.source
+                )
+            except CarbonshiftError as exc:
+                self.metrics.provider_errors.inc()
+                _LOG.warning("planning failed (%s); workloads stay held until they must start", exc)
+                round_ = None
+            self.metrics.provider_errors.inc(max(0, self.source.errors - errors_before))
+            if round_ is not None:
+                self.rounds += 1
+                self.last_round = round_
+                self.metrics.forecast_age.set((now - round_.forecast.issued_at).total_seconds())
+                for intent in pending:
+                    outcome = round_.outcomes[intent.key]
+                    self.outcomes[intent.key] = outcome
+                    obj = objects[intent.key]
+                    if outcome.start_now:
+                        why = "planned" if now < intent.latest_start else "fail-open"
+                        await self._release(obj, intent, why, outcome.reason, outcome)
+                    else:
+                        counts[intent.kind] += 1
+                        self.metrics.planned_delay.observe(
+                            max(0.0, (outcome.planned_start - now).total_seconds())
+                        )
+                        await self._write_plan(obj, intent, outcome)
+        for kind, count in counts.items():
+            self.metrics.held.labels(kind=kind).set(count)
+        self.metrics.reconcile_duration.observe(time.perf_counter() - began)
+
+    async def _fail_open(self, now: datetime) -> None:
+        for obj in self._held_objects():
+            intent = read_intent(obj, self.config, now)
+            released = obj["metadata"].get("uid") in self._released
+            if isinstance(intent, Intent) and now >= intent.latest_start and not released:
+                await self._release(obj, intent, "fail-open", self._fail_open_reason(intent))
+
+    def _fail_open_reason(self, intent: Intent) -> str:
+        return (
+            f"released at its latest start {format_utc(intent.latest_start)} "
+            f"(deadline {format_utc(intent.deadline)} minus {intent.expected_runtime} runtime)"
+        )
+
+    async def _check_object(self, key: str) -> None:
+        """An event-driven check of one object: not held any more, or past its latest start."""
+        obj = self.pods.get(key) or self.jobs.get(key)
+        if obj is None or obj["metadata"].get("uid") in self._released:
+            return
+        now = self.clock.now()
+        held = (
+            obj in self._held_objects()
+            if self.config.dry_run
+            else (HOLD_GATE in _gates(obj) if obj.get("kind") == "Pod" else self._job_held(obj))
+        )
+        if not held:
+            if obj.get("kind") == "Job":
+                await self._hold_new_jobs(now, only=key)
+            await self._note_unheld(now, [obj])
+            return
+        intent = read_intent(obj, self.config, now)
+        if isinstance(intent, NotHeld):
+            await self._release(obj, None, "not-held", f"released: {intent.reason}")
+        elif now >= intent.latest_start:
+            await self._release(obj, intent, "fail-open", self._fail_open_reason(intent))
+        elif intent.key not in self.outcomes and self.config.planning.plan_on_arrival:
+            self._next_plan = None  # plan it in this step, with everything else pending
+        elif _annotations(obj).get(STATE) is None and intent.key not in self.outcomes:
+            next_plan = self._next_plan or now
+            await self._annotate(
+                obj,
+                {
+                    STATE: "held",
+                    LATEST_START: format_utc(intent.latest_start),
+                    PLANNED_START: format_utc(min(next_plan, intent.latest_start)),
+                    REASON: f"held for the next planning round at {format_utc(next_plan)}",
+                },
+            )
+
+    async def _hold_new_jobs(self, now: datetime, only: str | None = None) -> None:
+        """Suspend managed Jobs that arrived unsuspended and never started (no webhook)."""
+        if self.config.dry_run:
+            return
+        for key, job in list(self.jobs.items()):
+            if only is not None and key != only:
+                continue
+            spec, status = job.get("spec") or {}, job.get("status") or {}
+            if spec.get("suspend") or RELEASED_AT in _annotations(job):
+                continue
+            if status.get("startTime") or status.get("active") or _job_finished(job):
+                continue
+            intent = read_intent(job, self.config, now)
+            if not isinstance(intent, Intent) or now >= intent.latest_start:
+                continue
+            patch = {
+                "metadata": {
+                    "resourceVersion": job["metadata"]["resourceVersion"],
+                    "annotations": {STATE: "held", REASON: "suspended by carbonshift on arrival"},
+                },
+                "spec": {"suspend": True},
+            }
+            with contextlib.suppress(ConflictError, NotFoundError, InvalidError):
+                self.jobs[key] = await self.kube.patch(_path(job), patch)
+                self.jobs[key].setdefault("kind", "Job")
+                self.actions.append(Action(now, "hold", key, "arrival", "suspended on arrival"))
+
+    async def _note_unheld(self, now: datetime, objects: list[Obj] | None = None) -> None:
+        """Say once, on the object, why an opted-in workload with a bad value is not held."""
+        if objects is None:
+            objects = [*self.pods.values(), *self.jobs.values()]
+        for obj in objects:
+            meta = obj.get("metadata") or {}
+            opted = MANAGED_LABEL in (meta.get("labels") or {})
+            if not opted and meta.get("namespace") not in self.config.opt_in.namespaces:
+                continue
+            if self._terminal(obj):
+                continue
+            intent = read_intent(obj, self.config, now)
+            if not isinstance(intent, NotHeld) or not intent.unusable:
+                continue
+            uid = meta.get("uid", "")
+            if self._noted.get(uid) == intent.reason or _annotations(obj).get(REASON) == (
+                intent.reason
+            ):
+                self._noted[uid] = intent.reason
+                continue
+            self._noted[uid] = intent.reason
+            self.metrics.unusable.labels(annotation=intent.annotation).inc()
+            await self._annotate(obj, {STATE: "not-held", REASON: intent.reason})
+            await self._event(obj, "UnusableIntent", intent.reason, warning=True)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def _write_plan(self, obj: Obj, intent: Intent, outcome: Outcome) -> None:
+        wanted = {
+            STATE: "held",
+            PLANNED_START: format_utc(outcome.planned_start),
+            LATEST_START: format_utc(intent.latest_start),
+            REASON: outcome.reason,
+            EST_NOW: f"{outcome.est_g_now:.1f}",
+            EST_PLANNED: f"{outcome.est_g_planned:.1f}",
+        }
+        current = _annotations(obj)
+        if EST_ARRIVAL not in current:
+            wanted[EST_ARRIVAL] = f"{outcome.est_g_now:.1f}"
+        if all(current.get(k) == v for k, v in wanted.items()):
+            return
+        changed_start = current.get(PLANNED_START) != wanted[PLANNED_START]
+        await self._annotate(obj, wanted)
+        if changed_start:
+            await self._event(
+                obj,
+                "Held",
+                f"held until {wanted[PLANNED_START]} (latest start {wanted[LATEST_START]}): "
+                f"{outcome.reason}; est. {outcome.est_g_planned:.1f} g planned vs "
+                f"{outcome.est_g_now:.1f} g now",
+            )
+
+    async def _annotate(self, obj: Obj, annotations: Mapping[str, str]) -> None:
+        key = _key(obj)
+        self.actions.append(
+            Action(
+                self.clock.now(),
+                "annotate",
+                key,
+                "",
+                annotations.get(REASON, ""),
+                self.config.dry_run,
+            )
+        )
+        if self.config.dry_run:
+            return
+        try:
+            new = await self.kube.patch(
+                _path(obj), {"metadata": {"annotations": dict(annotations)}}
+            )
+        except (NotFoundError, InvalidError, ConflictError) as exc:
+            _LOG.info("annotating %s failed: %s", key, exc)
+            return
+        new.setdefault("kind", obj.get("kind"))
+        (self.pods if obj.get("kind") == "Pod" else self.jobs)[key] = new
+
+    def _release_patch(self, obj: Obj, reason: str, nodes: list[str] | None) -> Obj:
+        now = format_utc(self.clock.now())
+        meta: Obj = {
+            "resourceVersion": obj["metadata"]["resourceVersion"],
+            "annotations": {STATE: "released", RELEASED_AT: now, REASON: reason},
+        }
+        affinity: Obj | None = None
+        if nodes:
+            affinity = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchFields": [
+                                    {"key": "metadata.name", "operator": "In", "values": nodes}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            }
+        if obj.get("kind") == "Job":
+            spec: Obj = {"suspend": False}
+            if affinity is not None:
+                spec["template"] = {"spec": {"affinity": affinity}}
+            return {"metadata": meta, "spec": spec}
+        others = [
+            g
+            for g in (obj.get("spec") or {}).get("schedulingGates") or []
+            if g.get("name") != HOLD_GATE
+        ]
+        pod_spec: Obj = {"schedulingGates": others or None}
+        if affinity is not None:
+            pod_spec["affinity"] = affinity
+        return {"metadata": meta, "spec": pod_spec}
+
+    def _nodes_with_room(self, obj: Obj) -> list[str] | None:
+        """Nodes where the workload fits now (``pin_nodes``), or None to leave it open."""
+        if not self.config.pin_nodes:
+            return None
+        pod_spec = (
+            (obj.get("spec") or {}).get("template", {}).get("spec")
+            if obj.get("kind") == "Job"
+            else obj.get("spec")
+        )
+        if (pod_spec or {}).get("affinity", {}).get("nodeAffinity"):
+            return None
+        resources = self.config.cluster.resources
+        try:
+            need = requested(obj, resources)
+        except InputError:
+            return None
+        used: dict[str, dict[str, float]] = {}
+        for pod in self.pods.values():
+            node = (pod.get("spec") or {}).get("nodeName")
+            if not node or (pod.get("status") or {}).get("phase") in _TERMINAL:
+                continue
+            with contextlib.suppress(InputError):
+                for r, v in requested(pod, resources).items():
+                    used.setdefault(node, {}).setdefault(r, 0.0)
+                    used[node][r] += v
+        fits = []
+        for name, node in sorted(self.nodes.items()):
+            allocatable = (node.get("status") or {}).get("allocatable") or {}
+            room = True
+            for r in resources:
+                cap = float(parse_quantity(allocatable.get(r, "0"))) / (
+                    2.0**30 if r == "memory" else 1.0
+                )
+                if used.get(name, {}).get(r, 0.0) + need[r] > cap + 1e-9:
+                    room = False
+            if room:
+                fits.append(name)
+        return fits or None
+
+    async def _release(
+        self,
+        obj: Obj,
+        intent: Intent | None,
+        why: str,
+        reason: str,
+        outcome: Outcome | None = None,
+    ) -> None:
+        """Release once: remove the gate / unsuspend, conflict-safe (see the module doc)."""
+        key = _key(obj)
+        uid = obj["metadata"].get("uid", "")
+        if uid in self._released:
+            return
+        now = self.clock.now()
+        kind = str(obj.get("kind"))
+        if self.config.dry_run:
+            self._released.add(uid)
+            self.actions.append(Action(now, "release", key, why, reason, dry_run=True))
+            _LOG.info("dry-run: would release %s (%s): %s", key, why, reason)
+            return
+        current = obj
+        nodes = self._nodes_with_room(obj)
+        for _attempt in range(_MAX_WRITE_ATTEMPTS):
+            still_held = HOLD_GATE in _gates(current) if kind == "Pod" else self._job_held(current)
+            if not still_held:
+                return
+            try:
+                new = await self.kube.patch(
+                    _path(current), self._release_patch(current, reason, nodes)
+                )
+            except ConflictError:
+                self.metrics.write_conflicts.inc()
+                try:
+                    current = await self.kube.get(_path(obj))
+                except NotFoundError:
+                    return
+                current.setdefault("kind", kind)
+                continue
+            except NotFoundError:
+                return
+            except InvalidError as exc:
+                if nodes:
+                    _LOG.info("release of %s with node affinity refused (%s); without", key, exc)
+                    nodes = None
+                    continue
+                _LOG.warning("release of %s refused: %s", key, exc)
+                return
+            new.setdefault("kind", kind)
+            (self.pods if kind == "Pod" else self.jobs)[key] = new
+            self._released.add(uid)
+            self.actions.append(Action(now, "release", key, why, reason))
+            self.metrics.released.labels(kind=kind, why=why).inc()
+            if why == "fail-open":
+                self.metrics.failed_open.inc()
+            arrival = _annotations(current).get(EST_ARRIVAL)
+            if arrival is not None and outcome is not None:
+                with contextlib.suppress(ValueError):
+                    self.metrics.carbon_saved.inc(max(0.0, float(arrival) - outcome.est_g_now))
+            self.outcomes.pop(key, None)
+            await self._event(current, "Released", reason, warning=why == "fail-open")
+            return
+        _LOG.warning("release of %s gave up after %d conflicts", key, _MAX_WRITE_ATTEMPTS)
+
+    async def _event(self, obj: Obj, reason: str, message: str, *, warning: bool = False) -> None:
+        """Record a core/v1 Event on ``obj`` (best effort)."""
+        if self.config.dry_run:
+            return
+        meta = obj.get("metadata") or {}
+        now = format_utc(self.clock.now())
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "generateName": f"{meta.get('name', 'x')}.",
+                "namespace": meta.get("namespace"),
+            },
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", "v1"),
+                "kind": obj.get("kind"),
+                "name": meta.get("name"),
+                "namespace": meta.get("namespace"),
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message[:1000],
+            "type": "Warning" if warning else "Normal",
+            "source": {"component": "carbonshift-controller"},
+            "reportingComponent": "carbonshift.io/controller",
+            "reportingInstance": self.config.identity or "carbonshift",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            await self.kube.create(f"/api/v1/namespaces/{meta.get('namespace')}/events", event)
+        except (KubeError, TemporaryError) as exc:
+            _LOG.info("event %s on %s not recorded: %s", reason, _key(obj), exc)
+
+
+def describe(obj: Obj) -> dict[str, Any]:
+    """The carbonshift annotations of an object (for tests and the CLI)."""
+    return {k: v for k, v in _annotations(obj).items() if k.startswith("carbonshift.io/")}

@@ -1,0 +1,128 @@
+"""The mutating admission webhook: gate opted-in Pods and suspend opted-in Jobs at creation.
+
+``POST /mutate`` takes an ``admission.k8s.io/v1`` AdmissionReview and answers one with a
+base64 JSONPatch: a Pod with a usable intent gets the scheduling gate ``carbonshift.io/hold``
+(the API server refuses to add a gate later) and ``carbonshift.io/state: held``; a Job gets
+``spec.suspend: true``. The webhook never denies: a workload that is not opted in, critical,
+or has an unusable value is admitted unchanged, with the reason as an admission warning
+(``kubectl`` prints it) and in the ``carbonshift_unusable_intent`` metric. Dry-run mode
+patches nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from carbonshift.k8s.clock import Clock
+from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.intent import HOLD_GATE, NotHeld, Obj, read_intent
+from carbonshift.k8s.metrics import Metrics
+
+__all__ = ["admission_patch", "review_response", "webhook_app"]
+
+_LOG = logging.getLogger("carbonshift.k8s")
+_HELD_NOTE = "held by carbonshift until its first planning round"
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def admission_patch(
+    obj: Obj, config: ControllerConfig, clock: Clock, metrics: Metrics | None = None
+) -> tuple[list[Obj], list[str]]:
+    """The JSONPatch for a new object, and warnings to show the user."""
+    intent = read_intent(obj, config, clock.now())
+    if isinstance(intent, NotHeld):
+        if intent.unusable:
+            if metrics is not None:
+                metrics.unusable.labels(annotation=intent.annotation).inc()
+            return [], [f"carbonshift: not held: {intent.reason}"]
+        return [], []
+    if config.dry_run:
+        return [], [f"carbonshift (dry-run): would hold until planned; deadline {intent.deadline}"]
+    ops: list[Obj] = []
+    meta = obj.get("metadata") or {}
+    if not meta.get("annotations"):
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+    for key, value in (("carbonshift.io/state", "held"), ("carbonshift.io/reason", _HELD_NOTE)):
+        ops.append({"op": "add", "path": f"/metadata/annotations/{_escape(key)}", "value": value})
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "Pod":
+        if spec.get("nodeName"):
+            return [], ["carbonshift: not held: spec.nodeName is set, so no gate can be added"]
+        gates = spec.get("schedulingGates") or []
+        if any(g.get("name") == HOLD_GATE for g in gates):
+            return [], []
+        if gates:
+            ops.append(
+                {"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": HOLD_GATE}}
+            )
+        else:
+            ops.append(
+                {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": HOLD_GATE}]}
+            )
+    else:
+        if spec.get("suspend"):
+            return ops, []
+        ops.append({"op": "add", "path": "/spec/suspend", "value": True})
+    return ops, []
+
+
+def review_response(
+    review: Any, config: ControllerConfig, clock: Clock, metrics: Metrics | None = None
+) -> Obj:
+    """The AdmissionReview answer to ``review`` (allowed, with a patch when one applies)."""
+    request = review.get("request") if isinstance(review, dict) else None
+    if not isinstance(request, dict):
+        return {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "response": {
+                "uid": "",
+                "allowed": True,
+                "warnings": ["carbonshift: not an AdmissionReview"],
+            },
+        }
+    response: Obj = {"uid": request.get("uid", ""), "allowed": True}
+    obj = request.get("object")
+    if request.get("operation") == "CREATE" and isinstance(obj, dict):
+        meta = obj.setdefault("metadata", {})
+        if not meta.get("namespace") and request.get("namespace"):
+            meta["namespace"] = request["namespace"]
+        try:
+            ops, warnings = admission_patch(obj, config, clock, metrics)
+        except Exception as exc:  # never block a workload on our bug
+            _LOG.exception("webhook failed on %s", request.get("name"))
+            ops, warnings = [], [f"carbonshift: not held: internal error {exc!r}"]
+        if ops:
+            response["patchType"] = "JSONPatch"
+            response["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+        if warnings:
+            response["warnings"] = warnings
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+
+
+def webhook_app(config: ControllerConfig, clock: Clock, metrics: Metrics | None = None) -> FastAPI:
+    """The webhook's HTTP app (serve it over TLS: the API server calls only https)."""
+    app = FastAPI(title="carbonshift admission webhook", docs_url=None, redoc_url=None)
+
+    @app.post("/mutate")
+    async def mutate(request: Request) -> JSONResponse:
+        try:
+            review = await request.json()
+        except ValueError:
+            review = None
+        return JSONResponse(review_response(review, config, clock, metrics))
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

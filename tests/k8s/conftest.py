@@ -1,0 +1,13 @@
+"""Fixtures of the controller's tests: the fake API server and a controller wired to it."""
+
+from __future__ import annotations
+
+import pytest
+
+from carbonshift.testing.fakekube.pytest_plugin import fakekube  # noqa: F401
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "fakekube_config(**kwargs): settings of the fakekube fixture"
+    )

@@ -1,0 +1,116 @@
+"""The scheduler extender: kube-scheduler's exact JSON, ranking by watts x zone carbon."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from carbonshift.carbon.embedded import load_series
+from carbonshift.k8s.config import parse_config
+from carbonshift.k8s.extender import extender_app
+from tests.k8s.objects import node, pod
+
+NOW = datetime(2023, 6, 1, 12, tzinfo=UTC)
+
+
+class FixedClock:
+    def now(self) -> datetime:
+        return NOW
+
+    async def sleep_until(self, moment: datetime) -> None:
+        return None
+
+    async def backoff(self, seconds: float) -> None:
+        return None
+
+
+def intensity(zone: str) -> float:
+    series = load_series(zone)
+    index = int((NOW - series.start).total_seconds() // 3600)
+    return float(series.values_g_per_kwh[index])
+
+
+NODES = [
+    node(
+        "de-hungry",
+        labels={"carbonshift.io/watts-per-core": "20", "carbonshift.io/grid-zone": "DE"},
+    ),
+    node(
+        "de-lean", labels={"carbonshift.io/watts-per-core": "5", "carbonshift.io/grid-zone": "DE"}
+    ),
+    node(
+        "ca-lean",
+        labels={"carbonshift.io/watts-per-core": "5", "carbonshift.io/grid-zone": "CA-ON"},
+    ),
+]
+
+
+def client(**extender: Any) -> httpx.AsyncClient:
+    config = parse_config(
+        {"cluster": {"zone": "DE"}, "planning": {"forecast": "oracle"}, "extender": extender}
+    )
+    by_name = {n["metadata"]["name"]: n for n in NODES}
+    app = extender_app(config, FixedClock(), by_name.get)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://extender")
+
+
+async def test_prioritize_ranks_by_watts_times_zone_intensity() -> None:
+    assert intensity("CA-ON") < intensity("DE")  # the premise of the expected order
+    args = {"Pod": pod(), "Nodes": {"items": NODES}, "NodeNames": None}
+    got = (await client().post("/prioritize", json=args)).json()
+    scores = {entry["Host"]: entry["Score"] for entry in got}
+    assert set(got[0]) == {"Host", "Score"}
+    assert scores["ca-lean"] == 10
+    assert scores["de-hungry"] == 0
+    assert 0 < scores["de-lean"] < 10
+    want = round(
+        10
+        * (20 * intensity("DE") - 5 * intensity("DE"))
+        / (20 * intensity("DE") - 5 * intensity("CA-ON"))
+    )
+    assert scores["de-lean"] == want
+
+
+async def test_node_cache_capable_requests_send_names_only() -> None:
+    args = {"Pod": pod(), "Nodes": None, "NodeNames": ["de-hungry", "ca-lean"]}
+    got = (await client().post("/prioritize", json=args)).json()
+    assert {e["Host"]: e["Score"] for e in got} == {"de-hungry": 0, "ca-lean": 10}
+    filtered = (await client().post("/filter", json=args)).json()
+    assert filtered == {
+        "Nodes": None,
+        "NodeNames": ["de-hungry", "ca-lean"],
+        "FailedNodes": {},
+        "FailedAndUnresolvableNodes": {},
+        "Error": "",
+    }
+
+
+@pytest.mark.parametrize(
+    ("workload", "want_failed"),
+    [
+        (pod(), {"de-hungry", "de-lean"}),
+        (pod(annotations={"carbonshift.io/critical": "true"}), set()),
+        (pod(managed=None), set()),
+    ],
+    ids=["shiftable-avoids-dirty-zone", "critical-never-filtered", "unmanaged-never-filtered"],
+)
+async def test_filter_keeps_shiftable_pods_off_dirty_zones(
+    workload: dict[str, Any], want_failed: set[str]
+) -> None:
+    limit = (intensity("CA-ON") + intensity("DE")) / 2
+    args = {"Pod": workload, "Nodes": {"items": NODES}}
+    got = (await client(max_g_per_kwh=limit).post("/filter", json=args)).json()
+    assert set(got["FailedNodes"]) == want_failed
+    assert [n["metadata"]["name"] for n in got["Nodes"]["items"]] == [
+        n["metadata"]["name"] for n in NODES if n["metadata"]["name"] not in want_failed
+    ]
+    assert got["NodeNames"] is None
+    assert got["Error"] == ""
+
+
+async def test_garbage_gets_an_error_not_a_crash() -> None:
+    got = (await client().post("/filter", content=b"nope")).json()
+    assert got["Error"].startswith("carbonshift")
