@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from carbonshift.errors import InputError
-from carbonshift.testing.fakekube import FakeKube
+from carbonshift.testing.fakekube import FakeKube, run_fakekube
 from carbonshift.testing.fakekube.clock import Clock
 from tests.testing.builders import MERGE, PODS, STRATEGIC, pod
 
@@ -208,3 +208,13 @@ def test_real_time_clock_runs_from_its_start() -> None:
     assert later >= first + timedelta(hours=1)
     with pytest.raises(InputError, match="not positive"):
         Clock(start, virtual=False, speed=0)
+
+
+def test_a_busy_port_is_an_input_error(fakekube: FakeKube) -> None:
+    busy = int(fakekube.base_url.rsplit(":", 1)[1])
+
+    with (
+        pytest.raises(InputError, match=f"port {busy} on 127.0.0.1 is not free"),
+        run_fakekube(port=busy),
+    ):
+        pass

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import uvicorn
 
-from carbonshift.errors import TemporaryError
+from carbonshift.errors import InputError, TemporaryError
 from carbonshift.testing.fakekube.cluster import FakeCluster, FakeKubeConfig
 from carbonshift.testing.fakekube.faults import Fault
 from carbonshift.testing.fakekube.server import build_app
@@ -225,7 +225,14 @@ def run_fakekube(
     # IPPROTO_TCP, so that asyncio turns Nagle off on accepted connections (else 40 ms per request).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", port))
+    try:
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise InputError(
+            f"port {port} on 127.0.0.1 is not free ({exc.strerror}); "
+            "pick another port, or 0 for any"
+        ) from exc
     host, bound = sock.getsockname()
     cluster.host = f"{host}:{bound}"
     base_url = f"http://{host}:{bound}"
