@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from carbonshift.api import create_app
-from carbonshift.carbon.providers import ChainSet, EmbeddedReplay, FallbackChain
+from carbonshift.carbon.providers import ChainSet, EmbeddedReplay, FallbackChain, Secret
 from carbonshift.carbon.series import CiKind
 from tests.providers.fakes import T0, Fakes, em_value, gb_value
 from tests.providers.loopback import LoopbackServer
@@ -441,3 +441,13 @@ def test_served_over_a_real_uvicorn_on_loopback() -> None:
     assert body["replayed"] is False
     assert len(body["forecastData"]) == 24
     assert bad.status_code == 422
+
+
+def test_refused_credentials_are_a_502(client: TestClient, chains: ChainSet) -> None:
+    em = chains.providers["electricitymaps"]
+    em._token = Secret("revoked-key-1234")  # type: ignore[attr-defined]
+    chains.chains[CiKind.LCA] = FallbackChain(CiKind.LCA, [em])  # type: ignore[list-item]
+    response = client.get("/emissions/forecasts/current", params={"location": "DE", "kind": "lca"})
+    assert response.status_code == 502
+    assert "fix the credentials" in response.json()["detail"]
+    assert "revoked-key-1234" not in response.text

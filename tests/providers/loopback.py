@@ -15,7 +15,8 @@ class LoopbackServer:
     """Serve an ASGI ``app`` on 127.0.0.1; stops when the ``with`` block ends."""
 
     def __init__(self, app: Any) -> None:
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP named: asyncio then turns Nagle off on accepted connections
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.port: int = self._sock.getsockname()[1]

@@ -21,6 +21,7 @@ from carbonshift.carbon.providers import (
     ProviderUnavailableError,
     RetryPolicy,
     Secret,
+    SourcesRefusedError,
     WattTimeProvider,
     build_chains,
     single_source_chain,
@@ -290,3 +291,15 @@ def test_single_source_chain_does_not_fall_back_to_other_sources(
     assert single_source_chain("embedded", CiKind.LCA, settings).names == ["embedded"]
     with pytest.raises(InputError, match="unknown source 'nope'"):
         single_source_chain("nope", CiKind.DIRECT, settings)
+
+
+def test_refused_credentials_with_nothing_to_fall_back_on_blame_the_setup(
+    fakes: Fakes, base_url: str, clock: ManualClock, cache: DiskCache, retry: RetryPolicy
+) -> None:
+    provider = ElectricityMapsProvider(
+        Secret("bad-key-000"), base_url=base_url + "/em", clock=clock, cache=cache, retry=retry
+    )
+    chain = FallbackChain(CiKind.LCA, [provider])
+    with pytest.raises(SourcesRefusedError, match=r"HTTP 401.*fix the credentials") as info:
+        chain.answer("DE", T0 - timedelta(hours=1), T0)
+    assert "bad-key-000" not in str(info.value)

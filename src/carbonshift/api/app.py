@@ -254,7 +254,6 @@ def create_app(
         ),
     )
     app.add_middleware(_BodyLimit, limit=cfg.max_body_bytes)
-
     app.add_middleware(_Measure, metrics=metrics)
 
     @app.exception_handler(CarbonshiftError)

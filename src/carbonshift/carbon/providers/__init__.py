@@ -25,6 +25,7 @@ from carbonshift.carbon.providers.chain import (
     FallbackChain,
     NoSourceError,
     ProviderUnavailableError,
+    SourcesRefusedError,
 )
 from carbonshift.carbon.providers.clock import Clock, ManualClock, SystemClock
 from carbonshift.carbon.providers.config import (
@@ -65,6 +66,7 @@ __all__ = [
     "Reading",
     "RetryPolicy",
     "Secret",
+    "SourcesRefusedError",
     "SystemClock",
     "UnknownZoneError",
     "UpstreamFormatError",

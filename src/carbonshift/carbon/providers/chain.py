@@ -24,11 +24,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from carbonshift.carbon.providers._http import AuthError
 from carbonshift.carbon.providers.base import check_window_args, unit_of
 from carbonshift.carbon.providers.clock import Clock, SystemClock
 from carbonshift.carbon.series import CiKind, Signal, SignalWindow
 from carbonshift.carbon.signal import EmbeddedSignal
-from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
+from carbonshift.errors import CarbonshiftError, InputError, PermanentError, TemporaryError
 from carbonshift.units import format_utc, to_utc
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "FallbackChain",
     "NoSourceError",
     "ProviderUnavailableError",
+    "SourcesRefusedError",
 ]
 
 _LOG = logging.getLogger("carbonshift.carbon.providers.chain")
@@ -101,7 +103,11 @@ class ProviderUnavailableError(TemporaryError):
 
 
 class NoSourceError(InputError):
-    """Every source refused for good (unknown zone, range outside the data, bad key)."""
+    """Every source refused the request itself (unknown zone, range outside the data)."""
+
+
+class SourcesRefusedError(PermanentError):
+    """Nothing answered and some source refused our credentials: the server's setup is wrong."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +230,7 @@ class FallbackChain:
         start, end = to_utc(start), to_utc(end)
         check_window_args(start, end, slot_minutes)
         trail: list[Attempt] = []
-        temporary = False
+        temporary = refused = False
         for source in self.sources:
             if not source.covers(zone):
                 continue
@@ -248,6 +254,8 @@ class FallbackChain:
                     rest_s = max(self.cooldown_s, exc.delay_s)
                     until = self.clock.now() + timedelta(seconds=rest_s)
                     self._resting_until[source.name] = (until, detail)
+                elif isinstance(exc, AuthError):
+                    refused = True
                 _LOG.warning("%s failed for %s: %s", source.name, zone, detail)
                 trail.append(Attempt(source.name, "error", detail))
                 continue
@@ -298,8 +306,10 @@ class FallbackChain:
             f"to {format_utc(end)} and no cache younger than {self.max_stale_s:g} s ({reasons})"
             f"{floor_note}"
         )
-        if not temporary:
-            raise NoSourceError(f"{message}; ask a zone and range that a source covers")
-        raise ProviderUnavailableError(
-            f"{message}; retry later or configure another source", delay_s=60.0
-        )
+        if temporary:
+            raise ProviderUnavailableError(
+                f"{message}; retry later or configure another source", delay_s=60.0
+            )
+        if refused:
+            raise SourcesRefusedError(f"{message}; fix the credentials named above")
+        raise NoSourceError(f"{message}; ask a zone and range that a source covers")
