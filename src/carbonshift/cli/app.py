@@ -36,6 +36,7 @@ _VERBS: dict[str, str] = {
     "simulate": "carbonshift.cli.simulate",
     "sweep": "carbonshift.cli.sweep",
     "plan": "carbonshift.cli.plan",
+    "controller": "carbonshift.cli.controller",
     "serve": "carbonshift.cli.serve",
 }
 
