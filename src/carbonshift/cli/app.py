@@ -30,6 +30,7 @@ app = typer.Typer(
 
 #: verb -> module that defines a typer app called ``app`` (one line per verb).
 _VERBS: dict[str, str] = {
+    "advise": "carbonshift.cli.advise",
     "data": "carbonshift.cli.data",
     "forecast": "carbonshift.cli.forecast",
     "reproduce": "carbonshift.cli.reproduce",

@@ -1,0 +1,135 @@
+"""``carbonshift advise``: when and where should one job run? (the API's /v1/advise, offline)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from carbonshift.api.advice import JobAsk, Run, advise_job, power_w_of
+from carbonshift.carbon.providers import ProviderSettings, build_chains
+from carbonshift.carbon.series import CiKind
+from carbonshift.errors import InputError
+from carbonshift.units import format_utc, parse_duration, parse_utc
+
+__all__ = ["command"]
+
+
+def command(
+    duration: str = typer.Option(..., "--duration", help="Run time, like 3h or 90m."),
+    zones: str = typer.Option(..., "--zones", help="Candidate zones, comma-separated."),
+    within: str = typer.Option("24h", "--within", help="Finish within this long of --earliest."),
+    deadline: str | None = typer.Option(None, "--deadline", help="Finish by (UTC, ISO 8601)."),
+    earliest: str | None = typer.Option(None, "--earliest", help="Start no earlier (default now)."),
+    power_w: float | None = typer.Option(None, "--power-w", help="Total power in W."),
+    demand: list[str] = typer.Option(
+        [], "--demand", help="RESOURCE=UNITS@WATTS_PER_UNIT, repeatable, like gpu=2@300."
+    ),
+    slot_minutes: int = typer.Option(60, "--slot-minutes", min=5, max=1440, help="Start grid."),
+    kind: str = typer.Option("direct", "--kind", help="direct, lca or marginal."),
+    offline: bool = typer.Option(
+        False, "--offline", help="No live source: embedded data (replayed past 2023)."
+    ),
+    output_format: str = typer.Option("table", "--format", help="table or json."),
+) -> None:
+    """Advise the cleanest zone and start for one job, and its saving over running now.
+
+    Sources come from CARBONSHIFT_* variables (docs/providers.md), like `carbonshift serve`.
+
+    Example: carbonshift advise --duration 3h --zones DE,GB,CA-ON --earliest 2023-11-14T08:00Z
+    --demand gpu=2@300 --offline
+    """
+    if output_format not in ("table", "json"):
+        raise InputError(f"--format {output_format!r} is not known; use table or json")
+    try:
+        ci_kind = CiKind(kind.lower())
+    except ValueError:
+        raise InputError(
+            f"--kind {kind!r} is not a signal kind; use direct, lca or marginal"
+        ) from None
+    if ci_kind is CiKind.INDEX:
+        raise InputError("--kind index has no unit to turn into grams; use direct, lca or marginal")
+    units, watts = {}, {}
+    for item in demand:
+        resource, _, rest = item.partition("=")
+        amount, _, per_unit = rest.partition("@")
+        try:
+            units[resource], watts[resource] = float(amount), float(per_unit)
+        except ValueError:
+            raise InputError(
+                f"--demand {item!r} is not RESOURCE=UNITS@WATTS_PER_UNIT; write it like gpu=2@300"
+            ) from None
+    start = (
+        parse_utc(earliest, what="--earliest")
+        if earliest
+        else datetime.now(UTC).replace(second=0, microsecond=0)
+    )
+    end = parse_utc(deadline, what="--deadline") if deadline else start + parse_duration(within)
+    job = JobAsk(
+        duration=parse_duration(duration, what="--duration"),
+        zones=tuple(z.strip() for z in zones.split(",") if z.strip()),
+        earliest=start,
+        deadline=end,
+        power_w=power_w_of(power_w, units, watts),
+        slot_minutes=slot_minutes,
+    )
+    settings = ProviderSettings.from_env()
+    if offline:
+        settings = dataclasses.replace(settings, offline=True)
+    chains = build_chains(settings)
+    try:
+        chain = chains.chain(ci_kind)
+        advice = advise_job(job, lambda z, s, e, slot: chain.answer(z, s, e, slot_minutes=slot))
+    finally:
+        chains.close()
+    if output_format == "json":
+        typer.echo(
+            json.dumps(
+                {
+                    "best": _row(advice.best),
+                    "now": _row(advice.now),
+                    "saving_g": advice.saving_g,
+                    "saving_pct": advice.saving_pct,
+                    "energy_kwh": advice.energy_kwh,
+                    "per_zone": [_row(r) for r in advice.per_zone],
+                },
+                indent=1,
+            )
+        )
+        return
+    table = Table(title=f"{duration} at {advice.power_w:g} W: best start per zone")
+    for column in ("zone", "start (UTC)", "g/kWh", "grams", "source"):
+        table.add_column(column, justify="left" if column in ("zone", "source") else "right")
+    for run in sorted(advice.per_zone, key=lambda r: r.emissions_g):
+        row = _row(run)
+        table.add_row(
+            run.zone,
+            str(row["start"]),
+            f"{run.ci_g_per_kwh:.1f}",
+            f"{run.emissions_g:.1f}",
+            str(row["source"]),
+        )
+    console = Console()
+    console.print(table)
+    saving = "n/a" if advice.saving_pct is None else f"{advice.saving_pct:.1f} %"
+    console.print(
+        f"advice: run in {advice.best.zone} at {format_utc(advice.best.start)}: "
+        f"{advice.best.emissions_g:.1f} g, against {advice.now.emissions_g:.1f} g now in "
+        f"{advice.now.zone} (saves {advice.saving_g:.1f} g, {saving})"
+    )
+
+
+def _row(run: Run) -> dict[str, object]:
+    window = run.answer.window
+    return {
+        "zone": run.zone,
+        "start": format_utc(run.start),
+        "end": format_utc(run.end),
+        "ci_g_per_kwh": run.ci_g_per_kwh,
+        "emissions_g": run.emissions_g,
+        "source": window.source + (" (replayed)" if window.replayed_from else ""),
+    }

@@ -1,0 +1,57 @@
+"""`carbonshift advise` offline: the advice agrees with a brute-force search of the data."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from carbonshift.carbon.embedded import load_series
+from carbonshift.carbon.signal import integral_g_h_per_kwh
+from carbonshift.cli.app import main
+
+
+def test_offline_advice_is_the_cheapest_start(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "advise",
+            "--duration", "3h",
+            "--zones", "DE,GB",
+            "--earliest", "2023-11-14T08:00Z",
+            "--within", "24h",
+            "--demand", "gpu=2@300",
+            "--offline",
+            "--format", "json",
+        ]
+    )  # fmt: skip
+    assert code == 0
+    advice = json.loads(capsys.readouterr().out)
+    start = datetime(2023, 11, 14, 8, tzinfo=UTC)
+    want = min(
+        (0.6 * integral_g_h_per_kwh(load_series(z), t, t + timedelta(hours=3)), z, t)
+        for z in ("DE", "GB")
+        for t in (start + timedelta(hours=h) for h in range(22))
+    )
+    assert advice["best"]["zone"] == want[1]
+    assert advice["best"]["start"] == want[2].strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert advice["best"]["emissions_g"] == pytest.approx(want[0], rel=1e-9)
+    assert advice["saving_g"] == pytest.approx(
+        advice["now"]["emissions_g"] - advice["best"]["emissions_g"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "want"),
+    [
+        pytest.param(["--demand", "gpu=two"], "RESOURCE=UNITS@WATTS_PER_UNIT", id="bad-demand"),
+        pytest.param(["--kind", "index"], "no unit", id="index-kind"),
+        pytest.param(["--zones", "XX-NOWHERE"], "XX-NOWHERE", id="unknown-zone"),
+    ],
+)
+def test_bad_input(args: list[str], want: str, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["advise", "--duration", "1h", "--zones", "DE", "--offline"]
+    assert main(base + args) == 2
+    err = capsys.readouterr().err
+    assert want in err
+    assert err.count("\n") == 1
