@@ -1,0 +1,94 @@
+"""A thin adapter over :class:`carbonshift.k8s.client.ApiKube` for the verbs it lacks.
+
+``ApiKube`` exposes get, list, create, replace and patch; the hub also deletes, and applies
+status with a field manager (``?fieldManager=``). Both go through its one request path so
+retries, backoff and error translation stay in one place. (Wish: a public
+``ApiKube.delete`` and a ``query`` argument on ``patch``; then this module shrinks to
+nothing.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from carbonshift.errors import InputError
+from carbonshift.k8s.client import ApiKube, NotFoundError
+from carbonshift.k8s.clock import Clock
+
+__all__ = ["APPLY_PATCH", "HubApi", "connect_kubeconfig_text"]
+
+Obj = dict[str, Any]
+APPLY_PATCH = "application/apply-patch+yaml"
+
+
+class HubApi:
+    """An :class:`ApiKube` plus delete and field-managed patches."""
+
+    def __init__(self, kube: ApiKube) -> None:
+        self.kube = kube
+
+    async def get(self, path: str) -> Obj:
+        return await self.kube.get(path)
+
+    async def list_items(self, path: str, **query: str) -> list[Obj]:
+        answer = await self.kube.list(path, **query)
+        items: list[Obj] = answer.get("items") or []
+        return items
+
+    async def create(self, path: str, body: Obj) -> Obj:
+        return await self.kube.create(path, body)
+
+    async def replace(self, path: str, body: Obj) -> Obj:
+        return await self.kube.replace(path, body)
+
+    async def patch(self, path: str, body: Any) -> Obj:
+        return await self.kube.patch(path, body)
+
+    async def apply(self, path: str, body: Obj, field_manager: str) -> Obj:
+        """Server-side apply of ``body`` as ``field_manager`` (force: the field is ours)."""
+        result: Obj = await self.kube._call(
+            "PATCH",
+            path,
+            query={"fieldManager": field_manager, "force": "true"},
+            body=body,
+            content_type=APPLY_PATCH,
+        )
+        return result
+
+    async def delete(self, path: str) -> bool:
+        """Delete with background propagation; False when it was already gone."""
+        try:
+            await self.kube._call(
+                "DELETE",
+                path,
+                body={
+                    "apiVersion": "v1",
+                    "kind": "DeleteOptions",
+                    "propagationPolicy": "Background",
+                },
+            )
+        except NotFoundError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        await self.kube.close()
+
+
+async def connect_kubeconfig_text(text: str, clock: Clock, *, retries: int = 1) -> HubApi:
+    """A client from kubeconfig text (as stored in a Secret), with few retries.
+
+    A spoke that does not answer must be noticed within one reconcile, so spokes get one
+    retry where the hub's own client gets six.
+    """
+    import yaml  # type: ignore[import-untyped]  # kubernetes-asyncio depends on PyYAML
+    from kubernetes_asyncio import config
+
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"the spoke kubeconfig is not YAML or JSON: {exc}") from exc
+    if not isinstance(parsed, dict):
+        raise InputError("the spoke kubeconfig is not a mapping; store a kubeconfig file")
+    api_client = await config.new_client_from_config_dict(config_dict=parsed)
+    return HubApi(ApiKube(api_client, clock, retries=retries, first_backoff_s=0.2))

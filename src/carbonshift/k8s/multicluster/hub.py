@@ -1,0 +1,856 @@
+"""The hub controller: one reconcile = inventory, collect, mirror, plan, act, clean up.
+
+:meth:`HubController.reconcile` is level-triggered and keeps no state that matters between
+calls: where a workload went is written on the hub object (``carbonshift.io/placed-cluster``,
+before the spoke copy is created, so a restart finds it), and a spoke copy carries the hub
+object's UID as a label (``carbonshift.io/hub-uid``), so a restarted hub adopts the copy it
+finds instead of creating a second one. :meth:`run` calls it every ``resync_s`` through the
+clock seam.
+
+Pipeline of one reconcile (Kueue's ``schedule()`` shape):
+
+1. **inventory**: read every ``CarbonCluster``, connect to each spoke through its kubeconfig
+   Secret, read its nodes' capacity; a spoke that does not answer is Unreachable and gets no
+   new work; status (capacity, health, forecast age) is written back;
+2. **collect** opted-in hub objects of the three kinds (:mod:`.workloads`);
+3. **mirror**: for placed hub Jobs, create the spoke copy if missing, mirror its status back,
+   and on completion write the hub Job's final status and delete the copy;
+4. **plan**: once per slot (and when new work arrives or a spoke's health changes), one
+   planning call over every held workload of every kind on every healthy spoke
+   (:func:`.plan.plan_hub`); interruptible running work is planned again too;
+5. **act**: write the plan on each held object (planned cluster, start, reason); release what
+   starts now (Job: copy to the spoke; Kueue: check Ready + nominatedClusterNames;
+   AppWrapper: gate removed + targetCluster); hold the rest (Kueue: check Retry with
+   ``requeueAfterSeconds`` up to the planned start); suspend interruptible work the plan
+   moves to later;
+6. **clean up** spoke copies whose hub object is gone or finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from carbonshift.carbon.series import CarbonSeries
+from carbonshift.errors import CarbonshiftError, InputError
+from carbonshift.k8s.client import ConflictError, KubeError, NotFoundError
+from carbonshift.k8s.clock import Clock
+from carbonshift.k8s.intent import MANAGED_LABEL, RUNTIME, NotHeld
+from carbonshift.k8s.multicluster.api import HubApi, connect_kubeconfig_text
+from carbonshift.k8s.multicluster.config import HubConfig
+from carbonshift.k8s.multicluster.inventory import (
+    CARBONCLUSTERS,
+    Spoke,
+    kubeconfig_from_secret,
+    node_capacity,
+    parse_spoke,
+)
+from carbonshift.k8s.multicluster.plan import (
+    Decision,
+    HubRound,
+    Pending,
+    Placed,
+    SpokeView,
+    plan_hub,
+)
+from carbonshift.k8s.multicluster.workloads import (
+    APPWRAPPERS,
+    DONE_SECONDS,
+    HOLD_GATE,
+    HUB_UID_LABEL,
+    JOBS,
+    PLACED_CLUSTER,
+    PLANNED_CLUSTER,
+    PLANNED_START,
+    QUEUE_LABEL,
+    REASON,
+    RELEASED_AT,
+    SPOKE_STATUS,
+    WORKLOADS,
+    HubWorkload,
+    Kind,
+    condition_true,
+    read_workload,
+)
+from carbonshift.k8s.planner import CarbonSource, slot_floor
+
+__all__ = ["Connector", "HubController", "HubEvent"]
+
+_LOG = logging.getLogger("carbonshift.k8s.hub")
+Obj = dict[str, Any]
+Connector = Callable[[str, Clock], Awaitable[HubApi]]
+_TEMPLATE_LABELS = (
+    "batch.kubernetes.io/controller-uid",
+    "batch.kubernetes.io/job-name",
+    "controller-uid",
+    "job-name",
+)
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _path(kind: Kind, namespace: str, name: str = "") -> str:
+    base = {"Job": JOBS, "Workload": WORKLOADS, "AppWrapper": APPWRAPPERS}[kind]
+    group, plural = base.rsplit("/", 1)
+    tail = f"/{name}" if name else ""
+    return f"{group}/namespaces/{namespace}/{plural}{tail}"
+
+
+@dataclass(frozen=True, slots=True)
+class HubEvent:
+    """Something the hub did, for logs, metrics and tests."""
+
+    at: datetime
+    key: str
+    what: str
+    cluster: str = ""
+    detail: str = ""
+
+
+@dataclass(slots=True)
+class _Counters:
+    plans: int = 0
+    releases: int = 0
+    spoke_creates: int = 0
+    adopted: int = 0
+    mirrored: int = 0
+    cleaned: int = 0
+    suspended: int = 0
+    conflicts: int = 0
+    errors: int = 0
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+
+class HubController:
+    """Places opted-in hub workloads in spokes (see the module doc)."""
+
+    def __init__(
+        self,
+        config: HubConfig,
+        hub: HubApi,
+        clock: Clock,
+        *,
+        connector: Connector = connect_kubeconfig_text,
+        series: Mapping[str, CarbonSeries] | None = None,
+    ) -> None:
+        self.config = config
+        self.hub = hub
+        self.clock = clock
+        self._connector = connector
+        self._series = dict(series or {})
+        self._cconfig = config.controller_config()
+        self.spokes: dict[str, Spoke] = {}
+        self.sources: dict[str, CarbonSource] = {}
+        self.last_round: HubRound | None = None
+        self._planned_slot: datetime | None = None
+        self._planned_keys: frozenset[str] = frozenset()
+        self._planned_spokes: frozenset[str] = frozenset()
+        self.events: list[HubEvent] = []
+        self.counters = _Counters()
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _event(
+        self, now: datetime, key: str, what: str, cluster: str = "", detail: str = ""
+    ) -> None:
+        self.events.append(HubEvent(now, key, what, cluster, detail))
+        _LOG.info("%s %s %s %s", key, what, cluster, detail)
+
+    async def close(self) -> None:
+        for spoke in self.spokes.values():
+            if spoke.api is not None:
+                await spoke.api.close()
+                spoke.api = None
+
+    # -- 1. inventory -----------------------------------------------------------------------
+
+    def _source(self, name: str, zone: str) -> CarbonSource:
+        source = self.sources.get(name)
+        if source is None:
+            config = self.config.controller_config(zone)
+            source = CarbonSource(config, self._series.get(zone))
+            self.sources[name] = source
+        return source
+
+    async def _refresh_spokes(self, now: datetime) -> None:
+        objects = await self.hub.list_items(CARBONCLUSTERS)
+        seen: set[str] = set()
+        for obj in objects:
+            name = str(obj["metadata"]["name"])
+            seen.add(name)
+            spoke = self.spokes.get(name)
+            try:
+                spec = parse_spoke(obj)
+            except InputError as exc:
+                spoke = spoke or Spoke(spec=None)  # type: ignore[arg-type]
+                spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
+                await self._write_spoke_status(obj, spoke, now)
+                continue
+            if spoke is None or spoke.spec != spec:
+                if spoke is not None and spoke.api is not None:
+                    await spoke.api.close()
+                spoke = Spoke(spec=spec)
+                self.spokes[name] = spoke
+            await self._contact(spoke, now)
+            self._source(name, spec.zone)
+            await self._write_spoke_status(obj, spoke, now)
+        for gone in set(self.spokes) - seen:
+            old = self.spokes.pop(gone)
+            if old.api is not None:
+                await old.api.close()
+
+    async def _contact(self, spoke: Spoke, now: datetime) -> None:
+        spec = spoke.spec
+        try:
+            secret = await self.hub.get(
+                f"/api/v1/namespaces/{self.config.namespace}/secrets/{spec.secret_name}"
+            )
+            text = kubeconfig_from_secret(secret, spec.secret_key)
+            if spoke.api is None or text != spoke.kubeconfig:
+                if spoke.api is not None:
+                    await spoke.api.close()
+                spoke.api = await self._connector(text, self.clock)
+                spoke.kubeconfig = text
+            nodes = await spoke.api.list_items("/api/v1/nodes")
+            spoke.capacity = node_capacity(nodes, self.config.resources)
+        except NotFoundError as exc:
+            spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
+            return
+        except InputError as exc:
+            spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
+            return
+        except CarbonshiftError as exc:
+            spoke.failures += 1
+            if spoke.failures >= self.config.spoke_timeout_failures:
+                if spoke.healthy:
+                    self._event(now, spec.name, "unreachable", spec.name, str(exc)[:200])
+                spoke.healthy, spoke.health = False, "Unreachable"
+                spoke.message = f"no answer: {str(exc)[:200]}"
+            return
+        if not spoke.healthy:
+            self._event(now, spec.name, "healthy", spec.name)
+        spoke.failures = 0
+        spoke.healthy, spoke.health, spoke.message = True, "Healthy", "answering"
+        spoke.last_contact = now
+
+    async def _write_spoke_status(self, obj: Obj, spoke: Spoke, now: datetime) -> None:
+        status: Obj = {
+            "health": spoke.health,
+            "message": spoke.message,
+            "capacity": dict(spoke.capacity.items()),
+        }
+        if spoke.last_contact is not None:
+            status["lastContactTime"] = _stamp(spoke.last_contact)
+        if spoke.forecast_issued_at is not None:
+            status["forecastAgeSeconds"] = int((now - spoke.forecast_issued_at).total_seconds())
+        status["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "True" if spoke.healthy else "False",
+                "reason": spoke.health,
+                "message": spoke.message,
+                "lastTransitionTime": _stamp(spoke.last_contact or now),
+            }
+        ]
+        old = dict(obj.get("status") or {})
+        old_ready = [c for c in old.get("conditions") or [] if c.get("type") == "Ready"]
+        if old_ready and old_ready[0].get("status") == status["conditions"][0]["status"]:
+            status["conditions"][0]["lastTransitionTime"] = old_ready[0].get("lastTransitionTime")
+        if {k: old.get(k) for k in status} == status:
+            return
+        body = copy.deepcopy(obj)
+        body["status"] = {**old, **status}
+        try:
+            await self.hub.replace(f"{CARBONCLUSTERS}/{obj['metadata']['name']}/status", body)
+        except ConflictError:
+            self.counters.conflicts += 1
+
+    # -- 2. collect -------------------------------------------------------------------------
+
+    async def _collect(self, now: datetime) -> list[HubWorkload]:
+        jobs = await self.hub.list_items(JOBS)
+        by_uid = {str(j["metadata"].get("uid")): j for j in jobs}
+        found: list[HubWorkload] = []
+        candidates: list[tuple[Kind, Obj]] = [
+            ("Job", j)
+            for j in jobs
+            if (j["metadata"].get("labels") or {}).get(MANAGED_LABEL) == "true"
+            and QUEUE_LABEL not in (j["metadata"].get("labels") or {})
+            and HUB_UID_LABEL not in (j["metadata"].get("labels") or {})
+        ]
+        extra: tuple[tuple[Kind, str], ...] = (("Workload", WORKLOADS), ("AppWrapper", APPWRAPPERS))
+        for kind, path in extra:
+            try:
+                items = await self.hub.list_items(path)
+            except NotFoundError:  # the kind is not installed on this hub
+                continue
+            candidates += [(kind, o) for o in items if self._ours(kind, o)]
+        for kind, obj in candidates:
+            seen = read_workload(kind, obj, self._cconfig, now, by_uid)
+            if isinstance(seen, NotHeld):
+                if seen.unusable:
+                    self.counters.errors += 1
+                continue
+            found.append(seen)
+        return found
+
+    def _ours(self, kind: Kind, obj: Obj) -> bool:
+        annotations = obj["metadata"].get("annotations") or {}
+        if PLACED_CLUSTER in annotations or DONE_SECONDS in annotations:
+            return True
+        if kind == "AppWrapper":
+            gates = (obj.get("spec") or {}).get("dispatchingGates") or []
+            return any(g.get("name") == HOLD_GATE for g in gates)
+        return self._our_check(obj) is not None
+
+    def _our_check(self, workload: Obj) -> Obj | None:
+        for check in (workload.get("status") or {}).get("admissionChecks") or []:
+            if check.get("name") in self._check_names:
+                return dict(check)
+        return None
+
+    _check_names: frozenset[str] = frozenset()
+
+    async def _refresh_checks(self, now: datetime) -> None:
+        """Find our AdmissionChecks and mark them Active (Kueue deactivates queues otherwise)."""
+        try:
+            checks = await self.hub.list_items("/apis/kueue.x-k8s.io/v1beta2/admissionchecks")
+        except NotFoundError:
+            return
+        names = set()
+        for check in checks:
+            if (check.get("spec") or {}).get(
+                "controllerName"
+            ) != self.config.admission_check_controller:
+                continue
+            names.add(str(check["metadata"]["name"]))
+            if condition_true(check, "Active"):
+                continue
+            body = copy.deepcopy(check)
+            body.setdefault("status", {})["conditions"] = [
+                c
+                for c in (check.get("status") or {}).get("conditions") or []
+                if c.get("type") != "Active"
+            ] + [
+                {
+                    "type": "Active",
+                    "status": "True",
+                    "reason": "Active",
+                    "message": "carbonshift hub controller is answering this check",
+                    "lastTransitionTime": _stamp(now),
+                    "observedGeneration": check["metadata"].get("generation", 1),
+                }
+            ]
+            try:
+                await self.hub.replace(
+                    f"/apis/kueue.x-k8s.io/v1beta2/admissionchecks/{check['metadata']['name']}/status",
+                    body,
+                )
+            except ConflictError:
+                self.counters.conflicts += 1
+        self._check_names = frozenset(names)
+
+    # -- 3. mirror hub Jobs -----------------------------------------------------------------
+
+    def _spoke_job(self, w: HubWorkload, cluster: str) -> Obj:
+        job = w.obj
+        meta, spec = job["metadata"], job.get("spec") or {}
+        template = copy.deepcopy(spec.get("template") or {})
+        tmeta = template.setdefault("metadata", {})
+        labels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _TEMPLATE_LABELS}
+        tmeta["labels"] = labels
+        tmeta.setdefault("annotations", {})[RUNTIME] = f"{int(w.remaining.total_seconds())}s"
+        body_labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != MANAGED_LABEL}
+        body_labels[HUB_UID_LABEL] = w.uid
+        body_labels[MANAGED_LABEL] = "false"  # a spoke's own carbonshift must not hold it again
+        annotations = {
+            k: v
+            for k, v in (meta.get("annotations") or {}).items()
+            if k.startswith("carbonshift.io/")
+        }
+        annotations[PLACED_CLUSTER] = cluster
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "labels": body_labels,
+                "annotations": annotations,
+            },
+            "spec": {
+                **{k: spec[k] for k in ("parallelism", "completions", "backoffLimit") if k in spec},
+                "suspend": False,
+                "template": template,
+            },
+        }
+
+    async def _ensure_copy(self, w: HubWorkload, spoke: Spoke, now: datetime) -> Obj | None:
+        """The spoke copy of hub Job ``w``, created when missing; None when it cannot be."""
+        assert spoke.api is not None
+        meta = w.obj["metadata"]
+        path = _path("Job", meta["namespace"], meta["name"])
+        try:
+            found = await spoke.api.get(path)
+        except NotFoundError:
+            found = None
+        if found is not None:
+            if (found["metadata"].get("labels") or {}).get(HUB_UID_LABEL) == w.uid:
+                return found
+            # a copy of an older hub object of the same name: remove it, create next time
+            await spoke.api.delete(path)
+            self._event(now, w.key, "removed-stale-copy", spoke.spec.name)
+            return None
+        with contextlib.suppress(ConflictError):
+            await spoke.api.create(
+                "/api/v1/namespaces",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": meta["namespace"]}},
+            )
+        try:
+            created = await spoke.api.create(
+                _path("Job", meta["namespace"]), self._spoke_job(w, spoke.spec.name)
+            )
+        except ConflictError:  # created meanwhile (another hub replica): adopt next time
+            self.counters.adopted += 1
+            return None
+        self.counters.spoke_creates += 1
+        self._event(now, w.key, "created-in-spoke", spoke.spec.name)
+        return created
+
+    async def _mirror_jobs(self, now: datetime, workloads: list[HubWorkload]) -> None:
+        for w in workloads:
+            if w.kind != "Job" or w.state != "placed" or w.placed is None:
+                continue
+            spoke = self.spokes.get(w.placed)
+            if spoke is None or not spoke.healthy or spoke.api is None:
+                continue
+            try:
+                copy_ = await self._ensure_copy(w, spoke, now)
+                if copy_ is None:
+                    continue
+                await self._mirror_one(w, spoke, copy_, now)
+            except ConflictError:
+                self.counters.conflicts += 1
+            except CarbonshiftError as exc:
+                self.counters.errors += 1
+                _LOG.warning("mirroring %s from %s failed: %s", w.key, w.placed, exc)
+
+    async def _mirror_one(self, w: HubWorkload, spoke: Spoke, remote: Obj, now: datetime) -> None:
+        assert spoke.api is not None
+        status = remote.get("status") or {}
+        finished = condition_true(remote, "Complete") or condition_true(remote, "Failed")
+        meta = w.obj["metadata"]
+        if finished:
+            fresh = await self.hub.get(_path("Job", meta["namespace"], meta["name"]))
+            body = copy.deepcopy(fresh)
+            hub_status = dict(fresh.get("status") or {})
+            kept = [c for c in hub_status.get("conditions") or [] if c.get("type") == "Suspended"]
+            hub_status.update(
+                {
+                    k: status[k]
+                    for k in ("startTime", "completionTime", "succeeded", "failed")
+                    if k in status
+                }
+            )
+            hub_status["active"] = 0
+            hub_status["conditions"] = kept + [
+                c for c in status.get("conditions") or [] if c.get("type") != "Suspended"
+            ]
+            body["status"] = hub_status
+            await self.hub.replace(_path("Job", meta["namespace"], meta["name"]) + "/status", body)
+            self.counters.mirrored += 1
+            outcome = "Complete" if condition_true(remote, "Complete") else "Failed"
+            self._event(now, w.key, f"finished-{outcome.lower()}", spoke.spec.name)
+            if await spoke.api.delete(_path("Job", meta["namespace"], meta["name"])):
+                self.counters.cleaned += 1
+            return
+        summary = json.dumps(
+            {
+                "cluster": spoke.spec.name,
+                "active": status.get("active", 0),
+                "succeeded": status.get("succeeded", 0),
+                "failed": status.get("failed", 0),
+                "startTime": status.get("startTime"),
+            },
+            sort_keys=True,
+        )
+        if w.annotations.get(SPOKE_STATUS) != summary:
+            await self._annotate(w, {SPOKE_STATUS: summary})
+
+    # -- 4. plan ----------------------------------------------------------------------------
+
+    def _pending(self, now: datetime, workloads: list[HubWorkload]) -> list[Pending]:
+        pending: list[Pending] = []
+        for w in workloads:
+            if w.state in ("held", "suspended"):
+                runtime = w.remaining
+                pending.append(
+                    Pending(
+                        w.key, dict(w.intent.demand), runtime, w.intent.deadline, w.intent.created
+                    )
+                )
+            elif (
+                w.state == "placed"
+                and w.interruptible
+                and w.kind == "Job"
+                and w.released_at is not None
+                and w.placed in self._healthy()
+            ):
+                end = w.expected_end
+                assert end is not None
+                if end - now <= timedelta(seconds=self.config.planning.slot_minutes * 60):
+                    continue  # finishes within the slot: not worth a restart
+                pending.append(
+                    Pending(
+                        w.key,
+                        dict(w.intent.demand),
+                        end - now,
+                        w.intent.deadline,
+                        w.intent.created,
+                        running_on=w.placed,
+                    )
+                )
+        return pending
+
+    def _healthy(self) -> dict[str, Spoke]:
+        return {n: s for n, s in self.spokes.items() if s.healthy}
+
+    def _placed(
+        self, now: datetime, workloads: list[HubWorkload], moving: set[str]
+    ) -> list[Placed]:
+        out: list[Placed] = []
+        slot = timedelta(minutes=self.config.planning.slot_minutes)
+        for w in workloads:
+            if w.state != "placed" or w.placed is None or w.key in moving:
+                continue
+            end = w.expected_end or now + slot
+            out.append(Placed(w.placed, dict(w.intent.demand), max(end, now + slot)))
+        return out
+
+    def _plan(self, now: datetime, workloads: list[HubWorkload]) -> HubRound | None:
+        pending = self._pending(now, workloads)
+        keys = frozenset(p.key for p in pending)
+        healthy = self._healthy()
+        slot0 = slot_floor(now, self.config.planning.slot_minutes)
+        due = (
+            self._planned_slot != slot0
+            or frozenset(healthy) != self._planned_spokes
+            or (self.config.planning.plan_on_arrival and not keys <= self._planned_keys)
+        )
+        if not due and self.last_round is not None:
+            return None
+        views = [
+            SpokeView(
+                name,
+                s.spec.zone,
+                s.capacity,
+                s.spec.watts_per_unit,
+                s.spec.pue,
+                s.spec.embodied_g_per_unit_hour,
+            )
+            for name, s in sorted(healthy.items())
+        ]
+        moving = {p.key for p in pending if p.running_on is not None}
+        round_ = plan_hub(
+            self.config,
+            now,
+            pending,
+            views,
+            self._placed(now, workloads, moving),
+            {name: self.sources[name] for name in healthy},
+        )
+        for name, forecast in round_.forecasts.items():
+            self.spokes[name].forecast_issued_at = forecast.issued_at
+        self.counters.plans += 1
+        self.last_round = round_
+        self._planned_slot, self._planned_keys = slot0, keys
+        self._planned_spokes = frozenset(healthy)
+        return round_
+
+    # -- 5. act -----------------------------------------------------------------------------
+
+    async def _annotate(self, w: HubWorkload, annotations: Mapping[str, str | None]) -> Obj:
+        meta = w.obj["metadata"]
+        body = {
+            "metadata": {
+                "resourceVersion": meta["resourceVersion"],
+                "annotations": dict(annotations),
+            }
+        }
+        return await self.hub.patch(_path(w.kind, meta["namespace"], meta["name"]), body)
+
+    async def _act(self, now: datetime, workloads: list[HubWorkload], round_: HubRound) -> None:
+        for w in workloads:
+            decision = round_.decisions.get(w.key)
+            if decision is None:
+                continue
+            try:
+                if w.state == "placed":
+                    if not decision.start_now:
+                        await self._suspend(w, decision, now)
+                    continue
+                if decision.start_now and decision.cluster is not None:
+                    await self._release(w, decision, now)
+                else:
+                    await self._hold(w, decision, now)
+            except ConflictError:
+                self.counters.conflicts += 1  # re-read and decided again next reconcile
+            except CarbonshiftError as exc:
+                self.counters.errors += 1
+                _LOG.warning("acting on %s failed: %s", w.key, exc)
+
+    async def _hold(self, w: HubWorkload, d: Decision, now: datetime) -> None:
+        want = {
+            PLANNED_CLUSTER: d.cluster or "",
+            PLANNED_START: _stamp(d.start),
+            REASON: d.reason,
+        }
+        if any(w.annotations.get(k) != v for k, v in want.items()):
+            w = _with_obj(w, await self._annotate(w, want))
+        if w.kind == "Job" and not (w.obj.get("spec") or {}).get("suspend"):
+            meta = w.obj["metadata"]
+            await self.hub.patch(
+                _path("Job", meta["namespace"], meta["name"]),
+                {
+                    "metadata": {"resourceVersion": meta["resourceVersion"]},
+                    "spec": {"suspend": True},
+                },
+            )
+        if w.kind == "Workload":
+            wait_s = max(
+                1, min(self.config.max_requeue_s, math.ceil((d.start - now).total_seconds()))
+            )
+            await self._set_check(w, "Retry", d.reason, requeue_after_s=wait_s)
+
+    async def _release(self, w: HubWorkload, d: Decision, now: datetime) -> None:
+        cluster = d.cluster
+        assert cluster is not None
+        if w.kind == "Workload" and (w.obj.get("status") or {}).get("admission") is None:
+            # evicted by an earlier Retry and not yet requeued: Kueue brings it back, then we
+            # release it; until then, say so.
+            await self._hold(w, d, now)
+            return
+        plan = {
+            PLANNED_CLUSTER: cluster,
+            PLANNED_START: _stamp(d.start),
+            REASON: d.reason,
+            PLACED_CLUSTER: cluster,
+            RELEASED_AT: _stamp(now),
+        }
+        meta = w.obj["metadata"]
+        if w.kind == "AppWrapper":
+            gates = [
+                g
+                for g in (w.obj.get("spec") or {}).get("dispatchingGates") or []
+                if g.get("name") != HOLD_GATE
+            ]
+            body = {
+                "metadata": {"resourceVersion": meta["resourceVersion"], "annotations": plan},
+                "spec": {
+                    "dispatchingGates": gates,
+                    "schedulingSpec": {
+                        "clusterScheduling": {"policyResult": {"targetCluster": {"name": cluster}}}
+                    },
+                },
+            }
+            await self.hub.patch(_path("AppWrapper", meta["namespace"], meta["name"]), body)
+        else:
+            updated = await self._annotate(w, plan)  # write-ahead: a restart finds it here
+            w = _with_obj(w, updated)
+            if w.kind == "Workload":
+                await self._set_check(
+                    w,
+                    "Ready",
+                    d.reason,
+                    pod_set_updates=[
+                        {
+                            "name": ps.get("name", "main"),
+                            "annotations": {PLANNED_CLUSTER: cluster, RELEASED_AT: _stamp(now)},
+                        }
+                        for ps in (w.obj.get("spec") or {}).get("podSets") or [{"name": "main"}]
+                    ],
+                )
+                await self.hub.apply(
+                    _path("Workload", meta["namespace"], meta["name"]) + "/status",
+                    {
+                        "apiVersion": "kueue.x-k8s.io/v1beta2",
+                        "kind": "Workload",
+                        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                        "status": {"nominatedClusterNames": [cluster]},
+                    },
+                    self.config.field_manager,
+                )
+            else:
+                spoke = self.spokes.get(cluster)
+                if spoke is not None and spoke.healthy and spoke.api is not None:
+                    await self._ensure_copy(_with_state(w, "placed", cluster, now), spoke, now)
+        self.counters.releases += 1
+        self._event(now, w.key, "released", cluster, d.reason)
+
+    async def _suspend(self, w: HubWorkload, d: Decision, now: datetime) -> None:
+        """Stop interruptible running work the plan moves to later; count what it did."""
+        if w.kind != "Job" or w.placed is None or w.released_at is None:
+            return
+        spoke = self.spokes.get(w.placed)
+        if spoke is None or spoke.api is None:
+            return
+        meta = w.obj["metadata"]
+        ran_s = max(0.0, (now - w.released_at).total_seconds())
+        # the restart overhead of a resumed piece is not useful work
+        useful_s = max(0.0, ran_s - (w.overhead.total_seconds() if w.done_s > 0 else 0.0))
+        await self._annotate(
+            w,
+            {
+                PLACED_CLUSTER: None,
+                RELEASED_AT: None,
+                SPOKE_STATUS: None,
+                DONE_SECONDS: str(int(w.done_s + useful_s)),
+                PLANNED_CLUSTER: d.cluster or "",
+                PLANNED_START: _stamp(d.start),
+                REASON: f"suspended: {d.reason}",
+            },
+        )
+        await spoke.api.delete(_path("Job", meta["namespace"], meta["name"]))
+        self.counters.suspended += 1
+        self._event(now, w.key, "suspended", w.placed, d.reason)
+
+    async def _set_check(
+        self,
+        w: HubWorkload,
+        state: str,
+        message: str,
+        *,
+        requeue_after_s: int | None = None,
+        pod_set_updates: list[Obj] | None = None,
+    ) -> None:
+        """Write our entry of ``status.admissionChecks`` only (a conflict re-reads next time)."""
+        meta = w.obj["metadata"]
+        path = _path("Workload", meta["namespace"], meta["name"])
+        fresh = await self.hub.get(path)
+        status = dict(fresh.get("status") or {})
+        if status.get("admission") is None:
+            return  # Kueue only evaluates checks of workloads with quota reserved
+        checks = [dict(c) for c in status.get("admissionChecks") or []]
+        changed = False
+        for check in checks:
+            if check.get("name") not in self._check_names:
+                continue
+            want: Obj = {"state": state, "message": message[:1000]}
+            if requeue_after_s is not None:
+                want["requeueAfterSeconds"] = requeue_after_s
+            if pod_set_updates is not None:
+                want["podSetUpdates"] = pod_set_updates
+            if any(check.get(k) != v for k, v in want.items()):
+                if check.get("state") != state:
+                    check["lastTransitionTime"] = _stamp(self.clock.now())
+                check.update(want)
+                if requeue_after_s is None:
+                    check.pop("requeueAfterSeconds", None)
+                changed = True
+        if not changed:
+            return
+        body = copy.deepcopy(fresh)
+        body["status"] = {**status, "admissionChecks": checks}
+        await self.hub.replace(path + "/status", body)
+
+    # -- 6. clean up ------------------------------------------------------------------------
+
+    async def _collect_garbage(self, now: datetime, workloads: list[HubWorkload]) -> None:
+        live = {w.uid: w.placed for w in workloads if w.kind == "Job" and w.state == "placed"}
+        for name, spoke in self._healthy().items():
+            if spoke.api is None:
+                continue
+            try:
+                copies = await spoke.api.list_items(JOBS, labelSelector=HUB_UID_LABEL)
+                for job in copies:
+                    uid = (job["metadata"].get("labels") or {}).get(HUB_UID_LABEL)
+                    if live.get(str(uid)) == name:
+                        continue
+                    meta = job["metadata"]
+                    if await spoke.api.delete(_path("Job", meta["namespace"], meta["name"])):
+                        self.counters.cleaned += 1
+                        self._event(now, f"Job/{meta['namespace']}/{meta['name']}", "cleaned", name)
+            except CarbonshiftError as exc:
+                self.counters.errors += 1
+                _LOG.warning("cleaning spoke %s failed: %s", name, exc)
+
+    # -- the pipeline -----------------------------------------------------------------------
+
+    async def reconcile(self) -> HubRound | None:
+        """One pass of the pipeline (module doc); answers the planning round if one ran."""
+        now = self.clock.now()
+        await self._refresh_spokes(now)
+        await self._refresh_checks(now)
+        workloads = await self._collect(now)
+        await self._mirror_jobs(now, workloads)
+        workloads = await self._collect(now)
+        round_ = self._plan(now, workloads)
+        if round_ is None and self.last_round is not None:
+            round_ = self._due_from_last(now)
+        if round_ is not None:
+            await self._act(now, workloads, round_)
+        workloads = await self._collect(now)
+        await self._collect_garbage(now, workloads)
+        return round_
+
+    def _due_from_last(self, now: datetime) -> HubRound:
+        """The last plan, with starts that have come marked as due (between planning calls)."""
+        assert self.last_round is not None
+        decisions = {
+            k: Decision(
+                d.key,
+                d.cluster,
+                d.start,
+                d.start_now or (d.cluster is not None and now >= d.start),
+                d.reason,
+            )
+            for k, d in self.last_round.decisions.items()
+        }
+        return HubRound(
+            self.last_round.slot0,
+            self.last_round.instance,
+            self.last_round.result,
+            self.last_round.forecasts,
+            decisions,
+        )
+
+    async def run(self, resync_s: float = 30.0) -> None:
+        """Reconcile forever, every ``resync_s`` of the clock (errors are logged, not fatal)."""
+        while True:
+            try:
+                await self.reconcile()
+            except CarbonshiftError as exc:
+                self.counters.errors += 1
+                _LOG.warning("reconcile failed: %s", exc)
+            except KubeError as exc:  # pragma: no cover - KubeError is a CarbonshiftError
+                _LOG.warning("reconcile failed: %s", exc)
+            await self.clock.sleep_until(self.clock.now() + timedelta(seconds=resync_s))
+
+
+def _with_obj(w: HubWorkload, obj: Obj) -> HubWorkload:
+    return HubWorkload(
+        w.kind,
+        obj,
+        w.intent,
+        w.state,
+        w.placed,
+        w.released_at,
+        w.interruptible,
+        w.overhead,
+        w.done_s,
+    )
+
+
+def _with_state(w: HubWorkload, state: str, cluster: str, now: datetime) -> HubWorkload:
+    return HubWorkload(
+        w.kind, w.obj, w.intent, "placed", cluster, now, w.interruptible, w.overhead, w.done_s
+    )

@@ -1,0 +1,140 @@
+"""The spoke inventory: ``CarbonCluster`` objects on the hub, and a live view of each spoke.
+
+A ``CarbonCluster`` (``carbonshift.io/v1alpha1``, cluster-scoped) names one spoke::
+
+    spec:
+      zone: DE                                 # grid zone of the embedded carbon data
+      kubeconfigSecretRef: {name: spoke-de, key: kubeconfig}   # in the hub's namespace
+      wattsPerUnit: {cpu: 10}                  # W per unit in use
+      pue: 1.2
+      embodiedGPerUnitHour: {cpu: 2.0}
+    status:
+      health: Healthy | Unreachable | Misconfigured
+      capacity: {cpu: 24}                      # Ready, schedulable nodes' allocatable
+      lastContactTime, forecastAgeSeconds, message, conditions[Ready]
+
+:func:`parse_spoke` reads the spec; :class:`Spoke` is the controller's connection and
+what it last learnt. Capacity is in planning units (cpu cores, memory GiB, gpu devices).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from carbonshift.errors import InputError
+from carbonshift.k8s.intent import parse_quantity
+from carbonshift.k8s.multicluster.api import HubApi
+
+__all__ = ["CARBONCLUSTERS", "Spoke", "SpokeSpec", "node_capacity", "parse_spoke"]
+
+Obj = dict[str, Any]
+CARBONCLUSTERS = "/apis/carbonshift.io/v1alpha1/carbonclusters"
+_UNIT = {"memory": Decimal(2) ** 30}
+
+
+@dataclass(frozen=True, slots=True)
+class SpokeSpec:
+    """What a ``CarbonCluster`` says about one spoke."""
+
+    name: str
+    zone: str
+    secret_name: str
+    secret_key: str
+    watts_per_unit: Mapping[str, float]
+    pue: float
+    embodied_g_per_unit_hour: Mapping[str, float]
+
+
+def _floats(raw: Any, what: str) -> dict[str, float]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise InputError(f"{what} is {raw!r}; write a mapping like {{cpu: 10}}")
+    out: dict[str, float] = {}
+    for key, value in raw.items():
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = -1.0
+        if not number >= 0:
+            raise InputError(f"{what}.{key} is {value!r}; write a number >= 0")
+        out[str(key)] = number
+    return out
+
+
+def parse_spoke(obj: Obj) -> SpokeSpec:
+    """The spec of a ``CarbonCluster``; a bad field raises InputError naming it."""
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    spec = obj.get("spec") or {}
+    zone = spec.get("zone")
+    if not zone:
+        raise InputError(f"CarbonCluster {name!r}: spec.zone is missing; write e.g. zone: DE")
+    ref = spec.get("kubeconfigSecretRef") or {}
+    if not ref.get("name"):
+        raise InputError(
+            f"CarbonCluster {name!r}: spec.kubeconfigSecretRef.name is missing; name the "
+            "Secret holding the spoke's kubeconfig"
+        )
+    try:
+        pue = float(spec.get("pue", 1.0))
+    except (TypeError, ValueError):
+        pue = 0.0
+    if not pue >= 1.0:
+        raise InputError(f"CarbonCluster {name!r}: spec.pue {spec.get('pue')!r} must be >= 1")
+    return SpokeSpec(
+        name=name,
+        zone=str(zone),
+        secret_name=str(ref["name"]),
+        secret_key=str(ref.get("key", "kubeconfig")),
+        watts_per_unit=_floats(spec.get("wattsPerUnit"), f"CarbonCluster {name!r} wattsPerUnit"),
+        pue=pue,
+        embodied_g_per_unit_hour=_floats(
+            spec.get("embodiedGPerUnitHour"), f"CarbonCluster {name!r} embodiedGPerUnitHour"
+        ),
+    )
+
+
+def node_capacity(nodes: list[Obj], resources: tuple[str, ...]) -> dict[str, float]:
+    """Allocatable of Ready, schedulable nodes, in planning units."""
+    total = {r: Decimal(0) for r in resources}
+    for node in nodes:
+        if (node.get("spec") or {}).get("unschedulable"):
+            continue
+        conditions = (node.get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            continue
+        allocatable = (node.get("status") or {}).get("allocatable") or {}
+        for r in resources:
+            if r in allocatable:
+                total[r] += parse_quantity(allocatable[r], what=f"node {r}")
+    return {r: float(total[r] / _UNIT.get(r, Decimal(1))) for r in resources}
+
+
+def kubeconfig_from_secret(secret: Obj, key: str) -> str:
+    """The kubeconfig text stored under ``key`` of a Secret (``data`` is base64)."""
+    data = secret.get("data") or {}
+    if key not in data:
+        name = (secret.get("metadata") or {}).get("name")
+        raise InputError(f"Secret {name!r} has no key {key!r}; store the kubeconfig under it")
+    return base64.b64decode(data[key]).decode()
+
+
+@dataclass(slots=True)
+class Spoke:
+    """One spoke as the hub sees it now."""
+
+    spec: SpokeSpec
+    api: HubApi | None = None
+    kubeconfig: str = ""
+    healthy: bool = False
+    health: str = "Unknown"
+    message: str = ""
+    failures: int = 0
+    capacity: dict[str, float] = field(default_factory=dict)
+    last_contact: datetime | None = None
+    forecast_issued_at: datetime | None = None

@@ -1,0 +1,24 @@
+"""Custom kinds for fake clusters: CRDs and small emulations (docs/multicluster.md).
+
+The CRDs of :mod:`.crds` install through ``FakeKubeConfig(custom_resources=all_crds())``.
+"""
+
+from carbonshift.testing.fakekube_kinds.crds import (
+    APPWRAPPER_API,
+    CARBONCLUSTER_API,
+    KUEUE_API,
+    all_crds,
+    appwrapper_crd,
+    carboncluster_crd,
+    kueue_crds,
+)
+
+__all__ = [
+    "APPWRAPPER_API",
+    "CARBONCLUSTER_API",
+    "KUEUE_API",
+    "all_crds",
+    "appwrapper_crd",
+    "carboncluster_crd",
+    "kueue_crds",
+]

@@ -1,0 +1,234 @@
+"""A fake hub and spokes in one virtual time, and the hub controller wired to them.
+
+Every fake cluster runs in its own thread (``run_fakekube``); blocking calls into them go
+through ``asyncio.to_thread``. :meth:`Fleet.step` moves every clock together, runs one hub
+reconcile and lets the spokes' emulated controllers start what was created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from carbonshift.k8s.client import connect
+from carbonshift.k8s.clock import ExternalClock
+from carbonshift.k8s.multicluster import HubConfig, HubController
+from carbonshift.k8s.multicluster.api import HubApi
+from carbonshift.k8s.multicluster.workloads import HOLD_GATE, QUEUE_LABEL
+from carbonshift.testing.fakekube import FakeKube, FakeKubeConfig, run_fakekube
+from carbonshift.testing.fakekube_kinds import all_crds
+
+Obj = dict[str, Any]
+HUB_NS = "carbonshift-system"
+
+#: spoke name -> (grid zone, watts per core)
+SPOKES: dict[str, tuple[str, float]] = {"ca-on": ("CA-ON", 10.0), "de": ("DE", 10.0)}
+
+
+@dataclass
+class Fleet:
+    hub: FakeKube
+    spokes: dict[str, FakeKube]
+    clock: ExternalClock
+    config: HubConfig
+    controller: HubController | None = None
+    extra_settle: list[Any] = field(default_factory=list)
+
+    @property
+    def kubes(self) -> list[FakeKube]:
+        return [self.hub, *self.spokes.values()]
+
+    def now(self) -> datetime:
+        return self.hub.now()
+
+    async def start_controller(self) -> HubController:
+        api = HubApi(await connect(str(self.hub.kubeconfig), self.clock))
+        self.controller = HubController(self.config, api, self.clock)
+        return self.controller
+
+    async def stop_controller(self) -> None:
+        if self.controller is not None:
+            await self.controller.close()
+            await self.controller.hub.close()
+            self.controller = None
+
+    async def settle(self) -> None:
+        for kube in self.kubes:
+            await kube.settle_async()
+        for fn in self.extra_settle:
+            await fn()
+
+    async def step(self, minutes: float) -> None:
+        for kube in self.kubes:
+            await kube.advance_async(minutes=minutes)
+        await self.settle()
+        if self.controller is not None:
+            await self.controller.reconcile()
+        await self.settle()
+
+    async def create(self, kube: FakeKube, obj: Obj) -> Obj:
+        result: Obj = await asyncio.to_thread(kube.create, obj)
+        return result
+
+    async def get(
+        self, kube: FakeKube, kind: str, name: str, namespace: str = "", api_version: str = "v1"
+    ) -> Obj:
+        result: Obj = await asyncio.to_thread(kube.get, kind, name, namespace, api_version)
+        return result
+
+    async def list(
+        self, kube: FakeKube, kind: str, namespace: str | None = None, api_version: str = "v1"
+    ) -> list[Obj]:
+        result: list[Obj] = await asyncio.to_thread(kube.list, kind, namespace, api_version)
+        return result
+
+
+def carbon_cluster(name: str, zone: str, watts: float) -> Obj:
+    return {
+        "apiVersion": "carbonshift.io/v1alpha1",
+        "kind": "CarbonCluster",
+        "metadata": {"name": name},
+        "spec": {
+            "zone": zone,
+            "kubeconfigSecretRef": {"name": f"spoke-{name}", "key": "kubeconfig"},
+            "wattsPerUnit": {"cpu": watts},
+            "pue": 1.2,
+            "embodiedGPerUnitHour": {"cpu": 1.0},
+        },
+    }
+
+
+def kubeconfig_secret(name: str, kube: FakeKube) -> Obj:
+    text = kube.kubeconfig.read_text()
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": f"spoke-{name}", "namespace": HUB_NS},
+        "data": {"kubeconfig": base64.b64encode(text.encode()).decode()},
+    }
+
+
+def hub_job(
+    name: str,
+    *,
+    cpu: int = 2,
+    runtime_h: float = 2,
+    deadline_h: float = 12,
+    namespace: str = "batch",
+    interruptible: bool = False,
+    overhead: str = "",
+    queue: str = "",
+) -> Obj:
+    """A hub Job that opts in (or a Kueue-queued one when ``queue`` is set), suspended."""
+    runtime = f"{int(runtime_h * 60)}m"
+    annotations = {
+        "carbonshift.io/expected-runtime": runtime,
+        "carbonshift.io/deadline": f"{int(deadline_h * 60)}m",
+    }
+    if interruptible:
+        annotations["carbonshift.io/interruptible"] = "true"
+    if overhead:
+        annotations["carbonshift.io/restart-overhead"] = overhead
+    labels = {QUEUE_LABEL: queue} if queue else {"carbonshift.io/managed": "true"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations,
+        },
+        "spec": {
+            "suspend": True,
+            "template": {
+                "metadata": {"annotations": {"carbonshift.io/expected-runtime": runtime}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": str(cpu)}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def appwrapper(name: str, *, cpu: int = 2, runtime_h: float = 2, deadline_h: float = 12) -> Obj:
+    """An MCAD AppWrapper with one Job item, created behind our dispatching gate."""
+    job = hub_job(name, cpu=cpu, runtime_h=runtime_h, deadline_h=deadline_h)
+    item = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": job["spec"],
+    }
+    item["spec"] = {**job["spec"], "suspend": False}
+    return {
+        "apiVersion": "workload.codeflare.dev/v1beta1",
+        "kind": "AppWrapper",
+        "metadata": {
+            "name": name,
+            "namespace": "batch",
+            "annotations": job["metadata"]["annotations"],
+        },
+        "spec": {
+            "dispatchingGates": [{"name": HOLD_GATE}],
+            "resources": {"GenericItems": [{"replicas": 1, "generictemplate": item}]},
+        },
+    }
+
+
+@contextlib.asynccontextmanager
+async def fleet(
+    start: datetime,
+    *,
+    spokes: dict[str, tuple[str, float]] | None = None,
+    nodes: int = 2,
+    cpu: str = "8",
+    config: HubConfig | None = None,
+) -> AsyncIterator[Fleet]:
+    """A hub (no nodes, every CRD) and spokes (``nodes`` x ``cpu``), all at ``start``."""
+    spokes = spokes or SPOKES
+    with contextlib.ExitStack() as stack:
+        hub = stack.enter_context(
+            run_fakekube(FakeKubeConfig(nodes=0, start=start, custom_resources=all_crds()))
+        )
+        kubes = {
+            name: stack.enter_context(
+                run_fakekube(FakeKubeConfig(nodes=nodes, cpu=cpu, start=start, seed=i + 1))
+            )
+            for i, name in enumerate(spokes)
+        }
+        f = Fleet(
+            hub,
+            kubes,
+            ExternalClock(hub.now, poll_s=3600.0),
+            config
+            or HubConfig.model_validate({"planning": {"policy": "caspian", "forecast": "oracle"}}),
+        )
+        for ns in (HUB_NS, "batch"):
+            await f.create(hub, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for name, (zone, watts) in spokes.items():
+            await f.create(hub, kubeconfig_secret(name, kubes[name]))
+            await f.create(hub, carbon_cluster(name, zone, watts))
+        try:
+            yield f
+        finally:
+            await f.stop_controller()
+            for kube in f.kubes:
+                errors = kube.cluster.controller_errors
+                assert not errors, f"a fake cluster's emulated controllers failed: {errors}"
+
+
+def step_minutes(total: timedelta, step: timedelta) -> int:
+    return int(total / step)

@@ -1,0 +1,53 @@
+"""Hub/spoke batch/v1 Jobs on a fake hub and two fake spokes, in virtual time (fast tier)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from carbonshift.k8s.multicluster.workloads import (
+    HUB_UID_LABEL,
+    PLACED_CLUSTER,
+    PLANNED_CLUSTER,
+    PLANNED_START,
+    REASON,
+    SPOKE_STATUS,
+)
+from carbonshift.units import parse_utc
+from tests.multicluster.harness import fleet, hub_job
+
+START = datetime(2023, 6, 1, tzinfo=UTC)
+
+
+async def test_a_hub_job_is_held_then_runs_once_in_the_planned_spoke_at_the_planned_time() -> None:
+    async with fleet(START) as f:
+        await f.create(f.hub, hub_job("train", cpu=4, runtime_h=2, deadline_h=14))
+        controller = await f.start_controller()
+        await f.step(0)
+        held = await f.get(f.hub, "Job", "train", "batch", "batch/v1")
+        notes = held["metadata"]["annotations"]
+        want_cluster, want_start = notes[PLANNED_CLUSTER], parse_utc(notes[PLANNED_START])
+        assert held["spec"]["suspend"] is True
+        assert notes[REASON]
+        seen_running = None
+        for _ in range(4 * 14):
+            await f.step(15)
+            for name, spoke in f.spokes.items():
+                for job in await f.list(spoke, "Job", "batch", "batch/v1"):
+                    seen_running = seen_running or (name, job)
+            hub = await f.get(f.hub, "Job", "train", "batch", "batch/v1")
+            if any(c["type"] == "Complete" for c in hub.get("status", {}).get("conditions", [])):
+                break
+        assert seen_running is not None, "the job never reached a spoke"
+        ran_in, copy_ = seen_running
+        assert ran_in == want_cluster
+        assert parse_utc(copy_["status"]["startTime"]) == want_start
+        assert copy_["metadata"]["labels"][HUB_UID_LABEL] == held["metadata"]["uid"]
+        hub = await f.get(f.hub, "Job", "train", "batch", "batch/v1")
+        assert hub["metadata"]["annotations"][PLACED_CLUSTER] == want_cluster
+        assert hub["status"]["succeeded"] == 1
+        assert parse_utc(hub["status"]["startTime"]) == want_start
+        assert json.loads(hub["metadata"]["annotations"][SPOKE_STATUS])["cluster"] == want_cluster
+        for spoke in f.spokes.values():  # cleaned up
+            assert await f.list(spoke, "Job", "batch", "batch/v1") == []
+        assert controller.counters.spoke_creates == 1
