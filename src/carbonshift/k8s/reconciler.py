@@ -165,6 +165,7 @@ class Controller:
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._next_plan: datetime | None = None
         self._idle_at: datetime | None = None
+        self._asleep_until: datetime | None = None
         self._stopping = False
         self._lock = asyncio.Lock()
 
@@ -233,9 +234,11 @@ class Controller:
             return
         sleeper = asyncio.create_task(self.clock.sleep_until(wake))
         waiter = asyncio.create_task(self._queue_ready())
+        self._asleep_until = wake
         try:
             await asyncio.wait((sleeper, waiter), return_when=asyncio.FIRST_COMPLETED)
         finally:
+            self._asleep_until = None
             for task in (sleeper, waiter):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -248,8 +251,9 @@ class Controller:
     async def until_idle(self, *, timeout_s: float = 30.0) -> None:
         """Wait (real time) until the loop has handled everything due at the clock's now."""
         began = time.monotonic()
-        while not (
-            self._idle_at is not None and self._idle_at >= self.clock.now() and self._queue.empty()
+        while not self._queue.empty() or not (
+            (self._idle_at is not None and self._idle_at >= self.clock.now())
+            or (self._asleep_until is not None and self._asleep_until > self.clock.now())
         ):
             if time.monotonic() - began > timeout_s:
                 raise TemporaryError(f"the controller did not settle within {timeout_s} s")
