@@ -44,7 +44,7 @@ def test_offline_advice_is_the_cheapest_start(capsys: pytest.CaptureFixture[str]
 @pytest.mark.parametrize(
     ("args", "want"),
     [
-        pytest.param(["--demand", "gpu=two"], "RESOURCE=UNITS@WATTS_PER_UNIT", id="bad-demand"),
+        pytest.param(["--demand", "gpu=two"], "RESOURCE=UNITS[@WATTS_PER_UNIT]", id="bad-demand"),
         pytest.param(["--kind", "index"], "no unit", id="index-kind"),
         pytest.param(["--zones", "XX-NOWHERE"], "XX-NOWHERE", id="unknown-zone"),
     ],
@@ -55,3 +55,22 @@ def test_bad_input(args: list[str], want: str, capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err
     assert want in err
     assert err.count("\n") == 1
+
+
+def test_forecast_show_embedded_marks_replay(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["forecast", "show", "--zone", "GB", "--source", "embedded", "--format", "json"]
+    assert main([*args, "--start", "2024-01-08T00:00Z", "--hours", "2"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    series = load_series("GB")
+    want = [
+        integral_g_h_per_kwh(series, t, t + timedelta(hours=1))
+        for t in (datetime(2023, 12, 25, h, tzinfo=UTC) for h in (0, 1))
+    ]
+    assert [v["value"] for v in shown["values"]] == pytest.approx(want)
+    assert shown["replayed_from"] is not None
+    assert shown["unit"] == "gCO2eq/kWh"
+
+
+def test_forecast_show_unknown_source(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["forecast", "show", "--zone", "GB", "--source", "nope"]) == 2
+    assert "is not known" in capsys.readouterr().err

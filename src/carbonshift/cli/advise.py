@@ -18,6 +18,9 @@ from carbonshift.units import format_utc, parse_duration, parse_utc
 
 __all__ = ["command"]
 
+#: W per unit of a --demand that names no watts (a mid-range server core or small GPU share)
+DEFAULT_WATTS_PER_UNIT = 100.0
+
 
 def command(
     duration: str = typer.Option(..., "--duration", help="Run time, like 3h or 90m."),
@@ -27,7 +30,10 @@ def command(
     earliest: str | None = typer.Option(None, "--earliest", help="Start no earlier (default now)."),
     power_w: float | None = typer.Option(None, "--power-w", help="Total power in W."),
     demand: list[str] = typer.Option(
-        [], "--demand", help="RESOURCE=UNITS@WATTS_PER_UNIT, repeatable, like gpu=2@300."
+        [],
+        "--demand",
+        help="RESOURCE=UNITS[@WATTS_PER_UNIT], repeatable, like gpu=2@300 or cpu=4 "
+        f"({DEFAULT_WATTS_PER_UNIT:g} W per unit when not given).",
     ),
     slot_minutes: int = typer.Option(60, "--slot-minutes", min=5, max=1440, help="Start grid."),
     kind: str = typer.Option("direct", "--kind", help="direct, lca or marginal."),
@@ -58,10 +64,12 @@ def command(
         resource, _, rest = item.partition("=")
         amount, _, per_unit = rest.partition("@")
         try:
-            units[resource], watts[resource] = float(amount), float(per_unit)
+            units[resource] = float(amount)
+            watts[resource] = float(per_unit) if per_unit else DEFAULT_WATTS_PER_UNIT
         except ValueError:
             raise InputError(
-                f"--demand {item!r} is not RESOURCE=UNITS@WATTS_PER_UNIT; write it like gpu=2@300"
+                f"--demand {item!r} is not RESOURCE=UNITS[@WATTS_PER_UNIT]; write it like "
+                "gpu=2@300 or cpu=4"
             ) from None
     start = (
         parse_utc(earliest, what="--earliest")

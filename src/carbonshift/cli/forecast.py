@@ -278,3 +278,82 @@ def methods_command(
         params = ", ".join(f"{k}={v}" for k, v in item["params"].items()) or "-"
         table.add_row(item["name"], params, item["summary"])
     Console().print(table)
+
+
+@app.command("show")
+def show_command(
+    zone: str = typer.Option(..., "--zone", help="Zone, like DE, GB, GB-R13 or CAISO_NORTH."),
+    source: str = typer.Option(
+        "embedded",
+        "--source",
+        help="electricitymaps, watttime, gb, carbon-aware-sdk, csv or embedded.",
+    ),
+    kind: str = typer.Option("direct", "--kind", help="direct, lca, marginal or index."),
+    start: str | None = typer.Option(None, "--start", help="First slot (UTC; default now)."),
+    hours: int = typer.Option(24, "--hours", min=1, max=24 * 14, help="How far ahead (h)."),
+    slot_minutes: int = typer.Option(60, "--slot-minutes", min=5, max=1440, help="Slot length."),
+    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
+) -> None:
+    """Show one source's forecast (or data) for a zone, with its kind, unit and staleness.
+
+    Sources and keys come from CARBONSHIFT_* variables (docs/providers.md); `embedded`
+    replays the shipped 2021-2023 data for later dates, and says so.
+
+    Example: carbonshift forecast show --zone DE --source embedded --start 2023-11-14T00:00Z
+    """
+    from datetime import timedelta
+
+    from carbonshift.carbon.providers import SOURCE_NAMES, ProviderSettings, single_source_chain
+    from carbonshift.units import format_utc, parse_utc
+
+    try:
+        ci_kind = CiKind(kind.lower())
+    except ValueError:
+        raise InputError(
+            f"--kind {kind!r} is not a signal kind; use direct, lca, marginal or index"
+        ) from None
+    if source not in SOURCE_NAMES:
+        raise InputError(f"--source {source!r} is not known; use one of {', '.join(SOURCE_NAMES)}")
+    first = (
+        parse_utc(start, what="--start")
+        if start
+        else datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    )
+    chain = single_source_chain(source, ci_kind, ProviderSettings.from_env())
+    answer = chain.answer(zone, first, first + timedelta(hours=hours), slot_minutes=slot_minutes)
+    window = answer.window
+    replayed = (
+        None
+        if window.replayed_from is None
+        else [format_utc(window.replayed_from[0]), format_utc(window.replayed_from[1])]
+    )
+    if output is Format.JSON:
+        typer.echo(
+            json.dumps(
+                {
+                    "zone": zone,
+                    "kind": window.kind.value,
+                    "unit": answer.unit,
+                    "source": window.source,
+                    "stale_age_s": answer.stale_age_s,
+                    "replayed_from": replayed,
+                    "values": [
+                        {"start": format_utc(t), "value": float(v)}
+                        for t, v in zip(window.slot_starts(), window.values_g_per_kwh, strict=True)
+                    ],
+                },
+                indent=1,
+            )
+        )
+        return
+    table = Table(title=f"{zone} {window.kind.value} from {window.source} ({answer.unit})")
+    table.add_column("start (UTC)")
+    table.add_column(answer.unit, justify="right")
+    for t, v in zip(window.slot_starts(), window.values_g_per_kwh, strict=True):
+        table.add_row(format_utc(t), f"{float(v):.1f}")
+    console = Console()
+    console.print(table)
+    if replayed:
+        console.print(f"replayed from {replayed[0]} to {replayed[1]} (t - k x 7 days)")
+    if answer.stale_age_s:
+        console.print(f"stale: data fetched {answer.stale_age_s:.0f} s ago")
