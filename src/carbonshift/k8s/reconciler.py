@@ -334,11 +334,8 @@ class Controller:
         held: list[Obj] = []
         if self.config.dry_run:
             for obj in [*self.pods.values(), *self.jobs.values()]:
+                # dry-run: nothing is held; plan every opted-in workload not yet "released"
                 if obj["metadata"].get("uid") in self._released or self._terminal(obj):
-                    continue
-                if obj.get("kind") == "Pod" and (obj.get("spec") or {}).get("nodeName"):
-                    continue
-                if obj.get("kind") == "Job" and (obj.get("status") or {}).get("startTime"):
                     continue
                 if isinstance(read_intent(obj, self.config, self.clock.now()), Intent):
                     held.append(obj)

@@ -156,6 +156,7 @@ class HubController:
         self._planned_spokes: frozenset[str] = frozenset()
         self.events: list[HubEvent] = []
         self.counters = _Counters()
+        self._inventory: dict[str, Obj] = {}
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -183,6 +184,7 @@ class HubController:
 
     async def _refresh_spokes(self, now: datetime) -> None:
         objects = await self.hub.list_items(CARBONCLUSTERS)
+        self._inventory = {}
         seen: set[str] = set()
         for obj in objects:
             name = str(obj["metadata"]["name"])
@@ -202,7 +204,7 @@ class HubController:
                 self.spokes[name] = spoke
             await self._contact(spoke, now)
             self._source(name, spec.zone)
-            await self._write_spoke_status(obj, spoke, now)
+            self._inventory[name] = obj
         for gone in set(self.spokes) - seen:
             old = self.spokes.pop(gone)
             if old.api is not None:
@@ -689,12 +691,12 @@ class HubController:
                     },
                     self.config.field_manager,
                 )
-            else:
-                spoke = self.spokes.get(cluster)
-                if spoke is not None and spoke.healthy and spoke.api is not None:
-                    await self._ensure_copy(_with_state(w, "placed", cluster, now), spoke, now)
         self.counters.releases += 1
         self._event(now, w.key, "released", cluster, d.reason)
+        if w.kind == "Job":  # the copy; if this fails, mirroring creates it next time
+            spoke = self.spokes.get(cluster)
+            if spoke is not None and spoke.healthy and spoke.api is not None:
+                await self._ensure_copy(_with_state(w, "placed", cluster, now), spoke, now)
 
     async def _suspend(self, w: HubWorkload, d: Decision, now: datetime) -> None:
         """Stop interruptible running work the plan moves to later; count what it did."""
@@ -800,6 +802,8 @@ class HubController:
             await self._act(now, workloads, round_)
         workloads = await self._collect(now)
         await self._collect_garbage(now, workloads)
+        for name, obj in self._inventory.items():
+            await self._write_spoke_status(obj, self.spokes[name], now)
         return round_
 
     def _due_from_last(self, now: datetime) -> HubRound:
