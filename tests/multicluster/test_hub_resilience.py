@@ -1,0 +1,144 @@
+"""Inventory status, a spoke outage, a controller restart and injected faults (fast tier)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from carbonshift.k8s.multicluster import HubConfig
+from carbonshift.k8s.multicluster.workloads import PLACED_CLUSTER, PLANNED_CLUSTER, RELEASED_AT
+from carbonshift.testing.fakekube import Fault
+from tests.multicluster.harness import Fleet, fleet, hub_job
+
+START = datetime(2023, 6, 1, tzinfo=UTC)
+FLUIDOS = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+
+
+def complete(job: dict) -> bool:  # type: ignore[type-arg]
+    return any(
+        c["type"] == "Complete" and c["status"] == "True"
+        for c in job.get("status", {}).get("conditions", [])
+    )
+
+
+async def run_until_done(f: Fleet, names: list[str], *, hours: float) -> dict[str, dict]:  # type: ignore[type-arg]
+    jobs: dict[str, dict] = {}  # type: ignore[type-arg]
+    for _ in range(int(hours * 4)):
+        await f.step(15)
+        jobs = {n: await f.get(f.hub, "Job", n, "batch", "batch/v1") for n in names}
+        if all(complete(j) for j in jobs.values()):
+            break
+    return jobs
+
+
+async def test_carbon_cluster_status_shows_capacity_health_and_forecast_age() -> None:
+    async with fleet(START, nodes=3, cpu="8") as f:
+        await f.create(f.hub, hub_job("a"))
+        await f.start_controller()
+        await f.step(0)
+        for name in f.spokes:
+            cc = await f.get(f.hub, "CarbonCluster", name, "", "carbonshift.io/v1alpha1")
+            want_capacity = {"cpu": 24.0}
+            assert cc["status"]["capacity"] == want_capacity
+            assert cc["status"]["health"] == "Healthy"
+            assert cc["status"]["forecastAgeSeconds"] >= 0
+            assert cc["status"]["conditions"][0]["status"] == "True"
+
+
+async def test_an_unreachable_spoke_gets_no_new_work_and_its_held_work_is_replanned() -> None:
+    # FLUIDOS picks each job's cleanest (spoke, start): here CA-ON in the morning, so work
+    # is held for the spoke that then breaks
+    async with fleet(START, config=FLUIDOS) as f:
+        # 'now' must start at once (its deadline leaves no slack); the others may wait
+        await f.create(f.hub, hub_job("now", cpu=2, runtime_h=3, deadline_h=3))
+        for i in range(3):
+            await f.create(f.hub, hub_job(f"later-{i}", cpu=2, runtime_h=2, deadline_h=20))
+        controller = await f.start_controller()
+        await f.step(0)
+        first = {
+            n: (await f.get(f.hub, "Job", n, "batch", "batch/v1"))["metadata"]["annotations"]
+            for n in ("now", "later-0", "later-1", "later-2")
+        }
+        broken = first["now"][PLACED_CLUSTER]
+        held_there = [
+            n for n, a in first.items() if a.get(PLANNED_CLUSTER) == broken and n != "now"
+        ]
+        assert held_there, f"no held job was planned in {broken}: {first}"
+        f.spokes[broken].add_fault(Fault(code=503))
+        await f.step(15)
+        cc = await f.get(f.hub, "CarbonCluster", broken, "", "carbonshift.io/v1alpha1")
+        assert cc["status"]["health"] == "Unreachable"
+        for name in held_there:
+            notes = (await f.get(f.hub, "Job", name, "batch", "batch/v1"))["metadata"][
+                "annotations"
+            ]
+            assert notes[PLANNED_CLUSTER] != broken, f"{name} still planned in the broken spoke"
+        await run_until_done(f, ["later-0", "later-1", "later-2"], hours=5)
+        back_at = f.now()
+        f.spokes[broken].clear_faults()  # back: the job that ran there through the outage
+        jobs = await run_until_done(f, ["now", "later-0", "later-1", "later-2"], hours=8)
+        assert all(complete(j) for j in jobs.values()), {
+            n: j.get("status") for n, j in jobs.items()
+        }
+        released = [e for e in controller.events if e.what == "released"]
+        assert sorted(e.key for e in released) == sorted(f"Job/batch/{n}" for n in jobs)
+        during = [e for e in released if e.key != "Job/batch/now" and e.at < back_at]
+        assert all(e.cluster != broken for e in during), during
+
+
+async def test_a_restarted_hub_never_creates_a_second_copy() -> None:
+    async with fleet(START) as f:
+        await f.create(f.hub, hub_job("urgent", cpu=2, runtime_h=2, deadline_h=2))
+        # a release whose write-ahead landed but whose spoke copy was never made (a crash)
+        crashed = hub_job("crashed", cpu=2, runtime_h=2, deadline_h=10)
+        first = await f.start_controller()
+        await f.step(0)
+        urgent = await f.get(f.hub, "Job", "urgent", "batch", "batch/v1")
+        where = urgent["metadata"]["annotations"][PLACED_CLUSTER]
+        crashed["metadata"]["annotations"].update(
+            {PLACED_CLUSTER: where, RELEASED_AT: "2023-06-01T00:00:00Z"}
+        )
+        await f.create(f.hub, crashed)
+        assert first.counters.spoke_creates == 1
+        await f.stop_controller()
+        second = await f.start_controller()
+        for _ in range(3):
+            await f.step(15)
+        copies = [
+            j["metadata"]["name"] for j in await f.list(f.spokes[where], "Job", "batch", "batch/v1")
+        ]
+        assert sorted(copies) == ["crashed", "urgent"]
+        assert second.counters.spoke_creates == 1  # the crashed one only; 'urgent' adopted
+        jobs = await run_until_done(f, ["urgent", "crashed"], hours=4)
+        assert all(complete(j) for j in jobs.values())
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        pytest.param(
+            [Fault(code=409, verb="patch", probability=0.3), Fault(code=500, probability=0.1)],
+            id="hub-conflicts-and-errors",
+        ),
+    ],
+)
+async def test_injected_faults_lose_and_duplicate_nothing(faults: list[Fault]) -> None:
+    async with fleet(START) as f:
+        names = [f"j{i}" for i in range(6)]
+        for i, name in enumerate(names):
+            await f.create(f.hub, hub_job(name, cpu=2, runtime_h=1 + i % 3, deadline_h=8 + i))
+        controller = await f.start_controller()
+        for fault in faults:
+            f.hub.add_fault(fault)
+        for spoke in f.spokes.values():
+            spoke.add_fault(Fault(code=500, verb="create", probability=0.3))
+        jobs = await run_until_done(f, names, hours=16)
+        assert all(complete(j) for j in jobs.values()), {
+            n: j.get("status") for n, j in jobs.items()
+        }
+        for name, job in jobs.items():
+            assert job["status"]["succeeded"] == 1, name
+        released = [e.key for e in controller.events if e.what == "released"]
+        assert sorted(set(released)) == sorted(f"Job/batch/{n}" for n in names)
+        assert f.hub.cluster.faults.fired > 0
