@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from carbonshift.errors import InputError
-from carbonshift.k8s.config import load_config, parse_config
+from carbonshift.k8s.config import ControllerConfig, load_config, parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,3 +60,25 @@ def test_documented_example_loads(tmp_path: Path) -> None:
     assert load_config(toml).cluster.zone == "GB"
     with pytest.raises(InputError, match=r"use \.yaml, \.yml or \.toml"):
         load_config(tmp_path / "c.json")
+
+
+def _keys(model: type[BaseModel], prefix: str = "") -> list[str]:
+    out = []
+    for name, field in model.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            out += _keys(annotation, f"{prefix}{name}.")
+        else:
+            out.append(f"{prefix}{name}")
+    return out
+
+
+def test_every_configuration_key_is_documented() -> None:
+    doc = (REPO / "docs" / "controller.md").read_text()
+    missing = []
+    for key in _keys(ControllerConfig):
+        section, _, leaf = key.rpartition(".")
+        spelled = (f"`{key}`", f"`{section}.{leaf}` ", f"/ `.{leaf}`", f"`.{leaf}`")
+        if not any(s in doc for s in spelled) and f"`{section}.enabled` / `.{leaf}`" not in doc:
+            missing.append(key)
+    assert missing == []

@@ -142,3 +142,30 @@ async def test_a_tight_deadline_fails_open_at_the_latest_start(
         )
     finally:
         await h.stop()
+
+
+@pytest.mark.fakekube_config(start=START, nodes=2, cpu="4")
+async def test_pinning_writes_node_affinity_in_the_release_patch(
+    fakekube: FakeKube, tmp_path: Path
+) -> None:
+    h = await make_harness(fakekube, tmp_path)
+    await h.start(controller_config(h.certs, pin_nodes=True))
+    try:
+        await h.create(fresh(pod("busy", created=None, managed=None, cpu="3")))
+        await h.step()
+        busy_node = (await h.get("Pod", "busy"))["spec"]["nodeName"]
+        notes = {"carbonshift.io/deadline": "1h", "carbonshift.io/expected-runtime": "1h"}
+        await h.create(fresh(pod("pinned", created=None, cpu="2", annotations=notes)))
+        await h.step()
+        got = await h.get("Pod", "pinned")
+        terms = got["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        want_node = "node-1" if busy_node == "node-0" else "node-0"
+        assert terms == [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [want_node]}]}
+        ]
+        assert got["spec"]["nodeName"] == want_node
+        assert "schedulingGates" not in got["spec"]
+    finally:
+        await h.stop()

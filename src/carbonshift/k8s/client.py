@@ -201,6 +201,9 @@ class ApiKube:
     async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH) -> Obj:
         return await self._call("PATCH", path, body=body, content_type=content_type)
 
+    async def delete(self, path: str) -> Obj:
+        return await self._call("DELETE", path)
+
     async def watch(self, path: str, resource_version: str) -> AsyncIterator[Obj]:
         """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks.
 

@@ -147,7 +147,9 @@ class ServerSection(_Section):
     enabled: bool = Field(True, description="serve it")
     host: str = Field("127.0.0.1", description="bind address (0.0.0.0 in a pod)")
     port: int = Field(8443, ge=0, le=65535, description="TCP port (0: any free port)")
-    cert_file: str | None = Field(None, description="PEM certificate (TLS); None: plain HTTP")
+    cert_file: str | None = Field(
+        None, description="PEM certificate; required by the webhook and the extender (https)"
+    )
     key_file: str | None = Field(None, description="PEM private key of cert_file")
 
 

@@ -488,6 +488,55 @@ class HubController:
         if w.annotations.get(SPOKE_STATUS) != summary:
             await self._annotate(w, {SPOKE_STATUS: summary})
 
+    async def _redrive_workloads(self, now: datetime, workloads: list[HubWorkload]) -> None:
+        """Finish a Kueue release that a failure or restart cut between its writes."""
+        for w in workloads:
+            if w.kind != "Workload" or w.state != "placed" or w.placed is None:
+                continue
+            status = w.obj.get("status") or {}
+            if condition_true(w.obj, "Admitted") or status.get("admission") is None:
+                continue
+            check = self._our_check(w.obj) or {}
+            if check.get("state") == "Ready" and (
+                status.get("clusterName") or status.get("nominatedClusterNames")
+            ):
+                continue
+            reason = w.annotations.get(REASON, "released")
+            try:
+                await self._nominate(w, w.placed, reason, now)
+            except CarbonshiftError as exc:
+                self.counters.errors += 1
+                _LOG.warning("re-driving %s failed: %s", w.key, exc)
+
+    async def _nominate(self, w: HubWorkload, cluster: str, reason: str, now: datetime) -> None:
+        """Our check Ready with podSetUpdates, then MultiKueue's nominatedClusterNames."""
+        meta = w.obj["metadata"]
+        await self._set_check(
+            w,
+            "Ready",
+            reason,
+            pod_set_updates=[
+                {
+                    "name": ps.get("name", "main"),
+                    "annotations": {PLANNED_CLUSTER: cluster, RELEASED_AT: _stamp(now)},
+                }
+                for ps in (w.obj.get("spec") or {}).get("podSets") or [{"name": "main"}]
+            ],
+        )
+        status = w.obj.get("status") or {}
+        if status.get("clusterName"):
+            return
+        await self.hub.apply(
+            _path("Workload", meta["namespace"], meta["name"]) + "/status",
+            {
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "kind": "Workload",
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+                "status": {"nominatedClusterNames": [cluster]},
+            },
+            self.config.field_manager,
+        )
+
     # -- 4. plan ----------------------------------------------------------------------------
 
     def _pending(self, now: datetime, workloads: list[HubWorkload]) -> list[Pending]:
@@ -668,31 +717,10 @@ class HubController:
         else:
             updated = await self._annotate(w, plan)  # write-ahead: a restart finds it here
             w = _with_obj(w, updated)
-            if w.kind == "Workload":
-                await self._set_check(
-                    w,
-                    "Ready",
-                    d.reason,
-                    pod_set_updates=[
-                        {
-                            "name": ps.get("name", "main"),
-                            "annotations": {PLANNED_CLUSTER: cluster, RELEASED_AT: _stamp(now)},
-                        }
-                        for ps in (w.obj.get("spec") or {}).get("podSets") or [{"name": "main"}]
-                    ],
-                )
-                await self.hub.apply(
-                    _path("Workload", meta["namespace"], meta["name"]) + "/status",
-                    {
-                        "apiVersion": "kueue.x-k8s.io/v1beta2",
-                        "kind": "Workload",
-                        "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-                        "status": {"nominatedClusterNames": [cluster]},
-                    },
-                    self.config.field_manager,
-                )
         self.counters.releases += 1
         self._event(now, w.key, "released", cluster, d.reason)
+        if w.kind == "Workload":  # if this fails, _redrive_workloads finishes it
+            await self._nominate(w, cluster, d.reason, now)
         if w.kind == "Job":  # the copy; if this fails, mirroring creates it next time
             spoke = self.spokes.get(cluster)
             if spoke is not None and spoke.healthy and spoke.api is not None:
@@ -794,6 +822,7 @@ class HubController:
         await self._refresh_checks(now)
         workloads = await self._collect(now)
         await self._mirror_jobs(now, workloads)
+        await self._redrive_workloads(now, workloads)
         workloads = await self._collect(now)
         round_ = self._plan(now, workloads)
         if round_ is None and self.last_round is not None:
