@@ -11,8 +11,8 @@ import asyncio
 import base64
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from carbonshift.k8s.client import connect
@@ -22,6 +22,8 @@ from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.workloads import HOLD_GATE, QUEUE_LABEL
 from carbonshift.testing.fakekube import FakeKube, FakeKubeConfig, run_fakekube
 from carbonshift.testing.fakekube_kinds import all_crds
+from carbonshift.testing.fakekube_kinds.appwrapper import AppWrapperEmulator
+from carbonshift.testing.fakekube_kinds.kueue import MULTIKUEUE_CONTROLLER, KueueEmulator
 
 Obj = dict[str, Any]
 HUB_NS = "carbonshift-system"
@@ -37,7 +39,8 @@ class Fleet:
     clock: ExternalClock
     config: HubConfig
     controller: HubController | None = None
-    extra_settle: list[Any] = field(default_factory=list)
+    kueue: KueueEmulator | None = None
+    mcad: AppWrapperEmulator | None = None
 
     @property
     def kubes(self) -> list[FakeKube]:
@@ -60,8 +63,11 @@ class Fleet:
     async def settle(self) -> None:
         for kube in self.kubes:
             await kube.settle_async()
-        for fn in self.extra_settle:
-            await fn()
+        for emulator in (self.kueue, self.mcad):
+            if emulator is not None:
+                await emulator.settle()
+                for kube in self.kubes:
+                    await kube.settle_async()
 
     async def step(self, minutes: float) -> None:
         for kube in self.kubes:
@@ -221,14 +227,81 @@ async def fleet(
         for name, (zone, watts) in spokes.items():
             await f.create(hub, kubeconfig_secret(name, kubes[name]))
             await f.create(hub, carbon_cluster(name, zone, watts))
+        workers = {name: kube.base_url for name, kube in kubes.items()}
+        f.kueue = KueueEmulator(hub.base_url, workers)
+        f.mcad = AppWrapperEmulator(hub.base_url, workers)
+        for obj in kueue_setup(list(spokes)):
+            await f.create(hub, obj)
         try:
             yield f
         finally:
             await f.stop_controller()
+            await f.kueue.close()
+            await f.mcad.close()
             for kube in f.kubes:
                 errors = kube.cluster.controller_errors
                 assert not errors, f"a fake cluster's emulated controllers failed: {errors}"
 
 
-def step_minutes(total: timedelta, step: timedelta) -> int:
-    return int(total / step)
+KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+def kueue_setup(workers: list[str], *, quota_cpu: int = 64) -> list[Obj]:
+    """Our AdmissionCheck, MultiKueue's, a MultiKueueCluster per spoke and a ClusterQueue."""
+    objs: list[Obj] = [
+        {
+            "apiVersion": KUEUE,
+            "kind": "AdmissionCheck",
+            "metadata": {"name": "carbon"},
+            "spec": {"controllerName": "carbonshift.io/carbon-aware"},
+        },
+        {
+            "apiVersion": KUEUE,
+            "kind": "AdmissionCheck",
+            "metadata": {"name": "multikueue"},
+            "spec": {
+                "controllerName": MULTIKUEUE_CONTROLLER,
+                "parameters": {
+                    "apiGroup": "kueue.x-k8s.io",
+                    "kind": "MultiKueueConfig",
+                    "name": "spokes",
+                },
+            },
+        },
+    ]
+    objs += [
+        {
+            "apiVersion": KUEUE,
+            "kind": "MultiKueueCluster",
+            "metadata": {"name": name},
+            "spec": {
+                "clusterSource": {
+                    "kubeConfig": {"locationType": "Secret", "location": f"spoke-{name}"}
+                }
+            },
+        }
+        for name in workers
+    ]
+    objs.append(
+        {
+            "apiVersion": KUEUE,
+            "kind": "ClusterQueue",
+            "metadata": {"name": "batch"},
+            "spec": {
+                "namespaceSelector": {},
+                "admissionChecks": ["carbon", "multikueue"],
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu"],
+                        "flavors": [
+                            {
+                                "name": "default-flavor",
+                                "resources": [{"name": "cpu", "nominalQuota": quota_cpu}],
+                            }
+                        ],
+                    }
+                ],
+            },
+        }
+    )
+    return objs

@@ -1,0 +1,100 @@
+"""A small JSON client of a fake cluster's HTTP API, for the emulated controllers here.
+
+The emulations run as clients of the fake servers (as the real Kueue and MCAD do), never
+inside them, so several fake clusters in several threads stay independent.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from carbonshift.units import parse_utc
+
+__all__ = ["FakeClient", "Transient", "api_path"]
+
+Obj = dict[str, Any]
+
+
+def api_path(api_version: str, plural: str, namespace: str = "", name: str = "") -> str:
+    """``/api/v1/...`` or ``/apis/<group>/<version>/...`` for a resource."""
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    ns = f"/namespaces/{namespace}" if namespace else ""
+    tail = f"/{name}" if name else ""
+    return f"{base}{ns}/{plural}{tail}"
+
+
+class Transient(Exception):
+    """A 429 or 5xx answer (e.g. an injected fault): the emulator tries again next pass."""
+
+
+def _check(answer: httpx.Response) -> None:
+    if answer.status_code == 429 or answer.status_code >= 500:
+        raise Transient(f"{answer.request.method} {answer.request.url}: {answer.status_code}")
+    answer.raise_for_status()
+
+
+class FakeClient:
+    """JSON verbs against one fake cluster; a 404 on get answers None."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=30)
+        self.writes = 0
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def now(self) -> datetime:
+        answer = await self.http.get("/fakekube/clock")
+        _check(answer)
+        return parse_utc(str(answer.json()["now"]))
+
+    async def get(self, path: str) -> Obj | None:
+        answer = await self.http.get(path)
+        if answer.status_code == 404:
+            return None
+        _check(answer)
+        result: Obj = answer.json()
+        return result
+
+    async def list(self, path: str, **query: str) -> list[Obj]:
+        answer = await self.http.get(path, params=query)
+        if answer.status_code == 404:
+            return []
+        _check(answer)
+        items: list[Obj] = answer.json().get("items") or []
+        return items
+
+    async def create(self, path: str, body: Obj) -> Obj | None:
+        """Create; None when it already exists (409)."""
+        answer = await self.http.post(path, json=body)
+        if answer.status_code == 409:
+            return None
+        _check(answer)
+        self.writes += 1
+        result: Obj = answer.json()
+        return result
+
+    async def replace_status(self, path: str, body: Obj) -> bool:
+        """PUT the status subresource; False on a conflict (the caller re-reads next pass)."""
+        answer = await self.http.put(f"{path}/status", json=body)
+        if answer.status_code in (404, 409):
+            return False
+        _check(answer)
+        self.writes += 1
+        return True
+
+    async def delete(self, path: str) -> bool:
+        answer = await self.http.request(
+            "DELETE",
+            path,
+            json={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
+        )
+        if answer.status_code == 404:
+            return False
+        _check(answer)
+        self.writes += 1
+        return True
