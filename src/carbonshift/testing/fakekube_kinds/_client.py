@@ -11,9 +11,10 @@ from typing import Any
 
 import httpx
 
+from carbonshift.errors import TemporaryError
 from carbonshift.units import parse_utc
 
-__all__ = ["FakeClient", "Transient", "api_path"]
+__all__ = ["FakeClient", "TransientError", "api_path"]
 
 Obj = dict[str, Any]
 
@@ -26,13 +27,13 @@ def api_path(api_version: str, plural: str, namespace: str = "", name: str = "")
     return f"{base}{ns}/{plural}{tail}"
 
 
-class Transient(Exception):
+class TransientError(TemporaryError):
     """A 429 or 5xx answer (e.g. an injected fault): the emulator tries again next pass."""
 
 
 def _check(answer: httpx.Response) -> None:
     if answer.status_code == 429 or answer.status_code >= 500:
-        raise Transient(f"{answer.request.method} {answer.request.url}: {answer.status_code}")
+        raise TransientError(f"{answer.request.method} {answer.request.url}: {answer.status_code}")
     answer.raise_for_status()
 
 

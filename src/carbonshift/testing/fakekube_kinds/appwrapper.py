@@ -30,7 +30,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from carbonshift.testing.fakekube_kinds._client import FakeClient, Transient, api_path
+from carbonshift.testing.fakekube_kinds._client import FakeClient, TransientError, api_path
 from carbonshift.testing.fakekube_kinds.crds import APPWRAPPER_API
 
 __all__ = ["APPWRAPPER_LABEL", "AppWrapperEmulator", "target_cluster", "wrapped_jobs"]
@@ -83,7 +83,7 @@ class AppWrapperEmulator:
             try:
                 if not await self.reconcile():
                     return n
-            except Transient:  # an injected fault: try again, as the real controller would
+            except TransientError:  # an injected fault: try again, as the real controller would
                 continue
         return max_passes
 

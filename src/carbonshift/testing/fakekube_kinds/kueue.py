@@ -48,7 +48,7 @@ from typing import Any
 
 from carbonshift.testing.fakekube.clock import format_time
 from carbonshift.testing.fakekube.selection import parse_quantity
-from carbonshift.testing.fakekube_kinds._client import FakeClient, Transient, api_path
+from carbonshift.testing.fakekube_kinds._client import FakeClient, TransientError, api_path
 from carbonshift.testing.fakekube_kinds.crds import KUEUE_API
 from carbonshift.units import parse_utc
 
@@ -139,7 +139,7 @@ class KueueEmulator:
             try:
                 if not await self.reconcile():
                     return n
-            except Transient:  # an injected fault: try again, as the real controller would
+            except TransientError:  # an injected fault: try again, as the real controller would
                 continue
         return max_passes
 
