@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,26 @@ def instance_file(tmp_path: Path) -> Path:
     path = tmp_path / "inst.json"
     write_instance(inst, path)
     return path
+
+
+def _recompute(inst: dict[str, Any], plan: dict[str, Any]) -> dict[str, float]:
+    """CONTRACTS.md section 2 scores straight from the JSON, independent of the library."""
+    slot_h = inst["slot_minutes"] / 60
+    jobs = {j["id"]: j for j in inst["jobs"]}
+    clusters = {c["name"]: c for c in inst["clusters"]}
+    first = inst["resources"][0]
+    operational = embodied = gru = 0.0
+    for a in plan["assignments"]:
+        j, c = jobs[a["job"]], clusters[a["cluster"]]
+        for t in range(a["start_slot"], a["start_slot"] + j["runtime_slots"]):
+            ci = inst["carbon_g_per_kwh"][c["name"]][t]
+            for k, amount in j["demand"].items():
+                operational += (
+                    amount * c["watts_per_unit"].get(k, 0) / 1000 * c.get("pue", 1) * slot_h * ci
+                )
+                embodied += amount * c.get("embodied_g_per_unit_hour", {}).get(k, 0) * slot_h
+            gru += j["demand"].get(first, 0) / max(1.0, ci)
+    return {"operational_g": operational, "embodied_g": embodied, "gru": gru}
 
 
 @pytest.mark.parametrize("policy", ["asap", "fluidos", "srr", "exact", "caspian", "window"])
@@ -53,6 +74,10 @@ def test_plan_writes_the_plan_and_prints_its_scores(
     inst = read_instance(instance_file)
     plan = read_plan(out)
     want = score_plan(inst, plan)
+    by_hand = _recompute(json.loads(instance_file.read_text()), json.loads(out.read_text()))
+    assert printed["operational_g"] == pytest.approx(by_hand["operational_g"], rel=1e-6)
+    assert printed["embodied_g"] == pytest.approx(by_hand["embodied_g"], rel=1e-6)
+    assert printed["gru"] == pytest.approx(by_hand["gru"], rel=1e-6)
     assert printed["operational_g"] == pytest.approx(want.operational_g, rel=1e-6)
     assert printed["embodied_g"] == pytest.approx(want.embodied_g, rel=1e-6)
     assert printed["gru"] == pytest.approx(want.gru, rel=1e-6)

@@ -247,3 +247,29 @@ def test_window_holds_back_when_the_cluster_is_busy() -> None:
     starts = {a.job: a.start_slot for a in result.plan.assignments}
     assert starts["big"] == 0
     assert starts["a"] == 3  # use is 100 % in slots 0-2; slot 3 begins the remaining window
+
+
+@pytest.mark.parametrize("policy", ["threshold", "window"])
+def test_critical_jobs_start_at_release_when_there_is_room(policy: str) -> None:
+    inst = instance(
+        [job("urgent", gpu=1, release=1, deadline=48, critical=True)],
+        [cluster("c1", gpu=4.0)],
+        {"c1": [10.0] * 2 + [900.0] * 10 + [10.0] * 36},
+        horizon=48,
+    )
+    result = run_policy(policy, inst)
+    assert [a.start_slot for a in result.plan.assignments] == [1]
+    assert "critical" in result.notes["urgent"]
+
+
+def test_threshold_waits_for_the_forecast_to_drop_under_it() -> None:
+    inst = instance(
+        [job("a", gpu=1, deadline=10)],
+        [cluster("c1", gpu=4.0)],
+        {"c1": [300.0, 250.0, 190.0, 100.0, 300.0, 300.0, 300.0, 300.0, 300.0, 300.0]},
+        horizon=10,
+    )
+    explicit = run_policy("threshold", inst, {"threshold_g_per_kwh": 200})
+    assert [a.start_slot for a in explicit.plan.assignments] == [2]
+    forced = run_policy("threshold", inst, {"threshold_g_per_kwh": 50})
+    assert [a.start_slot for a in forced.plan.assignments] == [9]  # latest on-time start

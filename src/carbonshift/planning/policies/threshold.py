@@ -43,18 +43,21 @@ def threshold(
         float(np.quantile(ci, quantile)) if threshold_g_per_kwh < 0 else float(threshold_g_per_kwh)
     )
     latest = arrays.latest_on_time_start
+    # per slot, clusters from cleanest to dirtiest; per job, its allowed clusters
+    order = [[int(c) for c in column] for column in np.argsort(ci, axis=0, kind="stable").T]
+    allowed = [[bool(a) for a in row] for row in arrays.allowed]
+    clean_now = ci <= limit
+    clean_reason = f"threshold: forecast at or under {limit:.6g} g/kWh"
 
     def rule(t: int, i: int) -> tuple[Sequence[int], str]:
-        allowed = np.flatnonzero(arrays.allowed[i])
-        by_ci = allowed[np.argsort(ci[allowed, t], kind="stable")]
+        mine = allowed[i]
         if arrays.critical[i]:
-            return [int(c) for c in allowed], "threshold: critical, starts at once"
+            return [c for c, ok in enumerate(mine) if ok], "threshold: critical, starts at once"
         if t >= latest[i]:
-            return [int(c) for c in by_ci], (
+            return [c for c in order[t] if mine[c]], (
                 f"threshold: latest on-time start (slot {latest[i]}) reached; starts regardless"
             )
-        clean = [int(c) for c in by_ci if ci[c, t] <= limit]
-        return clean, f"threshold: forecast at or under {limit:.6g} g/kWh"
+        return [c for c in order[t] if mine[c] and clean_now[c, t]], clean_reason
 
     chosen, notes = replay_rule(arrays, CapacityLedger(arrays), rule, "threshold")
     return result_of(
