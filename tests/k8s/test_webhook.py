@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from carbonshift.errors import InputError
 from carbonshift.k8s.app import serve
 from carbonshift.k8s.config import ServerSection, parse_config
 from carbonshift.k8s.metrics import Metrics
@@ -135,3 +136,11 @@ async def test_served_over_tls_with_a_verified_certificate(tmp_path: Path) -> No
         served.server.should_exit = True
         await served.task
     assert answer["response"]["patchType"] == "JSONPatch"
+
+
+async def test_a_missing_certificate_is_a_clear_error(tmp_path: Path) -> None:
+    section = ServerSection(port=0, cert_file=str(tmp_path / "nope.crt"), key_file="k")
+    with pytest.raises(InputError, match=r"webhook\.cert_file .*nope\.crt' is not a file"):
+        await serve("webhook", webhook_app(CONFIG, FixedClock()), section)
+    with pytest.raises(InputError, match="are required"):
+        await serve("webhook", webhook_app(CONFIG, FixedClock()), ServerSection(port=0))

@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -55,6 +56,12 @@ async def serve(name: str, app: Any, section: ServerSection, *, tls: bool = True
             f"{name}.cert_file and {name}.key_file are required: the API server and "
             "kube-scheduler call webhooks and extenders over https"
         )
+    for what, path in (("cert_file", section.cert_file), ("key_file", section.key_file)):
+        if tls and path and not Path(path).is_file():
+            raise InputError(
+                f"{name}.{what} {path!r} is not a file; give the PEM file of the serving "
+                "certificate (docs/controller.md, Deploying)"
+            )
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

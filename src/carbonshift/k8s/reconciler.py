@@ -219,7 +219,7 @@ class Controller:
                     self._next_plan = slot_floor(now, self.config.planning.slot_minutes) + (
                         timedelta(minutes=self.config.planning.slot_minutes)
                     )
-                except (TemporaryError, KubeError) as exc:
+                except CarbonshiftError as exc:  # API trouble, bad data: retry, keep failing open
                     _LOG.warning("planning pass failed: %s; retrying soon", exc)
                     await self.clock.backoff(1.0)
                     return
