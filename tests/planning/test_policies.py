@@ -273,3 +273,16 @@ def test_threshold_waits_for_the_forecast_to_drop_under_it() -> None:
     assert [a.start_slot for a in explicit.plan.assignments] == [2]
     forced = run_policy("threshold", inst, {"threshold_g_per_kwh": 50})
     assert [a.start_slot for a in forced.plan.assignments] == [9]  # latest on-time start
+
+
+@pytest.mark.parametrize("method", ["choose", "simplex", "ipm", "ipm-vertex", "pdlp"])
+@pytest.mark.parametrize("golden", GOLDEN, ids=lambda g: g.id)
+def test_golden_instances_replayed_against_every_lp_method(golden: Golden, method: str) -> None:
+    inst = golden.instance
+    for policy in ("caspian", "srr"):
+        result = run_policy(policy, inst, {"lp_method": method})
+        assert check_feasibility(inst, result.plan) == [], policy
+        assert score_plan(inst, on_time_part(inst, result.plan)).gru <= golden.want_gru + 1e-9
+        starts = {a.job: (a.cluster, a.start_slot) for a in result.plan.assignments}
+        for job_id, want in golden.want_starts.get(policy, {}).items():
+            assert starts.get(job_id) == want, (policy, result.notes.get(job_id))
