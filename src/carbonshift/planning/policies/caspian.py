@@ -119,16 +119,20 @@ def caspian(
         cluster, start = starts.cluster[lo:hi], starts.start_slot[lo:hi]
         # decreasing coefficient; ties: earlier start, then the cluster listed first
         scan = np.lexsort((cluster, start, -combined[lo:hi]))
-        for pos in scan:
+        fit = np.zeros(hi - lo, dtype=bool)  # Algorithm 3's fit(), for all pairs at once
+        for c in np.unique(cluster):
+            mask = cluster == c
+            fit[mask] = ledger.fitting_starts(i, int(c))[start[mask]]
+        hits = scan[fit[scan]]
+        if hits.size:
+            pos = int(hits[0])
             c, s = int(cluster[pos]), int(start[pos])
-            if ledger.fits(i, c, s):
-                ledger.place(i, c, s)
-                chosen[i] = (c, s)
-                notes[i] = (
-                    f"caspian: rank {rank + 1} by LP allocation b={b[i]:.3g}; first fitting "
-                    f"start in decreasing Z (coefficient {combined[lo + pos]:.4g})"
-                )
-                break
+            ledger.place(i, c, s)
+            chosen[i] = (c, s)
+            notes[i] = (
+                f"caspian: rank {rank + 1} by LP allocation b={b[i]:.3g}; first fitting "
+                f"start in decreasing Z (coefficient {combined[lo + pos]:.4g})"
+            )
         else:
             notes[i] = (
                 "caspian: no (cluster, start) with room before the horizon; waits for a later round"
