@@ -16,7 +16,7 @@ from carbonshift.k8s.leader import LeaderElector
 from carbonshift.testing.fakekube import FakeKube
 from carbonshift.testing.fakekube.faults import Fault
 from tests.k8s.harness import controller_config, make_harness
-from tests.k8s.objects import pod
+from tests.k8s.objects import job, pod
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
 pytestmark = pytest.mark.fakekube_config(start=START, nodes=1, cpu="8")
@@ -127,5 +127,28 @@ async def test_a_restart_releases_nothing_twice(fakekube: FakeKube, tmp_path: Pa
         assert again == stamp
         assert "schedulingGates" in (await h.get("Pod", "later"))["spec"]
         assert h.controller.outcomes["Pod/batch/later"].planned_start > START + timedelta(hours=1)
+    finally:
+        await h.stop()
+
+
+@pytest.mark.fakekube_config(start=START, nodes=1, cpu="8", controllers=False)
+async def test_a_job_the_webhook_missed_is_suspended_on_arrival(
+    fakekube: FakeKube, tmp_path: Path
+) -> None:
+    # kube-system is outside the webhook's namespaceSelector, and the fake Job controller is
+    # off, so the Job arrives unsuspended and not started, as when the webhook was down.
+    h = await make_harness(fakekube, tmp_path)
+    await h.start(controller_config(h.certs))
+    try:
+        notes = {"carbonshift.io/deadline": "20h", "carbonshift.io/expected-runtime": "2h"}
+        obj = job("missed", namespace="kube-system", created=None, annotations=notes)
+        del obj["metadata"]["uid"]
+        await h.create(obj)
+        await h.step()
+        got = await h.get("Job", "missed", "kube-system")
+        assert got["spec"]["suspend"] is True
+        assert got["metadata"]["annotations"]["carbonshift.io/state"] == "held"
+        assert "carbonshift.io/planned-start" in got["metadata"]["annotations"]
+        assert [a.verb for a in h.controller.actions if a.key.endswith("/missed")][0] == "hold"
     finally:
         await h.stop()
