@@ -275,7 +275,7 @@ def test_threshold_waits_for_the_forecast_to_drop_under_it() -> None:
     assert [a.start_slot for a in forced.plan.assignments] == [9]  # latest on-time start
 
 
-@pytest.mark.parametrize("method", ["choose", "simplex", "ipm", "ipm-vertex", "pdlp"])
+@pytest.mark.parametrize("method", ["auto", "choose", "simplex", "ipm", "ipm-vertex", "pdlp"])
 @pytest.mark.parametrize("golden", GOLDEN, ids=lambda g: g.id)
 def test_golden_instances_replayed_against_every_lp_method(golden: Golden, method: str) -> None:
     inst = golden.instance

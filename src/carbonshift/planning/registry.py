@@ -144,8 +144,8 @@ class PolicySpec:
 _LP_METHOD = ParamSpec(
     "lp_method",
     str,
-    "ipm",
-    "HiGHS LP algorithm (ipm: interior point, no crossover)",
+    "auto",
+    "HiGHS LP algorithm (auto: interior point, crossover to a vertex up to 50k columns)",
     choices=tuple(m.value for m in LpMethod),
 )
 _LP_LIMIT = ParamSpec("lp_time_limit_s", float, 60.0, "wall-time limit of each LP (s)", 0.001)

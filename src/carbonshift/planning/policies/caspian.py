@@ -51,7 +51,7 @@ def caspian(
     omega1: float = 1.0,
     omega2: float = 1.0,
     omega3: float = 1.0,
-    lp_method: LpMethod = LpMethod.IPM,
+    lp_method: LpMethod = LpMethod.AUTO,
     lp_time_limit_s: float = 60.0,
 ) -> PolicyResult:
     """Caspian section III, Algorithm 2 (optimizer) and Algorithm 3 (allocation).

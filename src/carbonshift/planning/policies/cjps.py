@@ -107,7 +107,7 @@ def rr(
     *,
     future_weight: float = 1.0,
     seed: int = 0,
-    lp_method: LpMethod = LpMethod.IPM,
+    lp_method: LpMethod = LpMethod.AUTO,
     lp_time_limit_s: float = 60.0,
 ) -> PolicyResult:
     """RR-APX (CJPS section III-A, Algorithm 1): solve the LP relaxation, then for each job
@@ -174,7 +174,7 @@ def srr(
     samples: int = 20,
     future_weight: float = 1.0,
     seed: int = 0,
-    lp_method: LpMethod = LpMethod.IPM,
+    lp_method: LpMethod = LpMethod.AUTO,
     lp_time_limit_s: float = 60.0,
 ) -> PolicyResult:
     """SRR-APX (CJPS section III-B, Algorithm 2): ``samples`` (S) roundings of the LP
