@@ -466,6 +466,8 @@ class Controller:
             pending.append(intent)
             objects[intent.key] = obj
         await self._note_unheld(now)
+        keep = {intent.key for intent in pending}
+        self.outcomes = {k: v for k, v in self.outcomes.items() if k in keep}
         counts = {"Pod": 0, "Job": 0}
         if pending:
             errors_before = self.source.errors

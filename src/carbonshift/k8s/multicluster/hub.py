@@ -540,8 +540,12 @@ class HubController:
     # -- 4. plan ----------------------------------------------------------------------------
 
     def _pending(self, now: datetime, workloads: list[HubWorkload]) -> list[Pending]:
+        """Work to plan, running work first, then in arrival order (as the simulator)."""
         pending: list[Pending] = []
-        for w in workloads:
+        ordered = sorted(
+            workloads, key=lambda w: (w.state != "placed", w.intent.created, w.intent.name, w.key)
+        )
+        for w in ordered:
             if w.state in ("held", "suspended"):
                 runtime = w.remaining
                 pending.append(
