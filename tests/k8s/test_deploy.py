@@ -22,7 +22,7 @@ WANT_CLUSTER_RULES = {
     ("", "pods"): {"get", "list", "watch", "patch"},
     ("batch", "jobs"): {"get", "list", "watch", "patch"},
     ("", "nodes"): {"get", "list", "watch"},
-    ("", "events"): {"create", "patch"},
+    ("", "events"): {"create"},
 }
 WANT_LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 
