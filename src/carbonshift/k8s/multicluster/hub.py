@@ -819,8 +819,20 @@ class HubController:
 
     # -- the pipeline -----------------------------------------------------------------------
 
-    async def reconcile(self) -> HubRound | None:
-        """One pass of the pipeline (module doc); answers the planning round if one ran."""
+    async def reconcile(self, *, max_passes: int = 3) -> HubRound | None:
+        """The pipeline (module doc), again at once while a pass met conflicts or errors.
+
+        Answers the planning round of the last pass, if one ran.
+        """
+        round_ = None
+        for _ in range(max_passes):
+            before = (self.counters.conflicts, self.counters.errors)
+            round_ = await self._reconcile_once()
+            if (self.counters.conflicts, self.counters.errors) == before:
+                break
+        return round_
+
+    async def _reconcile_once(self) -> HubRound | None:
         now = self.clock.now()
         await self._refresh_spokes(now)
         await self._refresh_checks(now)

@@ -72,6 +72,9 @@ class AppWrapperEmulator:
         self.hub = FakeClient(hub_url)
         self.workers = {name: FakeClient(url) for name, url in workers.items()}
         self.dispatches = 0
+        self.failures = 0
+        self.created: dict[str, int] = {}
+        """Wrapped Jobs created in workers, per AppWrapper (``namespace/name``)."""
 
     async def close(self) -> None:
         await self.hub.close()
@@ -80,8 +83,9 @@ class AppWrapperEmulator:
 
     async def settle(self, max_passes: int = 10) -> int:
         for n in range(1, max_passes + 1):
+            failures = self.failures
             try:
-                if not await self.reconcile():
+                if not await self.reconcile() and self.failures == failures:
                     return n
             except TransientError:  # an injected fault: try again, as the real controller would
                 continue
@@ -90,7 +94,10 @@ class AppWrapperEmulator:
     async def reconcile(self) -> int:
         before = self.hub.writes + sum(w.writes for w in self.workers.values())
         for aw in await self.hub.list(api_path(APPWRAPPER_API, "appwrappers")):
-            await self._one(aw)
+            try:
+                await self._one(aw)
+            except TransientError:  # this one waits (e.g. its worker is down); not the others
+                self.failures += 1
         return self.hub.writes + sum(w.writes for w in self.workers.values()) - before
 
     async def _status(self, aw: Obj, status: Obj) -> None:
@@ -127,7 +134,10 @@ class AppWrapperEmulator:
                 job_meta = job.setdefault("metadata", {})
                 job_meta["namespace"] = ns
                 job_meta.setdefault("labels", {})[APPWRAPPER_LABEL] = meta["name"]
-                await worker.create(f"/apis/batch/v1/namespaces/{ns}/jobs", job)
+                if await worker.create(f"/apis/batch/v1/namespaces/{ns}/jobs", job):
+                    self.created[f"{ns}/{meta['name']}"] = (
+                        self.created.get(f"{ns}/{meta['name']}", 0) + 1
+                    )
             self.dispatches += 1
             status.update(
                 {

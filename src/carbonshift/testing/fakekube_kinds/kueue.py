@@ -127,6 +127,9 @@ class KueueEmulator:
         self.hub = FakeClient(hub_url)
         self.workers = {name: FakeClient(url) for name, url in workers.items()}
         self.remote_creates = 0
+        self.failures = 0
+        self.created: dict[str, int] = {}
+        """Jobs created in workers, per hub Job (``namespace/name``)."""
 
     async def close(self) -> None:
         await self.hub.close()
@@ -136,8 +139,9 @@ class KueueEmulator:
     async def settle(self, max_passes: int = 20) -> int:
         """Reconcile until a pass writes nothing; answers the passes taken."""
         for n in range(1, max_passes + 1):
+            failures = self.failures
             try:
-                if not await self.reconcile():
+                if not await self.reconcile() and self.failures == failures:
                     return n
             except TransientError:  # an injected fault: try again, as the real controller would
                 continue
@@ -176,7 +180,10 @@ class KueueEmulator:
         for wl in sorted(workloads, key=lambda w: w["metadata"].get("creationTimestamp", "")):
             if _true(wl, "Finished"):
                 continue
-            await self._workload(wl, now, stamp, cqs, active, checks, used, mk_clusters, by_uid)
+            try:
+                await self._workload(wl, now, stamp, cqs, active, checks, used, mk_clusters, by_uid)
+            except TransientError:  # this one waits (e.g. its worker is down); not the others
+                self.failures += 1
         after = self.hub.writes + sum(w.writes for w in self.workers.values())
         return after - before
 
@@ -447,6 +454,8 @@ class KueueEmulator:
             }
             if await worker.create(f"/apis/batch/v1/namespaces/{meta['namespace']}/jobs", body):
                 self.remote_creates += 1
+                key = f"{meta['namespace']}/{meta['name']}"
+                self.created[key] = self.created.get(key, 0) + 1
             return
         if not (_true(remote, "Complete") or _true(remote, "Failed")):
             return

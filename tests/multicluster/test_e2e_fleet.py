@@ -1,0 +1,105 @@
+"""A day of real carbon data (CA-ON, DE, JP-TK), a fake hub and three spokes, Jobs, Kueue
+workloads and AppWrappers: each runs once, by its deadline, where and when the plan said,
+and the realised grams match the simulator's on the same jobs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from carbonshift.k8s.multicluster import HubConfig
+from tests.multicluster.scenario import (
+    Disturbance,
+    FleetResult,
+    Spec,
+    fleet_grams,
+    make_specs,
+    run_fleet,
+    sim_grams,
+    simulate,
+)
+
+START = datetime(2023, 6, 1, tzinfo=UTC)
+CONFIG = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+
+
+def check_once_on_time_as_planned(specs: list[Spec], result: FleetResult) -> None:
+    missing = [s.name for s in specs if s.name not in result.ran]
+    assert not missing, f"never finished: {missing}"
+    twice = {n: c for n, c in result.creates.items() if c != 1}
+    assert not twice, f"created in a spoke other than once: {twice}"
+    assert sorted(result.creates) == sorted(s.name for s in specs)
+    assert result.leftovers == 0, "spoke copies were left behind"
+    for spec in specs:
+        ran = result.ran[spec.name]
+        assert ran.end - ran.start == timedelta(hours=spec.runtime_h), spec
+        deadline = START + timedelta(hours=spec.submit_h + spec.deadline_h)
+        assert ran.end <= deadline, (spec, ran)
+        assert (ran.cluster, ran.start) == (ran.planned_cluster, ran.planned_start), (spec, ran)
+
+
+def figures(specs: list[Spec], result: FleetResult) -> dict[str, float]:
+    kept = sum(
+        1
+        for s in specs
+        if result.first_plan.get(s.name) == (result.ran[s.name].cluster, result.ran[s.name].start)
+    )
+    return {
+        "workloads": len(specs),
+        "kept_first_plan": kept / len(specs),
+        "grams": fleet_grams(specs, result),
+    }
+
+
+async def test_a_small_day_matches_the_simulator() -> None:
+    specs = make_specs(12, seed=7, arrival_hours=10)
+    result = await run_fleet(specs, START, CONFIG, hours=30)
+    check_once_on_time_as_planned(specs, result)
+    sim = simulate(specs, START, "fluidos")
+    got, want = fleet_grams(specs, result), sim_grams(specs, START, sim)
+    assert abs(got - want) <= 0.05 * want, (got, want, figures(specs, result))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(
+    "disturbance",
+    [
+        pytest.param(Disturbance(), id="calm"),
+        pytest.param(
+            Disturbance(outage=("ca-on", 4, 8), hub_faults=True, restart_at_h=10),
+            id="outage-faults-restart",
+        ),
+    ],
+)
+async def test_a_hundred_workloads_over_a_day(disturbance: Disturbance) -> None:
+    specs = make_specs(99, seed=11, arrival_hours=16)
+    result = await run_fleet(specs, START, CONFIG, hours=40, disturbance=disturbance)
+    check_once_on_time_as_planned(specs, result)
+    sim = simulate(specs, START, "fluidos")
+    asap = simulate(specs, START, "asap")
+    got, want, base = (
+        fleet_grams(specs, result),
+        sim_grams(specs, START, sim),
+        sim_grams(specs, START, asap),
+    )
+    numbers = {
+        **figures(specs, result),
+        "sim_grams": want,
+        "asap_grams": base,
+        "saving_fleet": 1 - got / base,
+        "saving_sim": 1 - want / base,
+    }
+    print(f"\nfleet figures ({disturbance}): {numbers}")
+    if disturbance.outage is None:
+        assert abs(got - want) <= 0.05 * want, numbers
+    else:
+        assert result.unreachable_seen
+        outage_spoke, t0, t1 = disturbance.outage
+        started_there = [
+            n
+            for n, r in result.ran.items()
+            if r.cluster == outage_spoke
+            and START + timedelta(hours=t0) < r.start < START + timedelta(hours=t1)
+        ]
+        assert not started_there, started_there
