@@ -274,11 +274,7 @@ def kueue_setup(workers: list[str], *, quota_cpu: int = 64) -> list[Obj]:
             "apiVersion": KUEUE,
             "kind": "MultiKueueCluster",
             "metadata": {"name": name},
-            "spec": {
-                "clusterSource": {
-                    "kubeConfig": {"locationType": "Secret", "location": f"spoke-{name}"}
-                }
-            },
+            "spec": {"kubeConfig": {"locationType": "Secret", "location": f"spoke-{name}"}},
         }
         for name in workers
     ]

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import tomllib
+from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from carbonshift.errors import InputError
 from carbonshift.k8s.config import (
     ClusterSection,
     ControllerConfig,
@@ -12,7 +17,7 @@ from carbonshift.k8s.config import (
     PlanningSection,
 )
 
-__all__ = ["HubConfig"]
+__all__ = ["HubConfig", "load_hub_config"]
 
 
 class HubConfig(BaseModel):
@@ -53,3 +58,31 @@ class HubConfig(BaseModel):
             defaults=self.defaults,
             opt_in=OptInSection(),
         )
+
+
+def load_hub_config(path: Path) -> HubConfig:
+    """A hub configuration from a YAML (``.yaml``/``.yml``) or TOML file; InputError if bad."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise InputError(f"cannot read hub configuration {path}: {exc.strerror}") from exc
+    try:
+        if path.suffix == ".toml":
+            raw: Any = tomllib.loads(text)
+        else:
+            import yaml  # type: ignore[import-untyped]  # kubernetes-asyncio depends on PyYAML
+
+            raw = yaml.safe_load(text) or {}
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        raise InputError(f"hub configuration {path} does not parse: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise InputError(f"hub configuration {path} is not a mapping of sections")
+    try:
+        return HubConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(
+            f"hub configuration {path}: {where}: {first['msg']} (got {first.get('input')!r}); "
+            "see docs/multicluster.md for the fields"
+        ) from None

@@ -211,7 +211,8 @@ class KueueEmulator:
             ok = not missing
             if ok:
                 active.add(name)
-            if _true(cq, "Active") == ok:
+            current = _cond(cq, "Active")
+            if current is not None and (current.get("status") == "True") == ok:
                 continue
             body = copy.deepcopy(cq)
             status = body.setdefault("status", {})
