@@ -9,7 +9,7 @@ import pytest
 from carbonshift.k8s.multicluster import HubConfig
 from carbonshift.k8s.multicluster.workloads import PLACED_CLUSTER, PLANNED_CLUSTER, RELEASED_AT
 from carbonshift.testing.fakekube import Fault
-from tests.multicluster.harness import Fleet, fleet, hub_job
+from tests.multicluster.harness import Fleet, carbon_cluster, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
 FLUIDOS = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
@@ -142,3 +142,42 @@ async def test_injected_faults_lose_and_duplicate_nothing(faults: list[Fault]) -
         released = [e.key for e in controller.events if e.what == "released"]
         assert sorted(set(released)) == sorted(f"Job/batch/{n}" for n in names)
         assert f.hub.cluster.faults.fired > 0
+
+
+@pytest.mark.parametrize(
+    ("zone", "secret", "want_message"),
+    [
+        pytest.param("GB", "spoke-ghost", "spoke-ghost", id="secret-missing"),
+        pytest.param(
+            "FR", "spoke-de", "zone 'FR' is not in the embedded carbon data", id="no-data"
+        ),
+    ],
+)
+async def test_a_misconfigured_spoke_gets_no_work(
+    zone: str, secret: str, want_message: str
+) -> None:
+    async with fleet(START) as f:
+        ghost = carbon_cluster("ghost", zone, 1.0)  # the cheapest on paper
+        ghost["spec"]["kubeconfigSecretRef"]["name"] = secret
+        await f.create(f.hub, ghost)
+        await f.create(f.hub, hub_job("now", cpu=2, runtime_h=1, deadline_h=1))
+        controller = await f.start_controller()
+        await f.step(0)
+        cc = await f.get(f.hub, "CarbonCluster", "ghost", "", "carbonshift.io/v1alpha1")
+        assert cc["status"]["health"] == "Misconfigured"
+        assert want_message in cc["status"]["message"]
+        released = [e.cluster for e in controller.events if e.what == "released"]
+        assert released
+        assert "ghost" not in released
+
+
+async def test_a_carbon_cluster_without_a_zone_is_misconfigured() -> None:
+    async with fleet(START) as f:
+        bad = carbon_cluster("nozone", "DE", 1.0)
+        del bad["spec"]["zone"]
+        await f.create(f.hub, bad)
+        await f.start_controller()
+        await f.step(0)
+        cc = await f.get(f.hub, "CarbonCluster", "nozone", "", "carbonshift.io/v1alpha1")
+        assert cc["status"]["health"] == "Misconfigured"
+        assert "spec.zone is missing" in cc["status"]["message"]

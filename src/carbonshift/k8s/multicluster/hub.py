@@ -192,10 +192,12 @@ class HubController:
             spoke = self.spokes.get(name)
             try:
                 spec = parse_spoke(obj)
-            except InputError as exc:
-                spoke = spoke or Spoke(spec=None)  # type: ignore[arg-type]
-                spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
-                await self._write_spoke_status(obj, spoke, now)
+            except InputError as exc:  # no work goes to a spoke we cannot describe
+                if spoke is not None:
+                    self.spokes.pop(name)
+                    if spoke.api is not None:
+                        await spoke.api.close()
+                await self._write_status(obj, health="Misconfigured", message=str(exc), now=now)
                 continue
             if spoke is None or spoke.spec != spec:
                 if spoke is not None and spoke.api is not None:
@@ -203,7 +205,10 @@ class HubController:
                 spoke = Spoke(spec=spec)
                 self.spokes[name] = spoke
             await self._contact(spoke, now)
-            self._source(name, spec.zone)
+            try:
+                self._source(name, spec.zone)
+            except InputError as exc:  # e.g. a zone without carbon data: no work goes there
+                spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
             self._inventory[name] = obj
         for gone in set(self.spokes) - seen:
             old = self.spokes.pop(gone)
@@ -245,22 +250,43 @@ class HubController:
         spoke.last_contact = now
 
     async def _write_spoke_status(self, obj: Obj, spoke: Spoke, now: datetime) -> None:
-        status: Obj = {
-            "health": spoke.health,
-            "message": spoke.message,
-            "capacity": dict(spoke.capacity.items()),
-        }
-        if spoke.last_contact is not None:
-            status["lastContactTime"] = _stamp(spoke.last_contact)
+        age = None
         if spoke.forecast_issued_at is not None:
-            status["forecastAgeSeconds"] = int((now - spoke.forecast_issued_at).total_seconds())
+            age = int((now - spoke.forecast_issued_at).total_seconds())
+        await self._write_status(
+            obj,
+            health=spoke.health,
+            message=spoke.message,
+            now=now,
+            capacity=spoke.capacity,
+            last_contact=spoke.last_contact,
+            forecast_age_s=age,
+        )
+
+    async def _write_status(
+        self,
+        obj: Obj,
+        *,
+        health: str,
+        message: str,
+        now: datetime,
+        capacity: Mapping[str, float] | None = None,
+        last_contact: datetime | None = None,
+        forecast_age_s: int | None = None,
+    ) -> None:
+        """Write a CarbonCluster's status when it changed (a conflict waits for next pass)."""
+        status: Obj = {"health": health, "message": message, "capacity": dict(capacity or {})}
+        if last_contact is not None:
+            status["lastContactTime"] = _stamp(last_contact)
+        if forecast_age_s is not None:
+            status["forecastAgeSeconds"] = forecast_age_s
         status["conditions"] = [
             {
                 "type": "Ready",
-                "status": "True" if spoke.healthy else "False",
-                "reason": spoke.health,
-                "message": spoke.message,
-                "lastTransitionTime": _stamp(spoke.last_contact or now),
+                "status": "True" if health == "Healthy" else "False",
+                "reason": health,
+                "message": message,
+                "lastTransitionTime": _stamp(last_contact or now),
             }
         ]
         old = dict(obj.get("status") or {})
