@@ -86,15 +86,41 @@ def window(
     latest = arrays.latest_on_time_start
     ids = [job.id for job in instance.jobs]
 
+    allowed_lists = [[int(c) for c in np.flatnonzero(row)] for row in arrays.allowed]
+    waited_at_0 = np.array(
+        [waited_before.get(ids[i], 0) - int(arrays.release_slot[i]) for i in range(len(ids))],
+        dtype=np.int64,
+    )
+    # the first slot at which a job must go: it has waited max_wait or its latest start came
+    forced_from = np.minimum(max_wait - waited_at_0, latest)
+    any_window: npt.NDArray[np.bool_] = np.asarray(in_window.any(axis=0), dtype=bool)
+
+    def may_release(t: int, jobs: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """False where the rule surely waits: not critical, not forced, and no allowed
+        cluster both in its window at ``t`` and under the use limit now (use only grows
+        while the slot's jobs are placed, so a cluster over the limit stays over it)."""
+        must = arrays.critical[jobs] | (t >= forced_from[jobs])
+        if not any_window[t]:
+            return must
+        open_now = np.array(
+            [
+                bool(in_window[c, t]) and ledger.used_fraction(c, 0, t) < use_limit[t] - 1e-12
+                for c in range(in_window.shape[0])
+            ]
+        )
+        return np.asarray(must | np.any(arrays.allowed[jobs][:, open_now], axis=1), dtype=bool)
+
     def rule(t: int, i: int) -> tuple[Sequence[int], str]:
-        allowed = [int(c) for c in np.flatnonzero(arrays.allowed[i])]
-        waited = waited_before.get(ids[i], 0) + t - int(arrays.release_slot[i])
+        allowed = allowed_lists[i]
+        waited = int(waited_at_0[i]) + t
         if arrays.critical[i]:
             return allowed, "window: critical, released at once"
         if waited >= max_wait:
             return allowed, f"window: waited {waited * slot_h:g} h (limit {max_wait_hours:g} h)"
         if t >= latest[i]:
             return allowed, f"window: latest on-time start (slot {latest[i]}) reached"
+        if not any_window[t]:
+            return [], ""
         good = [
             c
             for c in allowed
@@ -108,7 +134,7 @@ def window(
             )
         return [], ""
 
-    chosen, notes = replay_rule(arrays, ledger, rule, "window")
+    chosen, notes = replay_rule(arrays, ledger, rule, "window", may_release)
     return result_of(
         instance,
         "window",
