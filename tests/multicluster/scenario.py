@@ -14,6 +14,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from carbonshift.carbon.embedded import load_series
@@ -22,6 +23,7 @@ from carbonshift.k8s.multicluster import HubConfig
 from carbonshift.k8s.multicluster.workloads import PLANNED_CLUSTER, PLANNED_START
 from carbonshift.planning.registry import run_policy
 from carbonshift.sim.engine import SimCluster, SimConfig, run_simulation
+from carbonshift.sim.run import simulate_file
 from carbonshift.testing.fakekube import Fault
 from carbonshift.units import parse_utc
 from carbonshift.workloads.model import Workload, WorkloadJob
@@ -273,6 +275,51 @@ def simulate(
         assert rec.end_h is not None
         out[rec.job] = (rec.cluster, rec.start_h, rec.end_h)
     return out
+
+
+def write_scenario(specs: list[Spec], start: datetime, policy: str, folder: Path) -> Path:
+    """The same jobs and spokes as a simulator scenario file (CONTRACTS.md section 3)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = ["id,arrival_time,length,cpus,deadline"]
+    rows += [
+        f"{s.name},{s.submit_h},{s.runtime_h},{s.cpu},{s.submit_h + s.deadline_h}" for s in specs
+    ]
+    (folder / "jobs.csv").write_text("\n".join(rows) + "\n")
+    clusters = "".join(
+        f"""
+[[clusters]]
+name = "{name}"
+zone = "{zone}"
+capacity = {{ cpu = {NODES * int(CPU)} }}
+watts_per_unit = {{ cpu = {watts} }}
+pue = {PUE}
+embodied_g_per_unit_hour = {{ cpu = {EMBODIED} }}
+"""
+        for name, (zone, watts) in SPOKES3.items()
+    )
+    text = f"""[simulation]
+start = "{start:%Y-%m-%dT%H:%M:%SZ}"
+hours = 24
+policy = "{policy}"
+baseline = "asap"
+forecast = "oracle"
+{clusters}
+[workload]
+trace_csv = "jobs.csv"
+time_unit = "hours"
+resource = "cpu"
+"""
+    path = folder / "scenario.toml"
+    path.write_text(text)
+    return path
+
+
+def simulate_scenario(
+    specs: list[Spec], start: datetime, policy: str, folder: Path
+) -> dict[str, Any]:
+    """Run the scenario file through ``carbonshift simulate``'s path; its summary.json."""
+    path = write_scenario(specs, start, policy, folder)
+    return simulate_file(path, folder / "out", report=False)
 
 
 def fleet_grams(specs: list[Spec], result: FleetResult) -> float:

@@ -5,6 +5,7 @@ and the realised grams match the simulator's on the same jobs."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from tests.multicluster.scenario import (
     run_fleet,
     sim_grams,
     simulate,
+    simulate_scenario,
 )
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
@@ -52,13 +54,15 @@ def figures(specs: list[Spec], result: FleetResult) -> dict[str, float]:
     }
 
 
-async def test_a_small_day_matches_the_simulator() -> None:
+async def test_a_small_day_matches_the_simulator(tmp_path: Path) -> None:
     specs = make_specs(12, seed=7, arrival_hours=10)
     result = await run_fleet(specs, START, CONFIG, hours=30)
     check_once_on_time_as_planned(specs, result)
     sim = simulate(specs, START, "fluidos")
     got, want = fleet_grams(specs, result), sim_grams(specs, START, sim)
     assert abs(got - want) <= 0.05 * want, (got, want, figures(specs, result))
+    summary = simulate_scenario(specs, START, "fluidos", tmp_path)  # the same as a scenario file
+    assert abs(got / 1000 - summary["carbon_kg"]) <= 0.05 * summary["carbon_kg"], summary
 
 
 @pytest.mark.e2e
@@ -72,27 +76,25 @@ async def test_a_small_day_matches_the_simulator() -> None:
         ),
     ],
 )
-async def test_a_hundred_workloads_over_a_day(disturbance: Disturbance) -> None:
+async def test_a_hundred_workloads_over_a_day(disturbance: Disturbance, tmp_path: Path) -> None:
     specs = make_specs(99, seed=11, arrival_hours=16)
     result = await run_fleet(specs, START, CONFIG, hours=40, disturbance=disturbance)
     check_once_on_time_as_planned(specs, result)
-    sim = simulate(specs, START, "fluidos")
-    asap = simulate(specs, START, "asap")
-    got, want, base = (
-        fleet_grams(specs, result),
-        sim_grams(specs, START, sim),
-        sim_grams(specs, START, asap),
-    )
+    summary = simulate_scenario(specs, START, "fluidos", tmp_path)
+    got_kg = fleet_grams(specs, result) / 1000
+    want_kg, base_kg = summary["carbon_kg"], summary["baseline_carbon_kg"]
     numbers = {
         **figures(specs, result),
-        "sim_grams": want,
-        "asap_grams": base,
-        "saving_fleet": 1 - got / base,
-        "saving_sim": 1 - want / base,
+        "sim_carbon_kg": want_kg,
+        "sim_baseline_asap_kg": base_kg,
+        "saving_pct_fleet": 100 * (base_kg - got_kg) / base_kg,
+        "saving_pct_sim": summary["carbon_saving_pct"],
+        "sim_deadline_met_pct": summary["deadline_met_pct"],
     }
     print(f"\nfleet figures ({disturbance}): {numbers}")
     if disturbance.outage is None:
-        assert abs(got - want) <= 0.05 * want, numbers
+        assert abs(got_kg - want_kg) <= 0.05 * want_kg, numbers
+        assert abs(numbers["saving_pct_fleet"] - numbers["saving_pct_sim"]) <= 5.0, numbers
     else:
         assert result.unreachable_seen
         outage_spoke, t0, t1 = disturbance.outage
