@@ -105,3 +105,19 @@ async def test_a_hundred_workloads_over_a_day(disturbance: Disturbance, tmp_path
             and START + timedelta(hours=t0) < r.start < START + timedelta(hours=t1)
         ]
         assert not started_there, started_there
+
+
+@pytest.mark.e2e
+async def test_caspian_places_the_same_day_as_the_simulator(tmp_path: Path) -> None:
+    """Caspian's own policy (default weights) on the same day: the fleet is the simulator."""
+    specs = make_specs(99, seed=11, arrival_hours=16)
+    config = HubConfig.model_validate({"planning": {"policy": "caspian", "forecast": "oracle"}})
+    result = await run_fleet(specs, START, config, hours=40)
+    check_once_on_time_as_planned(specs, result)
+    summary = simulate_scenario(specs, START, "caspian", tmp_path)
+    got_kg = fleet_grams(specs, result) / 1000
+    print(
+        f"\ncaspian: fleet {got_kg:.4f} kg, simulator {summary['carbon_kg']:.4f} kg, "
+        f"saving vs asap {summary['carbon_saving_pct']:.1f} %"
+    )
+    assert abs(got_kg - summary["carbon_kg"]) <= 0.05 * summary["carbon_kg"]
