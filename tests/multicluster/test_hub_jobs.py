@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from carbonshift.k8s.multicluster.workloads import (
@@ -51,3 +54,33 @@ async def test_a_hub_job_is_held_then_runs_once_in_the_planned_spoke_at_the_plan
         for spoke in f.spokes.values():  # cleaned up
             assert await f.list(spoke, "Job", "batch", "batch/v1") == []
         assert controller.counters.spoke_creates == 1
+
+
+async def test_run_reconciles_every_resync_period_of_the_clock() -> None:
+    async with fleet(START) as f:
+        controller = await f.start_controller()
+        task = asyncio.create_task(controller.run(resync_s=600))
+
+        async def wait_for(done: Callable[[], bool]) -> bool:
+            for _ in range(300):  # real time, for the background task
+                if done():
+                    return True
+                await asyncio.sleep(0.01)
+            return False
+
+        def released() -> bool:
+            return any(e.what == "released" for e in controller.events)
+
+        try:
+            assert await wait_for(lambda: controller.counters.plans >= 1)  # the first pass
+            await f.create(f.hub, hub_job("urgent", cpu=2, runtime_h=1, deadline_h=1))
+            assert not await wait_for(released), "reconciled before the resync period"
+            for kube in f.kubes:
+                await kube.advance_async(minutes=10)
+            f.clock.poke()
+            assert await wait_for(released)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        assert [e.key for e in controller.events if e.what == "released"] == ["Job/batch/urgent"]
