@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from carbonshift.domain import Instance, ViolationKind, check_feasibility, score_plan
 from carbonshift.planning import POLICIES, PlanStatus, run_policy
 from carbonshift.planning.backends.highs import SolveOptions, solve
+from carbonshift.planning.explain import explain
 from carbonshift.planning.policies.cjps import cjps_problem
 from carbonshift.planning.problem import linear_program
 from tests.builders import cluster, instance, job
@@ -115,8 +116,9 @@ GOLDEN = [
         want_starts={
             "asap": {"overdue": ("c1", 0)},
             "fluidos": {"overdue": ("c1", 0)},  # late fallback: earliest start with room
-            "srr": {"overdue": None},  # CJPS places on-time starts only
-            "exact": {"overdue": None},
+            # CJPS places on-time starts only; late_fallback (default) fails open
+            "srr": {"overdue": ("c1", 0)},
+            "exact": {"overdue": ("c1", 0)},
         },
     ),
 ]
@@ -286,3 +288,20 @@ def test_golden_instances_replayed_against_every_lp_method(golden: Golden, metho
         starts = {a.job: (a.cluster, a.start_slot) for a in result.plan.assignments}
         for job_id, want in golden.want_starts.get(policy, {}).items():
             assert starts.get(job_id) == want, (policy, result.notes.get(job_id))
+
+
+@pytest.mark.parametrize("policy", ["srr", "exact"])
+def test_cjps_without_late_fallback_leaves_an_overdue_job_out(policy: str) -> None:
+    inst = instance(
+        [job("overdue", gpu=1, runtime=1, deadline=0), job("fine", gpu=1, runtime=1)],
+        [cluster("c1", gpu=1.0)],
+        {"c1": [300.0, 100.0, 100.0]},
+        horizon=3,
+    )
+    kept = run_policy(policy, inst, {"late_fallback": False})
+    assert "overdue" in kept.plan.unscheduled
+    failed_open = run_policy(policy, inst)
+    starts = {a.job: a.start_slot for a in failed_open.plan.assignments}
+    assert set(starts) == {"overdue", "fine"}
+    assert starts["overdue"] != starts["fine"]  # capacity 1: never on top of each other
+    assert "fail open" in explain(inst, failed_open)["overdue"]

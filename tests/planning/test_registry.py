@@ -21,6 +21,7 @@ from tests.builders import instance, job
                 "seed": 0,
                 "lp_method": "auto",
                 "lp_time_limit_s": 60.0,
+                "late_fallback": True,
             },
         ),
         (

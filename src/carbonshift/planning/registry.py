@@ -152,6 +152,12 @@ _LP_LIMIT = ParamSpec("lp_time_limit_s", float, 60.0, "wall-time limit of each L
 _FUTURE = ParamSpec(
     "future_weight", float, 1.0, "weight f of reserved future demand in GRU (CJPS gamma)", 0, 1
 )
+_LATE = ParamSpec(
+    "late_fallback",
+    bool,
+    True,
+    "a job that can no longer finish on time takes its earliest start with room (fail open)",
+)
 _SEED = ParamSpec("seed", int, 0, "random seed of the rounding", 0)
 
 
@@ -272,6 +278,7 @@ POLICIES: dict[str, PolicySpec] = {
                 seed=p.get_int("seed"),
                 lp_method=LpMethod(p.get_str("lp_method")),
                 lp_time_limit_s=p.get_float("lp_time_limit_s"),
+                late_fallback=p.get_bool("late_fallback"),
             ),
             (
                 ParamSpec("samples", int, 20, "number S of roundings", 1),
@@ -279,6 +286,7 @@ POLICIES: dict[str, PolicySpec] = {
                 _SEED,
                 _LP_METHOD,
                 _LP_LIMIT,
+                _LATE,
             ),
             "CJPS SRR-APX: best of S roundings, overloading jobs dropped",
             srr,
@@ -291,9 +299,11 @@ POLICIES: dict[str, PolicySpec] = {
                 future_weight=p.get_float("future_weight"),
                 time_limit_s=p.get_float("time_limit_s"),
                 mip_gap=p.get_float("mip_gap"),
+                late_fallback=p.get_bool("late_fallback"),
             ),
             (
                 _FUTURE,
+                _LATE,
                 ParamSpec("time_limit_s", float, 60.0, "MILP wall-time limit (s)", 0.001),
                 ParamSpec("mip_gap", float, 1e-4, "relative MIP gap to stop at", 0, 0.999),
             ),

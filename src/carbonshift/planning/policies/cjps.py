@@ -20,7 +20,7 @@ from carbonshift.domain import Instance
 from carbonshift.errors import InputError
 from carbonshift.planning.backends.highs import LpMethod, Solution, SolveOptions, solve
 from carbonshift.planning.ledger import CapacityLedger
-from carbonshift.planning.policies._common import result_of
+from carbonshift.planning.policies._common import release_order, result_of
 from carbonshift.planning.problem import (
     StartProblem,
     arrays_of,
@@ -176,12 +176,17 @@ def srr(
     seed: int = 0,
     lp_method: LpMethod = LpMethod.AUTO,
     lp_time_limit_s: float = 60.0,
+    late_fallback: bool = True,
 ) -> PolicyResult:
     """SRR-APX (CJPS section III-B, Algorithm 2): ``samples`` (S) roundings of the LP
     solution; within a sample a drawn job that would overload any (cluster, resource, slot)
     is dropped (lines 11-17); keep the sample with the fewest dropped jobs, ties by higher
     GRU (lines 22-24). Capacity starts from what the LP reserved for future demand.
-    Never overloads."""
+    Never overloads.
+
+    CJPS only places on-time starts, so a job whose deadline can no longer be met would
+    wait for ever in online use; with ``late_fallback`` (default) such a job takes its
+    earliest start with room after the rounding (fail open), and ``--explain`` says so."""
     if samples < 1:
         raise InputError(f"samples is {samples}; give a whole number of samples >= 1")
     began = time.perf_counter()
@@ -228,6 +233,12 @@ def srr(
             notes[i] = "srr: drawn, but its start would overload capacity; dropped"
         else:
             notes[i] = _why_not_drawn(problem, i)
+    if late_fallback:
+        ledger = CapacityLedger(problem.arrays)
+        ledger.free_units[...] = start_ledger.free_units
+        for i, (c, s) in best_chosen.items():
+            ledger.place(i, c, s)
+        _overdue_fallback(problem, ledger, best_chosen, notes, "srr")
     stats = {**_lp_stats(solution), "dropped_jobs": float(len(best_dropped))}
     return result_of(
         instance,
@@ -246,12 +257,14 @@ def exact(
     future_weight: float = 1.0,
     time_limit_s: float = 60.0,
     mip_gap: float = 1e-4,
+    late_fallback: bool = True,
 ) -> PolicyResult:
     """The CJPS-MILP (CJPS section II, objective after eq. 6) solved by HiGHS branch and
     bound with ``time_limit_s`` and relative ``mip_gap``: x binary, future reservations z
     continuous. Status ``optimal`` when proved within the gap, ``time_limit`` when stopped
     with a plan, ``no_solution`` (every job unscheduled) when stopped without one.
-    ``stats`` has ``mip_bound_gru`` (dual bound), ``mip_gap`` and ``objective_gru``."""
+    ``stats`` has ``mip_bound_gru`` (dual bound), ``mip_gap`` and ``objective_gru``.
+    ``late_fallback`` places jobs with no on-time start left as :func:`srr` does."""
     began = time.perf_counter()
     problem, job_gru, future_obj = cjps_problem(instance, context, future_weight)
     lp = linear_program(problem, job_gru, future_objective=future_obj)
@@ -279,6 +292,12 @@ def exact(
                 else "exact: leaving it out maximises GRU (no room on time, or it would "
                 "displace greener use)"
             )
+    if late_fallback:
+        ledger = CapacityLedger(problem.arrays)
+        _reserve_future(ledger, problem, solution.values[n_x:])
+        for i, (c, s) in chosen.items():
+            ledger.place(i, c, s)
+        _overdue_fallback(problem, ledger, chosen, notes, "exact")
     status = PlanStatus.OPTIMAL if solution.status is SolveStatus.OPTIMAL else PlanStatus.TIME_LIMIT
     stats = {
         "objective_gru": solution.objective,
@@ -295,6 +314,39 @@ def exact(
         notes=notes,
         stats=stats,
     )
+
+
+def _overdue_fallback(
+    problem: StartProblem,
+    ledger: CapacityLedger,
+    chosen: dict[int, tuple[int, int]],
+    notes: dict[int, str],
+    policy: str,
+) -> None:
+    """Jobs with no on-time start left (the CJPS model has no column for them) take their
+    earliest start with room, in release order: they fail open instead of waiting for ever.
+    Jobs that still have on-time starts are left to the model."""
+    arrays = problem.arrays
+    has_on_time = np.zeros(arrays.n_jobs, dtype=bool)
+    has_on_time[problem.starts.job] = True
+    for i in release_order(arrays):
+        if i in chosen or has_on_time[i]:
+            continue
+        best: tuple[int, int] | None = None
+        for c in np.flatnonzero(arrays.allowed[i]):
+            ok = ledger.fitting_starts(i, int(c))
+            ok[: int(arrays.release_slot[i])] = False
+            if ok.any():
+                start = int(np.argmax(ok))
+                if best is None or start < best[1]:
+                    best = (int(c), start)
+        if best is not None:
+            ledger.place(i, *best)
+            chosen[i] = best
+            notes[i] = (
+                f"{policy}: its deadline can no longer be met; earliest start with room "
+                "(late, fail open)"
+            )
 
 
 def _no_solution(instance: Instance, policy: str, began: float, solution: Solution) -> PolicyResult:
