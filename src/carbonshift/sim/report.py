@@ -74,10 +74,7 @@ def _plot_cumulative(
     bottom.set_xlabel("hours since start")
     bottom.grid(alpha=0.3)
     fig.suptitle("Cumulative emissions")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _ratios(run: RunResult) -> list[float]:
@@ -103,15 +100,12 @@ def _plot_completion(
     ax.set_ylabel("jobs")
     ax.legend()
     ax.set_title("Completion ratio")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _plot_intensity(run: RunResult, path: Path) -> Path:
     clusters = sorted({s.cluster for s in run.slots})
-    fig, ax = plt.subplots(figsize=(8, 4))
+    fig, ax = plt.subplots(figsize=(8, 5))
     for i, name in enumerate(clusters):
         rows = [s for s in run.slots if s.cluster == name]
         hours = [s.start_h for s in rows]
@@ -129,12 +123,9 @@ def _plot_intensity(run: RunResult, path: Path) -> Path:
     ax.set_xlabel("hours since start")
     ax.set_ylabel("carbon intensity (g/kWh)")
     ax.set_title("Actual (solid) and forecast at planning time (dashed)")
-    ax.legend(fontsize="small", ncol=2)
+    ax.legend(fontsize="small", ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _plot_allocation(run: RunResult, path: Path, policy: str) -> Path:
@@ -155,8 +146,14 @@ def _plot_allocation(run: RunResult, path: Path, policy: str) -> Path:
     ax.set_title(f"Allocation under {policy}")
     ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> Path:
+    """Save as PNG (embedded in the report) and SVG beside it."""
     fig.tight_layout()
     fig.savefig(path, dpi=100)
+    fig.savefig(path.with_suffix(".svg"))
     plt.close(fig)
     return path
 
