@@ -466,7 +466,12 @@ def reproduce_co2(
             base_kg, kg = summary["baseline_carbon_kg"], summary["carbon_kg"]
             savings.append(summary["carbon_saving_pct"])
             savings_total.append(100.0 * (base_kg - kg) / (base_kg + idle_kg))
-            met.append(summary["deadline_met_pct"])
+            flexible = [r for r in run.jobs if not r.critical and r.state != "rejected"]
+            met.append(
+                100.0
+                * sum(1 for r in flexible if r.start_h is not None and r.start_h - r.submit_h <= 24)
+                / max(1, len(flexible))
+            )
             if day_index == 0:
                 write_outputs(exp, run, base, summary, out_dir / name)
         rows.append(
@@ -476,7 +481,7 @@ def reproduce_co2(
                 "saving_jobs_pct": _mean(savings),
                 "saving_with_idle_pct": _mean(savings_total),
                 "paper_saving_pct": _CO2_PAPER_PCT[name],
-                "deadline_met_pct": _mean(met),
+                "flexible_started_within_24h_pct": _mean(met),
                 "days": len(days),
             }
         )
@@ -484,7 +489,9 @@ def reproduce_co2(
         step(done, total, "done")
     notes = (
         "saving_with_idle_pct counts the server's 212 W idle power in the total, as the "
-        "thesis measured whole-server power; saving_jobs_pct counts the jobs' share only.",
+        "thesis measured whole-server power; saving_jobs_pct counts the jobs' share only. "
+        "Critical jobs have no slack (the thesis has no deadlines), so the table reports the "
+        "share of not-critical jobs started within the 24 h bound instead of deadlines met.",
         "Differences from the thesis: DE 2022 with a wma forecast from 2021 (thesis: 2021 "
         "from 2020); simulated, not measured on Minikube; hourly patterns from the NASA SWF "
         "log and the Azure trace instead of the thesis's two GWF logs; 5-minute slots.",
