@@ -11,7 +11,7 @@ import difflib
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -94,6 +94,12 @@ class PlanningSection(_Section):
     forecast: str = Field("seasonal-day", description="forecaster name (CONTRACTS.md section 3)")
     forecast_params: dict[str, Any] = Field(
         default_factory=dict, description="forecaster parameters"
+    )
+    carbon_source: Literal["embedded", "providers"] = Field(
+        "embedded",
+        description="embedded: the shipped data through the forecaster; providers: the live "
+        "provider chain of docs/providers.md (CARBONSHIFT_* variables), ending in the embedded "
+        "data",
     )
     slot_minutes: int = Field(60, ge=1, le=1440, description="slot length and period, minutes")
     horizon_slots: int = Field(

@@ -23,7 +23,8 @@ import numpy.typing as npt
 
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.forecast import make_forecaster
-from carbonshift.carbon.series import CarbonSeries
+from carbonshift.carbon.providers import FallbackChain, ProviderSettings, build_chains
+from carbonshift.carbon.series import CarbonSeries, CiKind
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 from carbonshift.errors import CarbonshiftError, TemporaryError
 from carbonshift.k8s.config import ControllerConfig
@@ -138,6 +139,56 @@ class CarbonSource:
         old = list(last.values_g_per_kwh[max(shift, 0) :]) or [last.values_g_per_kwh[-1]]
         values = (old + [old[-1]] * horizon_slots)[:horizon_slots]
         return Forecast(slot0, tuple(values), issued_at=last.issued_at, fallback=True)
+
+
+class ProviderCarbonSource(CarbonSource):
+    """Forecasts from the live provider chain (``planning.carbon_source = "providers"``).
+
+    The chain of the cluster's signal kind (direct) tries the configured live sources, then
+    their stale cache, then the embedded data (replayed past 2023), as ``carbonshift serve``
+    does; its answer is the forecast. A chain failure counts in ``errors`` and answers the last
+    good forecast, like :class:`CarbonSource`. Emission estimates still use the embedded
+    series of the zone.
+    """
+
+    def __init__(
+        self, config: ControllerConfig, chain: FallbackChain, series: CarbonSeries | None = None
+    ) -> None:
+        super().__init__(config, series)
+        self._chain = chain
+
+    def forecast(self, slot0: datetime, horizon_slots: int) -> Forecast:
+        """The chain's answer for ``horizon_slots`` slots from ``slot0``."""
+        slot_minutes = self._config.planning.slot_minutes
+        end = slot0 + timedelta(minutes=slot_minutes * horizon_slots)
+        try:
+            answer = self._chain.answer(
+                self._config.cluster.zone, slot0, end, slot_minutes=slot_minutes
+            )
+            values = np.asarray(answer.window.values_g_per_kwh, dtype=np.float64)
+            if len(values) < horizon_slots or not np.all(np.isfinite(values)):
+                raise TemporaryError(
+                    f"provider answer for zone {self._config.cluster.zone} has "
+                    f"{len(values)} of {horizon_slots} slots"
+                )
+        except CarbonshiftError as exc:
+            self.errors += 1
+            _LOG.warning("provider forecast failed (%s); using the last good forecast", exc)
+            return self._fallback(slot0, horizon_slots, exc)
+        issued = answer.window.stale_since or answer.now
+        result = Forecast(
+            slot0, tuple(float(max(v, 0.0)) for v in values[:horizon_slots]), issued_at=issued
+        )
+        self._last = result
+        return result
+
+
+def carbon_source_for(config: ControllerConfig) -> CarbonSource:
+    """The carbon source ``planning.carbon_source`` names."""
+    if config.planning.carbon_source == "providers":
+        chains = build_chains(ProviderSettings.from_env())
+        return ProviderCarbonSource(config, chains.chain(CiKind.DIRECT))
+    return CarbonSource(config)
 
 
 @dataclass(frozen=True, slots=True)

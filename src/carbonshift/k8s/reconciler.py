@@ -56,6 +56,7 @@ from carbonshift.k8s.planner import (
     Outcome,
     Round,
     RunningWork,
+    carbon_source_for,
     plan_round,
     slot_floor,
 )
@@ -151,7 +152,7 @@ class Controller:
         self.kube = kube
         self.clock = clock
         self.metrics = metrics or Metrics()
-        self.source = source or CarbonSource(config)
+        self.source = source or carbon_source_for(config)
         self.pods: dict[str, Obj] = {}
         self.jobs: dict[str, Obj] = {}
         self.nodes: dict[str, Obj] = {}
