@@ -84,3 +84,26 @@ def test_bad_sweep_files(tmp_path: Path, text: str, want: str) -> None:
     with pytest.raises(InputError, match=None) as info:
         load_sweep(write_sweep(tmp_path, text=text.replace("{", "{{").replace("}", "}}")))
     assert want in str(info.value)
+
+
+def test_a_dask_cluster_gives_the_same_numbers(tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed", reason="the dask extra is not installed")
+    spec = load_sweep(write_sweep(tmp_path, 1))
+    serial = run_sweep(spec, tmp_path / "one")
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster,
+    ):
+        on_dask = run_sweep(spec, tmp_path / "dask", dask_address=cluster.scheduler_address)
+    timing = "planner_seconds_total"
+    assert [{k: v for k, v in r.items() if k != timing} for r in serial] == [
+        {k: v for k, v in r.items() if k != timing} for r in on_dask
+    ]
+
+
+def test_an_unreachable_dask_scheduler_is_a_clear_error(tmp_path: Path) -> None:
+    pytest.importorskip("distributed", reason="the dask extra is not installed")
+    spec = load_sweep(write_sweep(tmp_path, 1))
+    with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
+        run_sweep(spec, tmp_path / "out", dask_address="tcp://127.0.0.1:9")

@@ -38,6 +38,7 @@ _VERBS: dict[str, str] = {
     "sweep": "carbonshift.cli.sweep",
     "plan": "carbonshift.cli.plan",
     "controller": "carbonshift.cli.controller",
+    "hub": "carbonshift.cli.hub",
     "serve": "carbonshift.cli.serve",
 }
 

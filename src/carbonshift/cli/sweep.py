@@ -21,6 +21,9 @@ def command(
     workers: int | None = typer.Option(None, "--workers", help="Processes (overrides the file)."),
     keep_runs: bool = typer.Option(False, "--keep-runs", help="Keep each run's jobs.csv etc."),
     output_format: str = typer.Option("table", "--format", help="table or json."),
+    dask: str | None = typer.Option(
+        None, "--dask", help="Run on the Dask scheduler at this address (the dask extra)."
+    ),
 ) -> None:
     """Run a sweep and print seed means per scenario, policy and parameters.
 
@@ -46,7 +49,7 @@ def command(
         def step(done: int, total: int, what: str) -> None:
             bar.update(task, completed=done, total=total, description=f"sweep: {what}")
 
-        summary = run_sweep(spec, out, step=step, keep_runs=keep_runs)
+        summary = run_sweep(spec, out, step=step, keep_runs=keep_runs, dask_address=dask)
     if output_format == "json":
         typer.echo(json.dumps(summary, indent=1))
         return

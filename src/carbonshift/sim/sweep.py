@@ -156,8 +156,10 @@ def run_sweep(
     *,
     step: Callable[[int, int, str], None] | None = None,
     keep_runs: bool = False,
+    dask_address: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every run of ``spec`` in ``spec.workers`` processes; write the tables and plot."""
+    """Run every run of ``spec`` in ``spec.workers`` processes (or on the Dask cluster at
+    ``dask_address``, the ``dask`` extra); write the tables and plot."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     total = len(spec.runs)
@@ -165,7 +167,9 @@ def run_sweep(
     def run_dir(i: int) -> Path | None:
         return out_dir / "runs" / f"{i:04d}" if keep_runs else None
 
-    if spec.workers == 1:
+    if dask_address is not None:
+        rows.extend(_run_on_dask(spec, dask_address, run_dir, step))
+    elif spec.workers == 1:
         for i, run in enumerate(spec.runs):
             if step:
                 step(i, total, run.label())
@@ -188,6 +192,45 @@ def run_sweep(
     _write_csv(out_dir / "sweep_summary.csv", summary)
     plot_sweep(summary, spec.swept, out_dir / "sweep.png")
     return summary
+
+
+def _run_on_dask(
+    spec: SweepSpec,
+    address: str,
+    run_dir: Callable[[int], Path | None],
+    step: Callable[[int, int, str], None] | None,
+) -> list[dict[str, Any]]:
+    """Submit every run to the Dask scheduler at ``address`` (``pip install carbonshift[dask]``).
+
+    Workers need carbonshift installed and the scenario files at the same paths.
+    """
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError as exc:
+        raise InputError(
+            "--dask needs the dask extra; install it with: pip install 'carbonshift[dask]'"
+        ) from exc
+    try:
+        client = Client(address, timeout=10)  # type: ignore[no-untyped-call]
+    except OSError as exc:
+        raise InputError(
+            f"cannot reach the Dask scheduler at {address!r} ({exc}); check the address, "
+            "like tcp://127.0.0.1:8786"
+        ) from exc
+    rows: list[dict[str, Any]] = []
+    try:
+        futures = {
+            client.submit(_run_one, run, run_dir(i), pure=False): run
+            for i, run in enumerate(spec.runs)
+        }
+        for done, future in enumerate(dask_completed(list(futures))):  # type: ignore[no-untyped-call]
+            if step:
+                step(done, len(spec.runs), futures[future].label())
+            rows.append(future.result())
+    finally:
+        client.close()  # type: ignore[no-untyped-call]
+    return rows
 
 
 def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
