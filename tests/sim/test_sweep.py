@@ -102,6 +102,7 @@ def test_a_dask_cluster_gives_the_same_numbers(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.e2e  # waits out the 10 s connect timeout
 def test_an_unreachable_dask_scheduler_is_a_clear_error(tmp_path: Path) -> None:
     pytest.importorskip("distributed", reason="the dask extra is not installed")
     spec = load_sweep(write_sweep(tmp_path, 1))
