@@ -12,26 +12,11 @@ from rich.table import Table
 
 from carbonshift.sim.engine import ProgressFn
 from carbonshift.sim.experiment import run_experiment
-from carbonshift.sim.outputs import write_summary
+from carbonshift.sim.outputs import SUMMARY_KEYS, write_summary
 from carbonshift.sim.run import build_experiment
 from carbonshift.sim.scenario import load_scenario
 
 __all__ = ["command"]
-
-_SHOWN = (
-    "policy",
-    "baseline",
-    "carbon_kg",
-    "baseline_carbon_kg",
-    "carbon_saving_pct",
-    "jobs_total",
-    "jobs_completed",
-    "jobs_rejected",
-    "deadline_met_pct",
-    "mean_completion_ratio",
-    "planner_seconds_total",
-    "planner_seconds_max",
-)
 
 
 def command(
@@ -79,7 +64,7 @@ def command(
     table = Table(title=f"simulation of {scenario}")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key in _SHOWN:
+    for key in SUMMARY_KEYS:
         value = summary.get(key)
         table.add_row(
             key,

@@ -19,12 +19,29 @@ from carbonshift.sim.engine import JobRecord, RunResult
 
 __all__ = [
     "JOB_COLUMNS",
+    "SUMMARY_KEYS",
     "run_metrics",
     "summarize",
     "write_jobs_csv",
     "write_slots_csv",
     "write_summary",
 ]
+
+#: The summary.json keys CONTRACTS.md section 3 requires, in its order.
+SUMMARY_KEYS = (
+    "policy",
+    "baseline",
+    "carbon_kg",
+    "baseline_carbon_kg",
+    "carbon_saving_pct",
+    "jobs_total",
+    "jobs_completed",
+    "jobs_rejected",
+    "deadline_met_pct",
+    "mean_completion_ratio",
+    "planner_seconds_total",
+    "planner_seconds_max",
+)
 
 JOB_COLUMNS = (
     "job",

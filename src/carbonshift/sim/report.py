@@ -22,6 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from carbonshift.sim.engine import RunResult
+from carbonshift.sim.outputs import SUMMARY_KEYS
 
 __all__ = ["write_html_report", "write_plots"]
 
@@ -170,22 +171,8 @@ def write_html_report(
     summary: Mapping[str, Any], plots: Sequence[Path], path: Path, *, title: str
 ) -> Path:
     """Write a single self-contained HTML page (tables and base64-embedded plots)."""
-    keys = [
-        "policy",
-        "baseline",
-        "carbon_kg",
-        "baseline_carbon_kg",
-        "carbon_saving_pct",
-        "jobs_total",
-        "jobs_completed",
-        "jobs_rejected",
-        "deadline_met_pct",
-        "mean_completion_ratio",
-        "planner_seconds_total",
-        "planner_seconds_max",
-    ]
     rows = "\n".join(
-        f"<tr><th>{html.escape(k)}</th><td>{_fmt(summary.get(k))}</td></tr>" for k in keys
+        f"<tr><th>{html.escape(k)}</th><td>{_fmt(summary.get(k))}</td></tr>" for k in SUMMARY_KEYS
     )
     base = summary.get("baseline_metrics", {})
     base_rows = "\n".join(
