@@ -39,6 +39,7 @@ Obj = dict[str, Any]
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class KubeError(CarbonshiftError):
@@ -201,8 +202,14 @@ class ApiKube:
     async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH) -> Obj:
         return await self._call("PATCH", path, body=body, content_type=content_type)
 
-    async def delete(self, path: str) -> Obj:
-        return await self._call("DELETE", path)
+    async def delete(self, path: str, options: Obj | None = None) -> Obj:
+        """Delete, with optional ``DeleteOptions`` (e.g. ``propagationPolicy``)."""
+        return await self._call("DELETE", path, body=options)
+
+    async def apply(self, path: str, body: Obj, field_manager: str, *, force: bool = True) -> Obj:
+        """Server-side apply of ``body`` as ``field_manager`` (``force``: take the fields)."""
+        query = {"fieldManager": field_manager, "force": "true" if force else "false"}
+        return await self._call("PATCH", path, query=query, body=body, content_type=APPLY_PATCH)
 
     async def watch(self, path: str, resource_version: str) -> AsyncIterator[Obj]:
         """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks.

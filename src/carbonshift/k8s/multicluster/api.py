@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from carbonshift.errors import InputError
-from carbonshift.k8s.client import ApiKube, NotFoundError
+from carbonshift.k8s.client import APPLY_PATCH, ApiKube, NotFoundError
 from carbonshift.k8s.clock import Clock
 
 __all__ = ["APPLY_PATCH", "HubApi", "connect_kubeconfig_text"]
 
 Obj = dict[str, Any]
-APPLY_PATCH = "application/apply-patch+yaml"
 
 
 class HubApi:
@@ -46,26 +45,14 @@ class HubApi:
 
     async def apply(self, path: str, body: Obj, field_manager: str) -> Obj:
         """Server-side apply of ``body`` as ``field_manager`` (force: the field is ours)."""
-        result: Obj = await self.kube._call(
-            "PATCH",
-            path,
-            query={"fieldManager": field_manager, "force": "true"},
-            body=body,
-            content_type=APPLY_PATCH,
-        )
-        return result
+        return await self.kube.apply(path, body, field_manager)
 
     async def delete(self, path: str) -> bool:
         """Delete with background propagation; False when it was already gone."""
         try:
-            await self.kube._call(
-                "DELETE",
+            await self.kube.delete(
                 path,
-                body={
-                    "apiVersion": "v1",
-                    "kind": "DeleteOptions",
-                    "propagationPolicy": "Background",
-                },
+                {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
             )
         except NotFoundError:
             return False
