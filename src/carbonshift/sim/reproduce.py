@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.signal import integral_g_h_per_kwh
 from carbonshift.errors import InputError
-from carbonshift.sim.engine import SimCluster, SimConfig
+from carbonshift.sim.engine import ForecastFn, RunResult, SimCluster, SimConfig
 from carbonshift.sim.experiment import (
     Experiment,
     prepare,
@@ -68,6 +68,43 @@ _CASPIAN_SPOKES = (("CA-ON", 200.0), ("JP-TK", 100.0), ("DE", 200.0))
 _CASPIAN_START = datetime(2023, 11, 14, tzinfo=UTC)
 
 
+class _Steps:
+    """Progress of a reproduction: counts simulated runs and reports each to ``step``."""
+
+    def __init__(self, step: StepFn | None, total: int) -> None:
+        self._step = step
+        self._total = total
+        self._done = 0
+
+    def simulate(
+        self,
+        exp: Experiment,
+        prepared: tuple[tuple[SimCluster, ...], ForecastFn],
+        name: str,
+        params: Mapping[str, Any],
+        label: str,
+    ) -> RunResult:
+        """Simulate one policy on the experiment, reporting ``label`` first."""
+        if self._step:
+            self._step(self._done, self._total, label)
+        run = simulate_policy(exp, prepared, name, params)
+        self._done += 1
+        return run
+
+    def pair(self, exp: Experiment, label: str) -> tuple[RunResult, RunResult]:
+        """The experiment's policy and its baseline, on one prepared input."""
+        prepared = prepare(exp)
+        run = self.simulate(exp, prepared, exp.policy, exp.policy_params, f"{label}: {exp.policy}")
+        base = self.simulate(
+            exp, prepared, exp.baseline, exp.baseline_params, f"{label}: {exp.baseline}"
+        )
+        return run, base
+
+    def finish(self) -> None:
+        if self._step:
+            self._step(self._done, self._total, "done")
+
+
 def _caspian_experiment(seed: int) -> Experiment:
     clusters = tuple(
         SimCluster(
@@ -104,8 +141,7 @@ def reproduce_caspian(out_dir: Path, *, quick: bool, step: StepFn | None = None)
     """
     seeds = [1] if quick else [1, 2, 3, 4, 5]
     omegas = [0.25, 0.5, 1.0, 2.0]
-    total = len(seeds) * (len(omegas) + 2)
-    done = 0
+    steps = _Steps(step, len(seeds) * (len(omegas) + 2))
     per_omega: dict[float, list[dict[str, Any]]] = {w: [] for w in omegas}
     baseline_rows: list[dict[str, Any]] = []
     for seed in seeds:
@@ -113,16 +149,14 @@ def reproduce_caspian(out_dir: Path, *, quick: bool, step: StepFn | None = None)
         prepared = prepare(exp)
         base_runs = {}
         for name, params in (("caspian", {"omega1": 0.0}), ("asap", {})):
-            if step:
-                step(done, total, f"seed {seed}: {name} {params}")
-            base_runs[name] = simulate_policy(exp, prepared, name, params)
-            done += 1
+            base_runs[name] = steps.simulate(
+                exp, prepared, name, params, f"seed {seed}: {name} {params}"
+            )
         baseline_rows.append(run_metrics(base_runs["caspian"]))
         for omega in omegas:
-            if step:
-                step(done, total, f"seed {seed}: caspian omega1={omega}")
-            run = simulate_policy(exp, prepared, "caspian", {"omega1": omega})
-            done += 1
+            run = steps.simulate(
+                exp, prepared, "caspian", {"omega1": omega}, f"seed {seed}: caspian omega1={omega}"
+            )
             vs_zero = summarize(
                 policy="caspian", baseline="caspian", run=run, baseline_run=base_runs["caspian"]
             )
@@ -146,8 +180,7 @@ def reproduce_caspian(out_dir: Path, *, quick: bool, step: StepFn | None = None)
                     {**vs_zero, "policy_params": {"omega1": omega}},
                     out_dir / "omega1-0.5",
                 )
-    if step:
-        step(done, total, "done")
+    steps.finish()
     rows = []
     for omega in omegas:
         paper = _CASPIAN_PAPER.get(omega, {})
@@ -303,8 +336,7 @@ def reproduce_cjps(
         )
     loads = [0.25, 0.40] if quick else [0.25, 0.40, 0.55, 0.70]
     rows = []
-    total = len(loads) * 2
-    done = 0
+    steps = _Steps(step, len(loads) * 2)
     for load in loads:
         workload = _pai_jobs(path, load, seed=1)
         clusters = tuple(
@@ -330,14 +362,8 @@ def reproduce_cjps(
             demand_forecast="seasonal-day",
             title=f"CJPS reproduction, load {load:.0%}",
         )
-        prepared = prepare(exp)
-        runs = {}
-        for weight in (1.0, 0.0):
-            if step:
-                step(done, total, f"load {load:.0%}: srr future_weight={weight}")
-            runs[weight] = simulate_policy(exp, prepared, "srr", {"future_weight": weight})
-            done += 1
-        with_f, without = run_metrics(runs[1.0]), run_metrics(runs[0.0])
+        reserved, plain = steps.pair(exp, f"load {load:.0%}: future_weight 1, then 0")
+        with_f, without = run_metrics(reserved), run_metrics(plain)
         rows.append(
             {
                 "load_pct": 100 * load,
@@ -353,10 +379,9 @@ def reproduce_cjps(
             }
         )
         if load == loads[0]:
-            summary = summarize(policy="srr", baseline="srr", run=runs[1.0], baseline_run=runs[0.0])
-            write_outputs(exp, runs[1.0], runs[0.0], summary, out_dir / f"load-{int(100 * load)}")
-    if step:
-        step(done, total, "done")
+            summary = summarize(policy="srr", baseline="srr", run=reserved, baseline_run=plain)
+            write_outputs(exp, reserved, plain, summary, out_dir / f"load-{int(100 * load)}")
+    steps.finish()
     notes = (
         "cfp_ratio < 1 means reserving room for forecast future demand lowered the footprint.",
         "Differences from the paper: the PAI trace's arrivals are compressed onto 25 h to "
@@ -404,8 +429,7 @@ def reproduce_co2(
     days = [datetime(2022, 6, 13, tzinfo=UTC)]
     if not quick:
         days = [datetime(2022, 6, 13 + d, tzinfo=UTC) for d in range(7)]
-    total = len(_CO2_SCENARIOS) * len(days) * 2
-    done = 0
+    steps = _Steps(step, len(_CO2_SCENARIOS) * len(days) * 2)
     rows = []
     series = load_series("DE")
     for name, length_h, utilisation, per_hour, share, trace in _CO2_SCENARIOS:
@@ -451,15 +475,7 @@ def reproduce_co2(
                 demand_forecast="seasonal-day",
                 title=f"CO2 scheduler {name}, {day:%Y-%m-%d}",
             )
-            prepared = prepare(exp)
-            if step:
-                step(done, total, f"{name} {day:%Y-%m-%d}: window")
-            run = simulate_policy(exp, prepared, "window", {})
-            done += 1
-            if step:
-                step(done, total, f"{name} {day:%Y-%m-%d}: asap")
-            base = simulate_policy(exp, prepared, "asap", {})
-            done += 1
+            run, base = steps.pair(exp, f"{name} {day:%Y-%m-%d}")
             summary = summarize(policy="window", baseline="asap", run=run, baseline_run=base)
             span_end = day + timedelta(hours=max(run.end_h, base.end_h))
             idle_kg = _CO2_IDLE_W / 1000.0 * integral_g_h_per_kwh(series, day, span_end) / 1000.0
@@ -485,8 +501,7 @@ def reproduce_co2(
                 "days": len(days),
             }
         )
-    if step:
-        step(done, total, "done")
+    steps.finish()
     notes = (
         "saving_with_idle_pct counts the server's 212 W idle power in the total, as the "
         "thesis measured whole-server power; saving_jobs_pct counts the jobs' share only. "
@@ -555,8 +570,7 @@ def reproduce_fluidos(out_dir: Path, *, quick: bool, step: StepFn | None = None)
     """
     seeds = [1, 2, 3] if quick else list(range(1, 11))
     rows = []
-    total = len(seeds) * 2
-    done = 0
+    steps = _Steps(step, len(seeds) * 2)
     for seed in seeds:
         exp = Experiment(
             config=SimConfig(
@@ -572,15 +586,7 @@ def reproduce_fluidos(out_dir: Path, *, quick: bool, step: StepFn | None = None)
             baseline="asap",
             title=f"FLUIDOS reproduction, seed {seed}",
         )
-        prepared = prepare(exp)
-        if step:
-            step(done, total, f"seed {seed}: fluidos")
-        run = simulate_policy(exp, prepared, "fluidos", {})
-        done += 1
-        if step:
-            step(done, total, f"seed {seed}: asap")
-        base = simulate_policy(exp, prepared, "asap", {})
-        done += 1
+        run, base = steps.pair(exp, f"seed {seed}")
         summary = summarize(policy="fluidos", baseline="asap", run=run, baseline_run=base)
         rows.append(
             {
@@ -596,8 +602,7 @@ def reproduce_fluidos(out_dir: Path, *, quick: bool, step: StepFn | None = None)
         if seed == seeds[0]:
             write_outputs(exp, run, base, summary, out_dir / f"seed-{seed}")
             _plot_heat_map(exp, out_dir / "heat_map.png")
-    if step:
-        step(done, total, "done")
+    steps.finish()
     savings = [r["saving_pct"] for r in rows]
     notes = (
         f"Mean saving over {len(rows)} node sets: {_mean(savings):.1f} % (min "
