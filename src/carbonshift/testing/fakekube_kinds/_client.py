@@ -6,6 +6,7 @@ inside them, so several fake clusters in several threads stay independent.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -99,3 +100,43 @@ class FakeClient:
         _check(answer)
         self.writes += 1
         return True
+
+
+class Emulator:
+    """What the Kueue and MCAD emulations share: a client of the fake hub and one per worker,
+    and :meth:`settle`, which reconciles until a pass writes nothing and fails nothing."""
+
+    #: passes :meth:`settle` takes at most by default
+    max_passes = 10
+
+    def __init__(self, hub_url: str, workers: Mapping[str, str]) -> None:
+        self.hub = FakeClient(hub_url)
+        self.workers = {name: FakeClient(url) for name, url in workers.items()}
+        self.failures = 0
+        self.created: dict[str, int] = {}
+        """Objects created in workers, per hub object (``namespace/name``)."""
+
+    async def close(self) -> None:
+        await self.hub.close()
+        for worker in self.workers.values():
+            await worker.close()
+
+    async def settle(self, max_passes: int | None = None) -> int:
+        """Reconcile until a pass writes nothing; answers the passes taken."""
+        limit = self.max_passes if max_passes is None else max_passes
+        for n in range(1, limit + 1):
+            failures = self.failures
+            try:
+                if not await self.reconcile() and self.failures == failures:
+                    return n
+            except TransientError:  # an injected fault: try again, as the real controller would
+                continue
+        return limit
+
+    async def reconcile(self) -> int:
+        """One pass; answers the writes made."""
+        raise NotImplementedError
+
+    def writes(self) -> int:
+        """Writes made so far, on the hub and every worker."""
+        return self.hub.writes + sum(w.writes for w in self.workers.values())

@@ -30,7 +30,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from carbonshift.testing.fakekube_kinds._client import FakeClient, TransientError, api_path
+from carbonshift.testing.fakekube_kinds._client import Emulator, TransientError, api_path
 from carbonshift.testing.fakekube_kinds.crds import APPWRAPPER_API
 
 __all__ = ["APPWRAPPER_LABEL", "AppWrapperEmulator", "target_cluster", "wrapped_jobs"]
@@ -65,40 +65,23 @@ def _true(obj: Obj, kind: str) -> bool:
     )
 
 
-class AppWrapperEmulator:
+class AppWrapperEmulator(Emulator):
     """MCAD's multi-cluster dispatcher as a client of a fake hub and its workers."""
 
+    max_passes = 10
+
     def __init__(self, hub_url: str, workers: Mapping[str, str]) -> None:
-        self.hub = FakeClient(hub_url)
-        self.workers = {name: FakeClient(url) for name, url in workers.items()}
+        super().__init__(hub_url, workers)
         self.dispatches = 0
-        self.failures = 0
-        self.created: dict[str, int] = {}
-        """Wrapped Jobs created in workers, per AppWrapper (``namespace/name``)."""
-
-    async def close(self) -> None:
-        await self.hub.close()
-        for worker in self.workers.values():
-            await worker.close()
-
-    async def settle(self, max_passes: int = 10) -> int:
-        for n in range(1, max_passes + 1):
-            failures = self.failures
-            try:
-                if not await self.reconcile() and self.failures == failures:
-                    return n
-            except TransientError:  # an injected fault: try again, as the real controller would
-                continue
-        return max_passes
 
     async def reconcile(self) -> int:
-        before = self.hub.writes + sum(w.writes for w in self.workers.values())
+        before = self.writes()
         for aw in await self.hub.list(api_path(APPWRAPPER_API, "appwrappers")):
             try:
                 await self._one(aw)
             except TransientError:  # this one waits (e.g. its worker is down); not the others
                 self.failures += 1
-        return self.hub.writes + sum(w.writes for w in self.workers.values()) - before
+        return self.writes() - before
 
     async def _status(self, aw: Obj, status: Obj) -> None:
         if status == (aw.get("status") or {}):

@@ -48,7 +48,7 @@ from typing import Any
 
 from carbonshift.testing.fakekube.clock import format_time
 from carbonshift.testing.fakekube.selection import parse_quantity
-from carbonshift.testing.fakekube_kinds._client import FakeClient, TransientError, api_path
+from carbonshift.testing.fakekube_kinds._client import Emulator, TransientError, api_path
 from carbonshift.testing.fakekube_kinds.crds import KUEUE_API
 from carbonshift.units import parse_utc
 
@@ -120,36 +120,18 @@ def _quota(cq: Obj) -> dict[str, Decimal]:
     return total
 
 
-class KueueEmulator:
+class KueueEmulator(Emulator):
     """Kueue as a client of a fake hub (``hub_url``) and workers (name -> base URL)."""
 
+    max_passes = 20
+
     def __init__(self, hub_url: str, workers: Mapping[str, str]) -> None:
-        self.hub = FakeClient(hub_url)
-        self.workers = {name: FakeClient(url) for name, url in workers.items()}
+        super().__init__(hub_url, workers)
         self.remote_creates = 0
-        self.failures = 0
-        self.created: dict[str, int] = {}
-        """Jobs created in workers, per hub Job (``namespace/name``)."""
-
-    async def close(self) -> None:
-        await self.hub.close()
-        for worker in self.workers.values():
-            await worker.close()
-
-    async def settle(self, max_passes: int = 20) -> int:
-        """Reconcile until a pass writes nothing; answers the passes taken."""
-        for n in range(1, max_passes + 1):
-            failures = self.failures
-            try:
-                if not await self.reconcile() and self.failures == failures:
-                    return n
-            except TransientError:  # an injected fault: try again, as the real controller would
-                continue
-        return max_passes
 
     async def reconcile(self) -> int:
         """One pass (module doc); answers the writes made."""
-        before = self.hub.writes + sum(w.writes for w in self.workers.values())
+        before = self.writes()
         now = await self.hub.now()
         stamp = format_time(now)
         checks = {
@@ -184,7 +166,7 @@ class KueueEmulator:
                 await self._workload(wl, now, stamp, cqs, active, checks, used, mk_clusters, by_uid)
             except TransientError:  # this one waits (e.g. its worker is down); not the others
                 self.failures += 1
-        after = self.hub.writes + sum(w.writes for w in self.workers.values())
+        after = self.writes()
         return after - before
 
     async def _multikueue_checks_active(self, checks: dict[str, Obj], stamp: str) -> None:
