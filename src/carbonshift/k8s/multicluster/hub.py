@@ -111,9 +111,12 @@ class HubEvent:
 
     at: datetime
     key: str
+    """``Kind/namespace/name`` of the hub object (the spoke's name for spoke events)."""
     what: str
     cluster: str = ""
     detail: str = ""
+    uid: str = ""
+    """The hub object's UID (empty for spoke events), so an Event can name it."""
 
 
 @dataclass(slots=True)
@@ -161,9 +164,15 @@ class HubController:
     # -- helpers ----------------------------------------------------------------------------
 
     def _event(
-        self, now: datetime, key: str, what: str, cluster: str = "", detail: str = ""
+        self,
+        now: datetime,
+        key: str,
+        what: str,
+        cluster: str = "",
+        detail: str = "",
+        uid: str = "",
     ) -> None:
-        self.events.append(HubEvent(now, key, what, cluster, detail))
+        self.events.append(HubEvent(now, key, what, cluster, detail, uid))
         _LOG.info("%s %s %s %s", key, what, cluster, detail)
 
     async def close(self) -> None:
@@ -436,7 +445,7 @@ class HubController:
                 return found
             # a copy of an older hub object of the same name: remove it, create next time
             await spoke.api.delete(path)
-            self._event(now, w.key, "removed-stale-copy", spoke.spec.name)
+            self._event(now, w.key, "removed-stale-copy", spoke.spec.name, uid=w.uid)
             return None
         with contextlib.suppress(ConflictError):
             await spoke.api.create(
@@ -451,7 +460,7 @@ class HubController:
             self.counters.adopted += 1
             return None
         self.counters.spoke_creates += 1
-        self._event(now, w.key, "created-in-spoke", spoke.spec.name)
+        self._event(now, w.key, "created-in-spoke", spoke.spec.name, uid=w.uid)
         return created
 
     async def _mirror_jobs(self, now: datetime, workloads: list[HubWorkload]) -> None:
@@ -497,7 +506,7 @@ class HubController:
             await self.hub.replace(_path("Job", meta["namespace"], meta["name"]) + "/status", body)
             self.counters.mirrored += 1
             outcome = "Complete" if condition_true(remote, "Complete") else "Failed"
-            self._event(now, w.key, f"finished-{outcome.lower()}", spoke.spec.name)
+            self._event(now, w.key, f"finished-{outcome.lower()}", spoke.spec.name, uid=w.uid)
             if await spoke.api.delete(_path("Job", meta["namespace"], meta["name"])):
                 self.counters.cleaned += 1
             return
@@ -697,6 +706,7 @@ class HubController:
         }
         if any(w.annotations.get(k) != v for k, v in want.items()):
             w = _with_obj(w, await self._annotate(w, want))
+            self._event(now, w.key, "planned", d.cluster or "", d.reason, w.uid)
         if w.kind == "Job" and not (w.obj.get("spec") or {}).get("suspend"):
             meta = w.obj["metadata"]
             await self.hub.patch(
@@ -748,7 +758,7 @@ class HubController:
             updated = await self._annotate(w, plan)  # write-ahead: a restart finds it here
             w = _with_obj(w, updated)
         self.counters.releases += 1
-        self._event(now, w.key, "released", cluster, d.reason)
+        self._event(now, w.key, "released", cluster, d.reason, w.uid)
         if w.kind == "Workload":  # if this fails, _redrive_workloads finishes it
             await self._nominate(w, cluster, d.reason, now)
         if w.kind == "Job":  # the copy; if this fails, mirroring creates it next time
@@ -781,7 +791,7 @@ class HubController:
         )
         await spoke.api.delete(_path("Job", meta["namespace"], meta["name"]))
         self.counters.suspended += 1
-        self._event(now, w.key, "suspended", w.placed, d.reason)
+        self._event(now, w.key, "suspended", w.placed, d.reason, w.uid)
 
     async def _set_check(
         self,
