@@ -21,6 +21,7 @@ _CAUSE_REASON = {
     "Unsupported value": "FieldValueNotSupported",
     "Duplicate value": "FieldValueDuplicate",
     "Too many": "FieldValueTooMany",
+    "Too long": "FieldValueTooLong",
 }
 
 
@@ -40,6 +41,8 @@ class FieldError:
     detail: str = ""
     value: Any = None
     supported: tuple[str, ...] = ()
+    reason: str = ""
+    """The cause's reason when it differs from the type's (``FieldValueTypeInvalid``)."""
 
     def body(self) -> str:
         """The text after ``<field>: `` in the API server's message."""
@@ -51,13 +54,16 @@ class FieldError:
             return f"Unsupported value: {go_value(self.value)}: supported values: {allowed}"
         if self.type == "Duplicate value":
             return f"Duplicate value: {go_value(self.value)}"
+        if self.type == "Too many":
+            return f"Too many: {go_value(self.value)}: {self.detail}"
         return f"{self.type}: {self.detail}" if self.detail else self.type
 
     def text(self) -> str:
         return f"{self.field}: {self.body()}"
 
     def cause(self) -> dict[str, Any]:
-        return {"reason": _CAUSE_REASON[self.type], "message": self.body(), "field": self.field}
+        reason = self.reason or _CAUSE_REASON[self.type]
+        return {"reason": reason, "message": self.body(), "field": self.field}
 
 
 def forbidden(field: str, detail: str) -> FieldError:

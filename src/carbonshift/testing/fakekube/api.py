@@ -17,7 +17,7 @@ import random
 import uuid
 from typing import Any
 
-from carbonshift.testing.fakekube import kinds
+from carbonshift.testing.fakekube import kinds, schema
 from carbonshift.testing.fakekube._errors import ApiError
 from carbonshift.testing.fakekube._errors import required as required_field
 from carbonshift.testing.fakekube.admission import WebhookCaller
@@ -188,6 +188,11 @@ class FakeApi:
             meta["generation"] = 1
         obj["apiVersion"], obj["kind"] = rt.api_version, rt.kind
         builtin = not rt.custom
+        structural = self._structural_schema(rt, version)
+        if rt.custom and rt.has_status:
+            obj.pop("status", None)  # customResourceStrategy.PrepareForCreate
+        if structural is not None:
+            schema.prepare(obj, structural)
         kinds.default_object(rt.kind, obj, builtin=builtin)
         if rt.kind == "Pod" and builtin:
             self._admit_priority(obj)
@@ -196,9 +201,15 @@ class FakeApi:
         if not rt.namespaced:
             obj["metadata"].pop("namespace", None)
         kinds.default_object(rt.kind, obj, builtin=builtin)
-        if rt.has_status:
+        if rt.has_status and builtin:
             obj["status"] = self._initial_status(rt, obj)
+        elif rt.has_status:
+            obj.pop("status", None)
+        if structural is not None:
+            schema.prepare(obj, structural)
         errors = kinds.validate_create(rt.kind, obj, namespaced=rt.namespaced, builtin=builtin)
+        if structural is not None:
+            errors.extend(schema.validate(obj, structural))
         if errors:
             raise ApiError.invalid(rt.group, rt.kind, name, errors)
         if self.store.peek(rt, obj["metadata"].get("namespace", ""), name) is not None:
@@ -371,16 +382,27 @@ class FakeApi:
         version: str | None,
     ) -> Obj:
         old_meta = old["metadata"]
+        structural = self._structural_schema(rt, version)
         if subresource == "status":
             result = copy.deepcopy(old)
-            result["status"] = copy.deepcopy(new.get("status") or {})
+            if rt.custom and "status" not in new:
+                result.pop("status", None)
+            else:
+                result["status"] = copy.deepcopy(new.get("status") or {})
             new = result
+            if structural is not None:
+                schema.prepare(new, structural)
+                errors = schema.validate(new, structural, old)
+                if errors:
+                    raise ApiError.invalid(rt.group, rt.kind, old_meta["name"], errors)
         elif subresource:
             raise ApiError(
                 404, "NotFound", f"the server could not find the requested resource ({subresource})"
             )
         else:
-            if rt.has_status:
+            if rt.custom and rt.has_status and "status" not in old:
+                new.pop("status", None)
+            elif rt.has_status:
                 new["status"] = copy.deepcopy(old.get("status") or {})
             meta = new.setdefault("metadata", {})
             for key in (
@@ -399,11 +421,17 @@ class FakeApi:
                 meta["namespace"] = old_meta["namespace"]
             new["apiVersion"], new["kind"] = rt.api_version, rt.kind
             builtin = not rt.custom
+            if structural is not None:
+                schema.prepare(new, structural)
             kinds.default_object(rt.kind, new, builtin=builtin)
             new = await self.webhooks.admit(rt, "UPDATE", new, old, dry_run=dry_run)
+            if structural is not None:
+                schema.prepare(new, structural)
             errors = kinds.validate_update(
                 rt.kind, old, new, namespaced=rt.namespaced, builtin=builtin
             )
+            if structural is not None:
+                errors.extend(schema.validate(new, structural, old))
             if errors:
                 raise ApiError.invalid(rt.group, rt.kind, old_meta["name"], errors)
             if rt.generational and _spec_part(old) != _spec_part(new):
@@ -601,6 +629,18 @@ class FakeApi:
         }
 
     # -- hooks ----------------------------------------------------------------------------
+
+    def _structural_schema(self, rt: ResourceType, version: str | None) -> Obj | None:
+        """The ``openAPIV3Schema`` of a custom resource's requested version, if any."""
+        if not rt.custom:
+            return None
+        crd_rt = self.registry.find("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        if crd_rt is None:
+            return None
+        crd = self.store.peek(crd_rt, "", f"{rt.plural}.{rt.group}")
+        if crd is None:
+            return None
+        return schema.find_schema(crd, version or rt.version)
 
     def _after_write(self, rt: ResourceType, old: Obj | None, obj: Obj) -> None:
         if rt.kind == "CustomResourceDefinition" and not rt.custom:
