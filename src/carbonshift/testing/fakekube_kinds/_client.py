@@ -6,6 +6,7 @@ inside them, so several fake clusters in several threads stay independent.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -29,7 +30,8 @@ def api_path(api_version: str, plural: str, namespace: str = "", name: str = "")
 
 
 class TransientError(TemporaryError):
-    """A 429 or 5xx answer (e.g. an injected fault): the emulator tries again next pass."""
+    """A 429 or 5xx answer (e.g. an injected fault) or no answer at all (connection refused,
+    timeout): the emulator tries again next pass."""
 
 
 def _check(answer: httpx.Response) -> None:
@@ -46,16 +48,22 @@ class FakeClient:
         self.http = httpx.AsyncClient(base_url=base_url, timeout=30)
         self.writes = 0
 
+    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return await self.http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:  # the cluster does not answer: a lost worker
+            raise TransientError(f"{method} {self.base_url}{path}: no answer ({exc!r})") from exc
+
     async def close(self) -> None:
         await self.http.aclose()
 
     async def now(self) -> datetime:
-        answer = await self.http.get("/fakekube/clock")
+        answer = await self._send("GET", "/fakekube/clock")
         _check(answer)
         return parse_utc(str(answer.json()["now"]))
 
     async def get(self, path: str) -> Obj | None:
-        answer = await self.http.get(path)
+        answer = await self._send("GET", path)
         if answer.status_code == 404:
             return None
         _check(answer)
@@ -63,7 +71,7 @@ class FakeClient:
         return result
 
     async def list(self, path: str, **query: str) -> list[Obj]:
-        answer = await self.http.get(path, params=query)
+        answer = await self._send("GET", path, params=query)
         if answer.status_code == 404:
             return []
         _check(answer)
@@ -72,7 +80,7 @@ class FakeClient:
 
     async def create(self, path: str, body: Obj) -> Obj | None:
         """Create; None when it already exists (409)."""
-        answer = await self.http.post(path, json=body)
+        answer = await self._send("POST", path, json=body)
         if answer.status_code == 409:
             return None
         _check(answer)
@@ -82,7 +90,26 @@ class FakeClient:
 
     async def replace_status(self, path: str, body: Obj) -> bool:
         """PUT the status subresource; False on a conflict (the caller re-reads next pass)."""
-        answer = await self.http.put(f"{path}/status", json=body)
+        return await self.replace(f"{path}/status", body)
+
+    async def replace(self, path: str, body: Obj) -> bool:
+        """PUT the object (e.g. MCAD's dispatcher writing ``spec.dispatcherStatus``); False on
+        a conflict or when it is gone (the caller re-reads next pass)."""
+        answer = await self._send("PUT", path, json=body)
+        if answer.status_code in (404, 409):
+            return False
+        _check(answer)
+        self.writes += 1
+        return True
+
+    async def patch(self, path: str, body: Obj) -> bool:
+        """JSON merge patch (RFC 7386); False when the object is gone."""
+        answer = await self._send(
+            "PATCH",
+            path,
+            content=json.dumps(body),
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
         if answer.status_code in (404, 409):
             return False
         _check(answer)
@@ -90,7 +117,7 @@ class FakeClient:
         return True
 
     async def delete(self, path: str) -> bool:
-        answer = await self.http.request(
+        answer = await self._send(
             "DELETE",
             path,
             json={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
