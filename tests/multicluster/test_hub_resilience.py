@@ -13,6 +13,8 @@ from tests.multicluster.harness import Fleet, carbon_cluster, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
 FLUIDOS = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+# work placed in a spoke that goes away stays there (no recall): exactly once
+FLUIDOS_KEEP = FLUIDOS.model_copy(update={"spoke_lost_timeout_s": 0})
 
 
 def complete(job: dict) -> bool:  # type: ignore[type-arg]
@@ -49,7 +51,7 @@ async def test_carbon_cluster_status_shows_capacity_health_and_forecast_age() ->
 async def test_an_unreachable_spoke_gets_no_new_work_and_its_held_work_is_replanned() -> None:
     # FLUIDOS picks each job's cleanest (spoke, start): here CA-ON in the morning, so work
     # is held for the spoke that then breaks
-    async with fleet(START, config=FLUIDOS) as f:
+    async with fleet(START, config=FLUIDOS_KEEP) as f:
         # 'now' must start at once (its deadline leaves no slack); the others may wait
         await f.create(f.hub, hub_job("now", cpu=2, runtime_h=3, deadline_h=3))
         for i in range(3):
@@ -85,6 +87,40 @@ async def test_an_unreachable_spoke_gets_no_new_work_and_its_held_work_is_replan
         assert sorted(e.key for e in released) == sorted(f"Job/batch/{n}" for n in jobs)
         during = [e for e in released if e.key != "Job/batch/now" and e.at < back_at]
         assert all(e.cluster != broken for e in during), during
+
+
+async def test_work_in_a_spoke_that_stays_away_is_planned_again_elsewhere() -> None:
+    async with fleet(START, config=FLUIDOS) as f:
+        # no slack: it starts at once, and after the recall it runs late (fail open)
+        await f.create(f.hub, hub_job("now", cpu=2, runtime_h=3, deadline_h=3))
+        controller = await f.start_controller()
+        await f.step(0)
+        job = await f.get(f.hub, "Job", "now", "batch", "batch/v1")
+        lost = job["metadata"]["annotations"][PLACED_CLUSTER]
+        assert [
+            j["metadata"]["name"] for j in await f.list(f.spokes[lost], "Job", "batch", "batch/v1")
+        ] == ["now"]
+        f.spokes[lost].add_fault(Fault(code=503))
+        await f.step(15)  # away, but not for long enough: still placed there
+        job = await f.get(f.hub, "Job", "now", "batch", "batch/v1")
+        assert job["metadata"]["annotations"][PLACED_CLUSTER] == lost
+        await f.step(15)  # 30 min > spoke_lost_timeout_s (15 min): planned again elsewhere
+        job = await f.get(f.hub, "Job", "now", "batch", "batch/v1")
+        notes = job["metadata"]["annotations"]
+        assert notes["carbonshift.io/lost-from"] == lost
+        assert notes.get(PLACED_CLUSTER) not in (None, lost), notes
+        moved_to = notes[PLACED_CLUSTER]
+        recalled = [e for e in controller.events if e.what == "recalled"]
+        assert [(e.key, e.cluster) for e in recalled] == [("Job/batch/now", lost)]
+        f.spokes[lost].clear_faults()  # back: its stale copy is deleted, never mirrored
+        await f.step(15)
+        assert await f.list(f.spokes[lost], "Job", "batch", "batch/v1") == []
+        jobs = await run_until_done(f, ["now"], hours=5)
+        assert complete(jobs["now"])
+        assert jobs["now"]["status"]["succeeded"] == 1
+        released = [e.cluster for e in controller.events if e.what == "released"]
+        assert released == [lost, moved_to]
+        assert any(e.what == "cleaned" and e.cluster == lost for e in controller.events)
 
 
 async def test_a_restarted_hub_never_creates_a_second_copy() -> None:

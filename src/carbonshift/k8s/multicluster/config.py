@@ -49,6 +49,14 @@ class HubConfig(BaseModel):
     spoke_timeout_failures: int = Field(
         1, ge=1, description="failed contacts in a row before a spoke is marked Unreachable"
     )
+    spoke_lost_timeout_s: int = Field(
+        900,
+        ge=0,
+        description=(
+            "seconds a spoke may stay unreachable before the Jobs and AppWrappers placed there"
+            " are planned again elsewhere (MultiKueue's workerLostTimeout; 0: never)"
+        ),
+    )
 
     def controller_config(self, zone: str = "DE") -> ControllerConfig:
         """The one-cluster configuration that the shared parsers and forecasts read."""

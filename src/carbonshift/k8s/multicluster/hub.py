@@ -66,12 +66,14 @@ from carbonshift.k8s.multicluster.workloads import (
     HOLD_GATE,
     HUB_UID_LABEL,
     JOBS,
+    LOST_FROM,
     PLACED_CLUSTER,
     PLANNED_CLUSTER,
     PLANNED_START,
     QUEUE_LABEL,
     REASON,
     RELEASED_AT,
+    REMAINING,
     SPOKE_STATUS,
     WORKLOADS,
     HubWorkload,
@@ -80,6 +82,7 @@ from carbonshift.k8s.multicluster.workloads import (
     read_workload,
 )
 from carbonshift.k8s.planner import CarbonSource, slot_floor
+from carbonshift.units import parse_utc
 
 __all__ = ["Connector", "HubController", "HubEvent"]
 
@@ -128,6 +131,7 @@ class _Counters:
     mirrored: int = 0
     cleaned: int = 0
     suspended: int = 0
+    recalled: int = 0
     conflicts: int = 0
     errors: int = 0
     by_reason: dict[str, int] = field(default_factory=dict)
@@ -211,7 +215,9 @@ class HubController:
             if spoke is None or spoke.spec != spec:
                 if spoke is not None and spoke.api is not None:
                     await spoke.api.close()
-                spoke = Spoke(spec=spec)
+                spoke = Spoke(spec=spec, last_contact=_status_time(obj, "lastContactTime"))
+                if (obj.get("status") or {}).get("health") == "Unreachable":  # a restart
+                    spoke.down_since = _status_time(obj, "downSince")
                 self.spokes[name] = spoke
             await self._contact(spoke, now)
             try:
@@ -249,12 +255,15 @@ class HubController:
             if spoke.failures >= self.config.spoke_timeout_failures:
                 if spoke.healthy:
                     self._event(now, spec.name, "unreachable", spec.name, str(exc)[:200])
+                if spoke.down_since is None:
+                    spoke.down_since = now
                 spoke.healthy, spoke.health = False, "Unreachable"
                 spoke.message = f"no answer: {str(exc)[:200]}"
             return
         if not spoke.healthy:
             self._event(now, spec.name, "healthy", spec.name)
         spoke.failures = 0
+        spoke.down_since = None
         spoke.healthy, spoke.health, spoke.message = True, "Healthy", "answering"
         spoke.last_contact = now
 
@@ -269,6 +278,7 @@ class HubController:
             now=now,
             capacity=spoke.capacity,
             last_contact=spoke.last_contact,
+            down_since=spoke.down_since,
             forecast_age_s=age,
         )
 
@@ -281,12 +291,15 @@ class HubController:
         now: datetime,
         capacity: Mapping[str, float] | None = None,
         last_contact: datetime | None = None,
+        down_since: datetime | None = None,
         forecast_age_s: int | None = None,
     ) -> None:
         """Write a CarbonCluster's status when it changed (a conflict waits for next pass)."""
         status: Obj = {"health": health, "message": message, "capacity": dict(capacity or {})}
         if last_contact is not None:
             status["lastContactTime"] = _stamp(last_contact)
+        if down_since is not None:
+            status["downSince"] = _stamp(down_since)
         if forecast_age_s is not None:
             status["forecastAgeSeconds"] = forecast_age_s
         status["conditions"] = [
@@ -302,10 +315,13 @@ class HubController:
         old_ready = [c for c in old.get("conditions") or [] if c.get("type") == "Ready"]
         if old_ready and old_ready[0].get("status") == status["conditions"][0]["status"]:
             status["conditions"][0]["lastTransitionTime"] = old_ready[0].get("lastTransitionTime")
-        if {k: old.get(k) for k in status} == status:
+        merged = {**old, **status}
+        if down_since is None:
+            merged.pop("downSince", None)
+        if merged == old:
             return
         body = copy.deepcopy(obj)
-        body["status"] = {**old, **status}
+        body["status"] = merged
         try:
             await self.hub.replace(f"{CARBONCLUSTERS}/{obj['metadata']['name']}/status", body)
         except ConflictError:
@@ -546,15 +562,15 @@ class HubController:
     async def _nominate(self, w: HubWorkload, cluster: str, reason: str, now: datetime) -> None:
         """Our check Ready with podSetUpdates, then MultiKueue's nominatedClusterNames."""
         meta = w.obj["metadata"]
+        annotations = {PLANNED_CLUSTER: cluster, RELEASED_AT: _stamp(now)}
+        if w.done_s > 0:  # a resumed piece: podSetUpdates may only add keys, so a new one
+            annotations[REMAINING] = f"{int(w.remaining.total_seconds())}s"
         await self._set_check(
             w,
             "Ready",
             reason,
             pod_set_updates=[
-                {
-                    "name": ps.get("name", "main"),
-                    "annotations": {PLANNED_CLUSTER: cluster, RELEASED_AT: _stamp(now)},
-                }
+                {"name": ps.get("name", "main"), "annotations": annotations}
                 for ps in (w.obj.get("spec") or {}).get("podSets") or [{"name": "main"}]
             ],
         )
@@ -591,7 +607,6 @@ class HubController:
             elif (
                 w.state == "placed"
                 and w.interruptible
-                and w.kind == "Job"
                 and w.released_at is not None
                 and w.placed in self._healthy()
             ):
@@ -751,6 +766,7 @@ class HubController:
                     "schedulingSpec": {
                         "clusterScheduling": {"policyResult": {"targetCluster": {"name": cluster}}}
                     },
+                    **_with_remaining(w),
                 },
             }
             await self.hub.patch(_path("AppWrapper", meta["namespace"], meta["name"]), body)
@@ -767,31 +783,123 @@ class HubController:
                 await self._ensure_copy(_with_state(w, "placed", cluster, now), spoke, now)
 
     async def _suspend(self, w: HubWorkload, d: Decision, now: datetime) -> None:
-        """Stop interruptible running work the plan moves to later; count what it did."""
-        if w.kind != "Job" or w.placed is None or w.released_at is None:
+        """Stop interruptible running work the plan moves to later; count what it did.
+
+        Job: the spoke copy is deleted. Kueue Workload: our check goes to ``Retry`` with
+        ``requeueAfterSeconds`` up to the new start, which makes Kueue evict it (MultiKueue
+        removes the worker's copy) and requeue it then. AppWrapper: our dispatching gate goes
+        back on and the target cluster is cleared, so MCAD takes the wrapped resources back.
+        The hub object is written first (``done-seconds``, the new plan), so a restart cut
+        between the two writes finishes the hold from the annotations.
+        """
+        if w.placed is None or w.released_at is None:
             return
         spoke = self.spokes.get(w.placed)
-        if spoke is None or spoke.api is None:
-            return
-        meta = w.obj["metadata"]
+        spoke_api = spoke.api if spoke is not None else None
+        if w.kind == "Job" and spoke_api is None:
+            return  # cannot stop the copy now; planned again next pass
         ran_s = max(0.0, (now - w.released_at).total_seconds())
         # the restart overhead of a resumed piece is not useful work
         useful_s = max(0.0, ran_s - (w.overhead.total_seconds() if w.done_s > 0 else 0.0))
-        await self._annotate(
-            w,
-            {
+        reason = f"suspended: {d.reason}"
+        plan: dict[str, str | None] = {
+            PLACED_CLUSTER: None,
+            RELEASED_AT: None,
+            SPOKE_STATUS: None,
+            DONE_SECONDS: str(int(w.done_s + useful_s)),
+            PLANNED_CLUSTER: d.cluster or "",
+            PLANNED_START: _stamp(d.start),
+            REASON: reason,
+        }
+        meta = w.obj["metadata"]
+        if w.kind == "AppWrapper":
+            await self._regate(w, plan)
+        else:
+            updated = await self._annotate(w, plan)
+            if w.kind == "Job":
+                assert spoke_api is not None
+                await spoke_api.delete(_path("Job", meta["namespace"], meta["name"]))
+            else:
+                wait_s = max(
+                    1, min(self.config.max_requeue_s, math.ceil((d.start - now).total_seconds()))
+                )
+                await self._set_check(
+                    _with_obj(w, updated), "Retry", reason, requeue_after_s=wait_s
+                )
+        self.counters.suspended += 1
+        self._event(now, w.key, "suspended", w.placed, d.reason, w.uid)
+
+    async def _regate(self, w: HubWorkload, annotations: Mapping[str, str | None]) -> None:
+        """Put our dispatching gate back on an AppWrapper and clear its target, in one patch."""
+        meta = w.obj["metadata"]
+        gates = [
+            g
+            for g in (w.obj.get("spec") or {}).get("dispatchingGates") or []
+            if g.get("name") != HOLD_GATE
+        ] + [{"name": HOLD_GATE}]
+        body = {
+            "metadata": {
+                "resourceVersion": meta["resourceVersion"],
+                "annotations": dict(annotations),
+            },
+            "spec": {
+                "dispatchingGates": gates,
+                "schedulingSpec": {"clusterScheduling": {"policyResult": None}},
+            },
+        }
+        await self.hub.patch(_path("AppWrapper", meta["namespace"], meta["name"]), body)
+
+    # -- a spoke that stays away ------------------------------------------------------------
+
+    def _away_since(self, name: str) -> datetime | None:
+        """Since when spoke ``name`` has not answered (None while it answers)."""
+        spoke = self.spokes.get(name)
+        if spoke is None:
+            return datetime.min.replace(tzinfo=self.clock.now().tzinfo)  # removed: away
+        if spoke.healthy or spoke.health != "Unreachable":
+            return None
+        return spoke.down_since
+
+    async def _recall_lost(self, now: datetime, workloads: list[HubWorkload]) -> None:
+        """Plan again the Jobs and AppWrappers placed in a spoke that stayed away too long.
+
+        MultiKueue does this for Kueue workloads itself (``workerLostTimeout``), so they are
+        left to it. Whatever ran in the lost spoke is not counted (its progress is unknown);
+        the copy there is deleted when the spoke answers again. Work that was in fact still
+        running through the partition therefore runs twice: at least once, as MultiKueue.
+        """
+        timeout_s = self.config.spoke_lost_timeout_s
+        if timeout_s <= 0:
+            return
+        for w in workloads:
+            if w.state != "placed" or w.placed is None or w.kind == "Workload":
+                continue
+            since = self._away_since(w.placed)
+            if since is None or (now - since).total_seconds() < timeout_s:
+                continue
+            lost = ",".join(filter(None, [w.annotations.get(LOST_FROM), w.placed]))
+            since_text = "ever" if since.year == 1 else _stamp(since)
+            plan: dict[str, str | None] = {
                 PLACED_CLUSTER: None,
                 RELEASED_AT: None,
                 SPOKE_STATUS: None,
-                DONE_SECONDS: str(int(w.done_s + useful_s)),
-                PLANNED_CLUSTER: d.cluster or "",
-                PLANNED_START: _stamp(d.start),
-                REASON: f"suspended: {d.reason}",
-            },
-        )
-        await spoke.api.delete(_path("Job", meta["namespace"], meta["name"]))
-        self.counters.suspended += 1
-        self._event(now, w.key, "suspended", w.placed, d.reason, w.uid)
+                LOST_FROM: lost,
+                REASON: f"spoke {w.placed} has not answered since {since_text}: planned again",
+            }
+            try:
+                if w.kind == "AppWrapper":
+                    await self._regate(w, plan)
+                else:
+                    await self._annotate(w, plan)
+            except ConflictError:
+                self.counters.conflicts += 1
+                continue
+            except CarbonshiftError as exc:
+                self.counters.errors += 1
+                _LOG.warning("recalling %s from %s failed: %s", w.key, w.placed, exc)
+                continue
+            self.counters.recalled += 1
+            self._event(now, w.key, "recalled", w.placed, plan[REASON] or "", w.uid)
 
     async def _set_check(
         self,
@@ -875,6 +983,7 @@ class HubController:
         workloads = await self._collect(now)
         await self._mirror_jobs(now, workloads)
         await self._redrive_workloads(now, workloads)
+        await self._recall_lost(now, workloads)
         workloads = await self._collect(now)
         round_ = self._plan(now, workloads)
         if round_ is None and self.last_round is not None:
@@ -939,3 +1048,43 @@ def _with_state(w: HubWorkload, state: str, cluster: str, now: datetime) -> HubW
     return HubWorkload(
         w.kind, w.obj, w.intent, "placed", cluster, now, w.interruptible, w.overhead, w.done_s
     )
+
+
+def _status_time(obj: Obj, name: str) -> datetime | None:
+    """A time field of a CarbonCluster's status (None when absent or unreadable)."""
+    raw = (obj.get("status") or {}).get(name)
+    if not raw:
+        return None
+    try:
+        return parse_utc(str(raw), what=name)
+    except InputError:
+        return None
+
+
+def _with_remaining(w: HubWorkload) -> Obj:
+    """The AppWrapper's wrapped Job templates with :data:`REMAINING` set (resumed work only).
+
+    Answers the ``spec`` fields to merge: ``resources`` (multi-cluster MCAD) or
+    ``components`` (the later AppWrapper controller); nothing for a first run.
+    """
+    if w.done_s <= 0:
+        return {}
+    spec = copy.deepcopy(w.obj.get("spec") or {})
+    left = f"{int(w.remaining.total_seconds())}s"
+    out: Obj = {}
+    items = (spec.get("resources") or {}).get("GenericItems")
+    if items:
+        for item in items:
+            _set_pod_annotation(item.get("generictemplate"), left)
+        out["resources"] = spec["resources"]
+    if spec.get("components"):
+        for item in spec["components"]:
+            _set_pod_annotation(item.get("template"), left)
+        out["components"] = spec["components"]
+    return out
+
+
+def _set_pod_annotation(job: Any, left: str) -> None:
+    if isinstance(job, dict) and job.get("kind") == "Job":
+        template = job.setdefault("spec", {}).setdefault("template", {})
+        template.setdefault("metadata", {}).setdefault("annotations", {})[REMAINING] = left

@@ -138,3 +138,5 @@ class Spoke:
     capacity: dict[str, float] = field(default_factory=dict)
     last_contact: datetime | None = None
     forecast_issued_at: datetime | None = None
+    down_since: datetime | None = None
+    """When the spoke last turned Unreachable (None while it answers)."""

@@ -36,6 +36,7 @@ __all__ = [
     "HUB_UID_LABEL",
     "INTERRUPTIBLE",
     "JOBS",
+    "LOST_FROM",
     "OVERHEAD",
     "PLACED_CLUSTER",
     "PLANNED_CLUSTER",
@@ -43,6 +44,7 @@ __all__ = [
     "QUEUE_LABEL",
     "REASON",
     "RELEASED_AT",
+    "REMAINING",
     "SPOKE_STATUS",
     "WORKLOADS",
     "HubWorkload",
@@ -68,6 +70,12 @@ SPOKE_STATUS = "carbonshift.io/spoke-status"
 INTERRUPTIBLE = "carbonshift.io/interruptible"
 OVERHEAD = "carbonshift.io/restart-overhead"
 DONE_SECONDS = "carbonshift.io/done-seconds"
+LOST_FROM = "carbonshift.io/lost-from"
+"""Spokes this workload was placed in and planned again from after they stayed away."""
+REMAINING = "carbonshift.io/remaining-runtime"
+"""Pod annotation on a resumed piece of interruptible work: the run time it still needs
+(what is left plus the restart overhead). The expected runtime is kept as the user wrote it;
+a workload can read this (downward API) to know how far its checkpoint got."""
 HUB_UID_LABEL = "carbonshift.io/hub-uid"
 HOLD_GATE = "carbonshift.io/hold"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
