@@ -43,11 +43,15 @@ class FieldError:
     supported: tuple[str, ...] = ()
     reason: str = ""
     """The cause's reason when it differs from the type's (``FieldValueTypeInvalid``)."""
+    shown: str | None = None
+    """The value as Go prints it, when JSON would not (a ``*metav1.Time``, a struct);
+    ``""`` omits the value, as ``field.OmitValueType{}`` does."""
 
     def body(self) -> str:
         """The text after ``<field>: `` in the API server's message."""
         if self.type == "Invalid value":
-            text = f"Invalid value: {go_value(self.value)}"
+            shown = go_value(self.value) if self.shown is None else self.shown
+            text = f"Invalid value: {shown}" if shown else "Invalid value"
             return f"{text}: {self.detail}" if self.detail else text
         if self.type == "Unsupported value":
             allowed = ", ".join(f'"{s}"' for s in self.supported)

@@ -17,8 +17,9 @@ import random
 import uuid
 from typing import Any
 
-from carbonshift.testing.fakekube import kinds, schema
-from carbonshift.testing.fakekube._errors import ApiError
+from carbonshift.testing.fakekube import jobs, kinds, schema
+from carbonshift.testing.fakekube._errors import ApiError, FieldError
+from carbonshift.testing.fakekube._errors import invalid as invalid_field
 from carbonshift.testing.fakekube._errors import required as required_field
 from carbonshift.testing.fakekube.admission import WebhookCaller
 from carbonshift.testing.fakekube.clock import Clock, format_time
@@ -208,6 +209,8 @@ class FakeApi:
         if structural is not None:
             schema.prepare(obj, structural)
         errors = kinds.validate_create(rt.kind, obj, namespaced=rt.namespaced, builtin=builtin)
+        if rt.kind == "Job" and builtin:
+            errors.extend(jobs.validate_managed_by(obj.get("spec") or {}))
         if structural is not None:
             errors.extend(schema.validate(obj, structural))
         if errors:
@@ -390,11 +393,14 @@ class FakeApi:
             else:
                 result["status"] = copy.deepcopy(new.get("status") or {})
             new = result
+            errors = []
             if structural is not None:
                 schema.prepare(new, structural)
                 errors = schema.validate(new, structural, old)
-                if errors:
-                    raise ApiError.invalid(rt.group, rt.kind, old_meta["name"], errors)
+            elif rt.kind == "Job" and not rt.custom:
+                errors = jobs.validate_status_update(old, new)
+            if errors:
+                raise ApiError.invalid(rt.group, rt.kind, old_meta["name"], errors)
         elif subresource:
             raise ApiError(
                 404, "NotFound", f"the server could not find the requested resource ({subresource})"
@@ -432,6 +438,8 @@ class FakeApi:
             )
             if structural is not None:
                 errors.extend(schema.validate(new, structural, old))
+            if rt.kind == "Job" and builtin:
+                errors.extend(_job_spec_update(old, new))
             if errors:
                 raise ApiError.invalid(rt.group, rt.kind, old_meta["name"], errors)
             if rt.generational and _spec_part(old) != _spec_part(new):
@@ -742,6 +750,17 @@ class FakeApi:
         }
         if self.store.peek(self.kind("Namespace"), "", namespace) is not None:
             self.store.commit(rt, "ADDED", event, None)
+
+
+def _job_spec_update(old: Obj, new: Obj) -> list[FieldError]:
+    """``spec.managedBy``: valid, and immutable (``ValidateJobSpecUpdate``)."""
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    errors = jobs.validate_managed_by(new_spec)
+    if old_spec.get("managedBy") != new_spec.get("managedBy"):
+        errors.append(
+            invalid_field("spec.managedBy", new_spec.get("managedBy"), "field is immutable")
+        )
+    return errors
 
 
 def _storage_version(crd: Obj) -> str:

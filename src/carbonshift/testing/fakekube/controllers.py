@@ -12,7 +12,9 @@
   annotation run until deleted.
 - :func:`job_controller`: creates pods for unsuspended Jobs up to ``parallelism`` and the
   remaining ``completions``, counts them, marks the Job ``Complete`` (or ``Failed`` past
-  ``backoffLimit``), and on suspension deletes active pods and resets ``startTime``.
+  ``backoffLimit``), and on suspension deletes active pods and resets ``startTime``. Jobs
+  whose ``spec.managedBy`` names another controller than ``kubernetes.io/job-controller``
+  are left entirely alone (no pods, no status), as the real Job controller leaves them.
 - :func:`namespace_controller`: empties a terminating namespace, then removes it.
 
 All writes go through :class:`~carbonshift.testing.fakekube.api.FakeApi`, so they obey the
@@ -31,6 +33,7 @@ from carbonshift.errors import InputError
 from carbonshift.testing.fakekube._errors import ApiError
 from carbonshift.testing.fakekube.api import FakeApi
 from carbonshift.testing.fakekube.clock import format_time
+from carbonshift.testing.fakekube.jobs import managed_elsewhere
 from carbonshift.testing.fakekube.selection import node_matches_pod, parse_quantity, tolerates
 from carbonshift.units import parse_duration, parse_utc
 
@@ -305,7 +308,7 @@ async def job_controller(api: FakeApi) -> None:
         finished = any(
             (_condition(stored, k) or {}).get("status") == "True" for k in ("Complete", "Failed")
         )
-        if finished or stored["metadata"].get("deletionTimestamp"):
+        if finished or stored["metadata"].get("deletionTimestamp") or managed_elsewhere(stored):
             continue
         job = api.get(job_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
         meta, spec = job["metadata"], job.get("spec") or {}
@@ -413,8 +416,11 @@ async def job_controller(api: FakeApi) -> None:
                     if created is not None:
                         active.append(created)
         status["active"] = len(active)
-        status["succeeded"] = succeeded
-        status["failed"] = failed
+        # The real controller tracks finished pods with finalizers, so its counters never
+        # go down; a /status write that lowers them is refused (ValidateJobStatusUpdate).
+        old_status = job.get("status") or {}
+        status["succeeded"] = max(succeeded, int(old_status.get("succeeded") or 0))
+        status["failed"] = max(failed, int(old_status.get("failed") or 0))
         status["ready"] = sum(
             1 for p in active if (p.get("status") or {}).get("phase") == "Running"
         )
