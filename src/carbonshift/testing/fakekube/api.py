@@ -17,7 +17,7 @@ import random
 import uuid
 from typing import Any
 
-from carbonshift.testing.fakekube import jobs, kinds, schema
+from carbonshift.testing.fakekube import jobs, kinds, managed, schema
 from carbonshift.testing.fakekube._errors import ApiError, FieldError
 from carbonshift.testing.fakekube._errors import invalid as invalid_field
 from carbonshift.testing.fakekube._errors import required as required_field
@@ -157,6 +157,9 @@ class FakeApi:
         *,
         dry_run: bool = False,
         version: str | None = None,
+        field_manager: str = "",
+        user_agent: str = "",
+        applied: set[managed.Path] | None = None,
     ) -> Obj:
         if not isinstance(body, dict):
             raise ApiError.bad_request("the body of the request was in an unknown format")
@@ -217,6 +220,19 @@ class FakeApi:
             raise ApiError.invalid(rt.group, rt.kind, name, errors)
         if self.store.peek(rt, obj["metadata"].get("namespace", ""), name) is not None:
             raise ApiError.already_exists(rt.group, rt.plural, name)
+        manager = managed.manager_name(field_manager, user_agent)
+        if manager:
+            managed.track(
+                None,
+                obj,
+                manager=manager,
+                operation="Apply" if applied is not None else "Update",
+                api_version=_api_version(rt, version),
+                now=format_time(self.clock.now()),
+                subresource="",
+                has_status=rt.has_status,
+                applied=applied,
+            )
         if dry_run:
             return self._out(rt, obj, version)
         stored = self.store.commit(rt, "ADDED", obj, None)
@@ -289,6 +305,8 @@ class FakeApi:
         subresource: str = "",
         dry_run: bool = False,
         version: str | None = None,
+        field_manager: str = "",
+        user_agent: str = "",
     ) -> Obj:
         if not isinstance(body, dict):
             raise ApiError.bad_request("the body of the request was in an unknown format")
@@ -308,7 +326,13 @@ class FakeApi:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise ApiError.stale(rt.group, rt.plural, name)
         return await self._write_update(
-            rt, old, new, subresource=subresource, dry_run=dry_run, version=version
+            rt,
+            old,
+            new,
+            subresource=subresource,
+            dry_run=dry_run,
+            version=version,
+            manager=managed.manager_name(field_manager, user_agent),
         )
 
     async def patch(
@@ -323,8 +347,12 @@ class FakeApi:
         dry_run: bool = False,
         field_manager: str = "",
         version: str | None = None,
+        user_agent: str = "",
+        force: bool = False,
     ) -> Obj:
         ns = namespace if rt.namespaced else ""
+        applied: set[managed.Path] | None = None
+        forced: set[managed.Path] = set()
         if content_type not in PATCH_TYPES or (
             rt.custom and content_type == "application/strategic-merge-patch+json"
         ):
@@ -346,12 +374,29 @@ class FakeApi:
                     raise ApiError.not_found(rt.group, rt.plural, name)
                 body = copy.deepcopy(patch)
                 body.setdefault("metadata", {})["name"] = name
-                return await self.create(rt, namespace, body, dry_run=dry_run, version=version)
+                return await self.create(
+                    rt,
+                    namespace,
+                    body,
+                    dry_run=dry_run,
+                    version=version,
+                    field_manager=field_manager,
+                    applied=managed.field_paths(body, subresource="", has_status=rt.has_status),
+                )
             old = copy.deepcopy(current)
-            new = apply_merge(old, patch)
             rv = (patch.get("metadata") or {}).get("resourceVersion")
             if rv and rv != old["metadata"]["resourceVersion"]:
                 raise ApiError.stale(rt.group, rt.plural, name)
+            applied = managed.field_paths(patch, subresource=subresource, has_status=rt.has_status)
+            conflicts = managed.apply_conflicts(old, patch, applied, field_manager, subresource)
+            if conflicts and not force:
+                message, causes = managed.conflict_message(conflicts)
+                raise ApiError(409, "Conflict", message, details={"causes": causes})
+            forced = {p for paths in conflicts.values() for p in paths}
+            new = apply_merge(old, patch)
+            others = managed.owned_by_others(old, field_manager, subresource)
+            dropped = managed.previously_applied(old, field_manager, subresource) - applied
+            managed.remove_paths(new, managed.unshared(dropped, others))
         else:
             old = self.store.get(rt, ns, name)
             if content_type == "application/json-patch+json":
@@ -371,7 +416,17 @@ class FakeApi:
                     f"the name of the object ({new_meta.get('name')}) does not match the name on the URL ({name})"  # noqa: E501
                 )
         return await self._write_update(
-            rt, old, new, subresource=subresource, dry_run=dry_run, version=version
+            rt,
+            old,
+            new,
+            subresource=subresource,
+            dry_run=dry_run,
+            version=version,
+            manager=field_manager
+            if applied is not None
+            else managed.manager_name(field_manager, user_agent),
+            applied=applied,
+            forced=forced,
         )
 
     async def _write_update(
@@ -383,6 +438,9 @@ class FakeApi:
         subresource: str,
         dry_run: bool,
         version: str | None,
+        manager: str = "",
+        applied: set[managed.Path] | None = None,
+        forced: set[managed.Path] | None = None,
     ) -> Obj:
         old_meta = old["metadata"]
         structural = self._structural_schema(rt, version)
@@ -445,7 +503,22 @@ class FakeApi:
             if rt.generational and _spec_part(old) != _spec_part(new):
                 new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
-        if new == old:
+        if "managedFields" in old_meta and "managedFields" not in new["metadata"]:
+            new["metadata"]["managedFields"] = copy.deepcopy(old_meta["managedFields"])
+        if manager and (new != old or applied is not None):
+            managed.track(
+                old,
+                new,
+                manager=manager,
+                operation="Apply" if applied is not None else "Update",
+                api_version=_api_version(rt, version),
+                now=format_time(self.clock.now()),
+                subresource=subresource,
+                has_status=rt.has_status,
+                applied=applied,
+                forced=forced or (),
+            )
+        if _without_times(new) == _without_times(old):
             return self._out(rt, old, version)
         if dry_run:
             return self._out(rt, new, version)
@@ -750,6 +823,20 @@ class FakeApi:
         }
         if self.store.peek(self.kind("Namespace"), "", namespace) is not None:
             self.store.commit(rt, "ADDED", event, None)
+
+
+def _api_version(rt: ResourceType, version: str | None) -> str:
+    return f"{rt.group}/{version}" if (rt.group and version) else rt.api_version
+
+
+def _without_times(obj: Obj) -> Obj:
+    """``obj`` with managedFields times blanked: a write that changes nothing is a no-op."""
+    entries = (obj.get("metadata") or {}).get("managedFields")
+    if not entries:
+        return obj
+    out = {**obj, "metadata": {**obj["metadata"]}}
+    out["metadata"]["managedFields"] = [{**e, "time": ""} for e in entries]
+    return out
 
 
 def _job_spec_update(old: Obj, new: Obj) -> list[FieldError]:

@@ -375,7 +375,13 @@ def build_app(cluster: FakeCluster) -> Starlette:
                 return list_response(request, rt, target.namespace, version)
             if method == "POST":
                 obj = await api.create(
-                    rt, namespace, await _body(request), dry_run=dry_run, version=version
+                    rt,
+                    namespace,
+                    await _body(request),
+                    dry_run=dry_run,
+                    version=version,
+                    field_manager=request.query_params.get("fieldManager", ""),
+                    user_agent=request.headers.get("user-agent", ""),
                 )
                 return _json(obj, 201)
             if method == "DELETE":
@@ -412,6 +418,8 @@ def build_app(cluster: FakeCluster) -> Starlette:
                 subresource=target.sub,
                 dry_run=dry_run,
                 version=version,
+                field_manager=request.query_params.get("fieldManager", ""),
+                user_agent=request.headers.get("user-agent", ""),
             )
             return _json(obj)
         if method == "PATCH":
@@ -434,6 +442,8 @@ def build_app(cluster: FakeCluster) -> Starlette:
                 dry_run=dry_run,
                 field_manager=request.query_params.get("fieldManager", ""),
                 version=version,
+                user_agent=request.headers.get("user-agent", ""),
+                force=_flag(request.query_params.get("force")),
             )
             return _json(obj, 200 if existed else 201)
         if method == "DELETE":
