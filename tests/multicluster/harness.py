@@ -23,7 +23,7 @@ from carbonshift.k8s.multicluster.workloads import HOLD_GATE, QUEUE_LABEL
 from carbonshift.testing.fakekube import FakeKube, FakeKubeConfig, run_fakekube
 from carbonshift.testing.fakekube_kinds import all_crds
 from carbonshift.testing.fakekube_kinds.appwrapper import AppWrapperEmulator
-from carbonshift.testing.fakekube_kinds.kueue import MULTIKUEUE_CONTROLLER, KueueEmulator
+from carbonshift.testing.fakekube_kinds.kueue import KueueEmulator, setup_objects
 
 Obj = dict[str, Any]
 HUB_NS = "carbonshift-system"
@@ -169,9 +169,24 @@ def hub_job(
     }
 
 
-def appwrapper(name: str, *, cpu: int = 2, runtime_h: float = 2, deadline_h: float = 12) -> Obj:
+def appwrapper(
+    name: str,
+    *,
+    cpu: int = 2,
+    runtime_h: float = 2,
+    deadline_h: float = 12,
+    interruptible: bool = False,
+    overhead: str = "",
+) -> Obj:
     """An MCAD AppWrapper with one Job item, created behind our dispatching gate."""
-    job = hub_job(name, cpu=cpu, runtime_h=runtime_h, deadline_h=deadline_h)
+    job = hub_job(
+        name,
+        cpu=cpu,
+        runtime_h=runtime_h,
+        deadline_h=deadline_h,
+        interruptible=interruptible,
+        overhead=overhead,
+    )
     item = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -188,7 +203,7 @@ def appwrapper(name: str, *, cpu: int = 2, runtime_h: float = 2, deadline_h: flo
             "annotations": job["metadata"]["annotations"],
         },
         "spec": {
-            "dispatchingGates": [{"name": HOLD_GATE}],
+            "dispatchingGates": [HOLD_GATE],
             "resources": {"GenericItems": [{"replicas": 1, "generictemplate": item}]},
         },
     }
@@ -247,57 +262,7 @@ KUEUE = "kueue.x-k8s.io/v1beta2"
 
 
 def kueue_setup(workers: list[str], *, quota_cpu: int = 64) -> list[Obj]:
-    """Our AdmissionCheck, MultiKueue's, a MultiKueueCluster per spoke and a ClusterQueue."""
-    objs: list[Obj] = [
-        {
-            "apiVersion": KUEUE,
-            "kind": "AdmissionCheck",
-            "metadata": {"name": "carbon"},
-            "spec": {"controllerName": "carbonshift.io/carbon-aware"},
-        },
-        {
-            "apiVersion": KUEUE,
-            "kind": "AdmissionCheck",
-            "metadata": {"name": "multikueue"},
-            "spec": {
-                "controllerName": MULTIKUEUE_CONTROLLER,
-                "parameters": {
-                    "apiGroup": "kueue.x-k8s.io",
-                    "kind": "MultiKueueConfig",
-                    "name": "spokes",
-                },
-            },
-        },
-    ]
-    objs += [
-        {
-            "apiVersion": KUEUE,
-            "kind": "MultiKueueCluster",
-            "metadata": {"name": name},
-            "spec": {"kubeConfig": {"locationType": "Secret", "location": f"spoke-{name}"}},
-        }
-        for name in workers
-    ]
-    objs.append(
-        {
-            "apiVersion": KUEUE,
-            "kind": "ClusterQueue",
-            "metadata": {"name": "batch"},
-            "spec": {
-                "namespaceSelector": {},
-                "admissionChecks": ["carbon", "multikueue"],
-                "resourceGroups": [
-                    {
-                        "coveredResources": ["cpu"],
-                        "flavors": [
-                            {
-                                "name": "default-flavor",
-                                "resources": [{"name": "cpu", "nominalQuota": quota_cpu}],
-                            }
-                        ],
-                    }
-                ],
-            },
-        }
-    )
-    return objs
+    """Kueue v1beta2 objects: our AdmissionCheck, MultiKueue's, its config and clusters, a
+    ClusterQueue and the ``batch`` LocalQueue (the emulation's builders, as in
+    ``deploy/hub/kueue.yaml``)."""
+    return setup_objects(workers, quota_cpu=quota_cpu)

@@ -361,8 +361,7 @@ class HubController:
         if PLACED_CLUSTER in annotations or DONE_SECONDS in annotations:
             return True
         if kind == "AppWrapper":
-            gates = (obj.get("spec") or {}).get("dispatchingGates") or []
-            return any(g.get("name") == HOLD_GATE for g in gates)
+            return HOLD_GATE in _gates(obj)
         return self._our_check(obj) is not None
 
     def _our_check(self, workload: Obj) -> Obj | None:
@@ -754,11 +753,7 @@ class HubController:
         }
         meta = w.obj["metadata"]
         if w.kind == "AppWrapper":
-            gates = [
-                g
-                for g in (w.obj.get("spec") or {}).get("dispatchingGates") or []
-                if g.get("name") != HOLD_GATE
-            ]
+            gates = [g for g in _gates(w.obj) if g != HOLD_GATE]
             body = {
                 "metadata": {"resourceVersion": meta["resourceVersion"], "annotations": plan},
                 "spec": {
@@ -832,11 +827,7 @@ class HubController:
     async def _regate(self, w: HubWorkload, annotations: Mapping[str, str | None]) -> None:
         """Put our dispatching gate back on an AppWrapper and clear its target, in one patch."""
         meta = w.obj["metadata"]
-        gates = [
-            g
-            for g in (w.obj.get("spec") or {}).get("dispatchingGates") or []
-            if g.get("name") != HOLD_GATE
-        ] + [{"name": HOLD_GATE}]
+        gates = [g for g in _gates(w.obj) if g != HOLD_GATE] + [HOLD_GATE]
         body = {
             "metadata": {
                 "resourceVersion": meta["resourceVersion"],
@@ -1088,3 +1079,8 @@ def _set_pod_annotation(job: Any, left: str) -> None:
     if isinstance(job, dict) and job.get("kind") == "Job":
         template = job.setdefault("spec", {}).setdefault("template", {})
         template.setdefault("metadata", {}).setdefault("annotations", {})[REMAINING] = left
+
+
+def _gates(aw: Obj) -> list[str]:
+    """An AppWrapper's ``spec.dispatchingGates``: MCAD's ``[]DispatchingGate`` of strings."""
+    return [str(g) for g in (aw.get("spec") or {}).get("dispatchingGates") or []]

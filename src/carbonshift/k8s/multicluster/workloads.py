@@ -199,8 +199,9 @@ def read_workload(
         finished = condition_true(obj, "Complete") or condition_true(obj, "Failed")
     elif kind == "Workload":
         finished = condition_true(obj, "Finished")
-    else:
-        finished = str((obj.get("status") or {}).get("state", "")) in ("Completed", "Failed")
+    else:  # MCAD's dispatcher phase (spec.dispatcherStatus, as the multi-cluster MCAD writes)
+        phase = ((obj.get("spec") or {}).get("dispatcherStatus") or {}).get("phase", "")
+        finished = str(phase) in ("Succeeded", "Failed")
     state: Literal["held", "placed", "suspended", "done"]
     if finished:
         state = "done"

@@ -7,9 +7,10 @@
   allocated node wins (ties by name). Unfit pods get ``PodScheduled=False/Unschedulable`` and
   a ``FailedScheduling`` Event; gated pods are left alone.
 - :func:`kubelet`: moves bound Pending pods to Running, and Running pods to Succeeded once
-  their ``carbonshift.io/expected-runtime`` (``90m``, ``2h``) has passed on the cluster's
-  clock (to Failed when ``fakekube.carbonshift.io/exit-code`` is non-zero). Pods without the
-  annotation run until deleted.
+  their ``carbonshift.io/expected-runtime`` (``90m``, ``2h``; or
+  ``carbonshift.io/remaining-runtime`` when set, the rest of a resumed piece) has passed on
+  the cluster's clock (to Failed when ``fakekube.carbonshift.io/exit-code`` is non-zero).
+  Pods without either annotation run until deleted.
 - :func:`job_controller`: creates pods for unsuspended Jobs up to ``parallelism`` and the
   remaining ``completions``, counts them, marks the Job ``Complete`` (or ``Failed`` past
   ``backoffLimit``), and on suspension deletes active pods and resets ``startTime``. Jobs
@@ -42,6 +43,7 @@ __all__ = ["EXIT_CODE_ANNOTATION", "RUNTIME_ANNOTATION", "run_controllers"]
 Obj = dict[str, Any]
 
 RUNTIME_ANNOTATION = "carbonshift.io/expected-runtime"
+REMAINING_ANNOTATION = "carbonshift.io/remaining-runtime"
 EXIT_CODE_ANNOTATION = "fakekube.carbonshift.io/exit-code"
 _TERMINAL = ("Succeeded", "Failed")
 _RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
@@ -199,13 +201,19 @@ async def schedule(api: FakeApi) -> None:
 
 
 def _runtime(pod: Obj) -> timedelta | None:
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(RUNTIME_ANNOTATION)
-    if text is None:
-        return None
-    try:
-        return parse_duration(str(text), what=RUNTIME_ANNOTATION)
-    except InputError:
-        return None
+    """How long the fake container runs: the remaining runtime of a resumed piece of work
+    (``carbonshift.io/remaining-runtime``, what its checkpoint leaves) when set, else the
+    expected runtime."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    for key in (REMAINING_ANNOTATION, RUNTIME_ANNOTATION):
+        text = annotations.get(key)
+        if text is None:
+            continue
+        try:
+            return parse_duration(str(text), what=key)
+        except InputError:
+            return None
+    return None
 
 
 async def kubelet(api: FakeApi) -> None:
