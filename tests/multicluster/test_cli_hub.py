@@ -1,20 +1,32 @@
-"""``python -m carbonshift.cli.hub --once`` against a fake hub with one spoke."""
+"""``carbonshift hub`` against a fake hub with one spoke: ``--once``, and run mode (a
+subprocess serving /metrics under leader election)."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
 
 import typer
 from typer.testing import CliRunner
 
 from carbonshift.cli.hub import command
-from carbonshift.testing.fakekube import FakeKubeConfig, run_fakekube
+from carbonshift.testing.fakekube import FakeKube, FakeKubeConfig, run_fakekube
 from carbonshift.testing.fakekube_kinds import all_crds
 from tests.multicluster.harness import HUB_NS, carbon_cluster, hub_job
 
 
-def test_once_prints_the_spokes_and_the_plan_as_json() -> None:
+@contextlib.contextmanager
+def hub_and_spoke() -> Iterator[tuple[FakeKube, FakeKube]]:
+    """A fake hub with the spoke ``de`` (16 cores) in its inventory and an urgent hub Job."""
     with (
         run_fakekube(FakeKubeConfig(nodes=0, custom_resources=all_crds())) as hub,
         run_fakekube(FakeKubeConfig(nodes=1, cpu="16")) as spoke,
@@ -32,6 +44,19 @@ def test_once_prints_the_spokes_and_the_plan_as_json() -> None:
         )
         hub.create(carbon_cluster("de", "DE", 10.0))
         hub.create(hub_job("urgent", cpu=2, runtime_h=1, deadline_h=1))
+        yield hub, spoke
+
+
+def hub_events(hub: FakeKube, name: str) -> list[str]:
+    return sorted(
+        e["reason"]
+        for e in hub.list("Event", "batch")
+        if e["involvedObject"]["name"] == name and e["source"]["component"] == "carbonshift-hub"
+    )
+
+
+def test_once_prints_the_spokes_and_the_plan_as_json() -> None:
+    with hub_and_spoke() as (hub, spoke):
         app = typer.Typer()
         app.command()(command)
         answer = CliRunner().invoke(
@@ -44,3 +69,53 @@ def test_once_prints_the_spokes_and_the_plan_as_json() -> None:
         decision = printed["decisions"]["Job/batch/urgent"]
         assert (decision["cluster"], decision["start_now"]) == ("de", True)
         assert [j["metadata"]["name"] for j in spoke.list("Job", "batch", "batch/v1")] == ["urgent"]
+        assert hub_events(hub, "urgent") == ["CarbonReleased", "CreatedInSpoke"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _scrape(url: str, want: list[str], *, real_s: float = 60.0) -> str:
+    """/metrics once every line of ``want`` is in it (or the last text seen)."""
+    text = ""
+    deadline = time.monotonic() + real_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            text = urllib.request.urlopen(url, timeout=2).read().decode()
+            if all(line in text.splitlines() for line in want):
+                return text
+        time.sleep(0.2)
+    return text
+
+
+def test_run_mode_serves_metrics_leads_and_gives_the_lease_up_on_ctrl_c(tmp_path: Path) -> None:
+    port = _free_port()
+    config = tmp_path / "hub.yaml"
+    config.write_text(
+        f"metrics: {{host: 127.0.0.1, port: {port}}}\n"
+        "leader_election: {identity: hub-0, lease_duration_s: 15, renew_every_s: 5}\n"
+    )
+    with hub_and_spoke() as (hub, _spoke):
+        cmd = [sys.executable, "-m", "carbonshift.cli", "hub", "--config", str(config)]
+        cmd += ["--kubeconfig", str(hub.kubeconfig), "--resync-s", "1"]
+        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            want = [
+                "carbonshift_hub_leader 1.0",
+                'carbonshift_hub_releases_total{cluster="de",kind="Job"} 1.0',
+                'carbonshift_hub_spoke_healthy{spoke="de"} 1.0',
+            ]
+            text = _scrape(f"http://127.0.0.1:{port}/metrics", want)
+            assert all(line in text.splitlines() for line in want), text
+            lease = hub.get("Lease", "carbonshift-hub", HUB_NS, "coordination.k8s.io/v1")
+            assert lease["spec"]["holderIdentity"] == "hub-0"
+            assert hub_events(hub, "urgent") == ["CarbonReleased", "CreatedInSpoke"]
+        finally:
+            process.send_signal(signal.SIGINT)
+            output, _ = process.communicate(timeout=30)
+        assert "hub-0 campaigns for Lease carbonshift-system/carbonshift-hub" in output.decode()
+        lease = hub.get("Lease", "carbonshift-hub", HUB_NS, "coordination.k8s.io/v1")
+        assert not lease["spec"].get("holderIdentity"), "the lease was not given up"

@@ -1,17 +1,36 @@
-"""``carbonshift hub``: run the hub controller that places work in spoke clusters."""
+"""``carbonshift hub``: run the hub controller that places work in spoke clusters.
+
+Run mode serves Prometheus ``/metrics`` (``metrics`` section), elects a leader among hub
+replicas with a Lease (``leader_election`` section; only the leader reconciles) and records
+Events on the hub objects after each pass; ``--once`` reconciles once, records its Events and
+prints what it decided.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import socket
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
+from prometheus_client import make_asgi_app
 
-from carbonshift.k8s.client import connect
+from carbonshift.k8s.app import Served, serve
+from carbonshift.k8s.client import ApiKube, connect
 from carbonshift.k8s.clock import SystemClock
-from carbonshift.k8s.multicluster import HubConfig, HubController
+from carbonshift.k8s.leader import LeaderElector
+from carbonshift.k8s.multicluster import (
+    HubConfig,
+    HubController,
+    HubMetrics,
+    HubObserver,
+    HubRunner,
+)
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.config import load_hub_config
 
@@ -25,17 +44,62 @@ class Format(StrEnum):
     JSON = "json"
 
 
+def _identity(config: HubConfig) -> str:
+    return config.leader_election.identity or f"{socket.gethostname()}-{os.getpid()}"
+
+
+async def _serve(controller: HubController, kube: ApiKube, resync_s: float) -> None:
+    """Run mode: /metrics, leader election, reconcile + observe every ``resync_s``."""
+    config, clock = controller.config, controller.clock
+    identity = _identity(config)
+    metrics = HubMetrics()
+    observer = HubObserver(controller, metrics, identity=identity)
+    elector: LeaderElector | None = None
+    served: Served | None = None
+    tasks: list[asyncio.Task[Any]] = []
+    try:
+        if config.metrics.enabled:
+            app = make_asgi_app(metrics.registry)
+            served = await serve("metrics", app, config.metrics, tls=False)
+            typer.echo(f"metrics on http://{config.metrics.host}:{served.port}/metrics", err=True)
+        if config.leader_election.enabled:
+            elector = LeaderElector(config.leader_election, kube, clock, identity)
+            tasks.append(asyncio.create_task(elector.run()))
+            lease = f"{config.leader_election.namespace}/{config.leader_election.lease_name}"
+            typer.echo(f"{identity} campaigns for Lease {lease}", err=True)
+        runner = HubRunner(observer, resync_s=resync_s, elector=elector)
+        tasks.append(asyncio.create_task(runner.run()))
+        typer.echo("carbonshift hub running; Ctrl-C stops it", err=True)
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            task.result()
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if elector is not None:
+            await elector.release()  # the next replica takes over at once
+        if served is not None:
+            served.server.should_exit = True
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await served.task
+
+
 async def _run(
     config: HubConfig, kubeconfig: str | None, once: bool, resync_s: float
 ) -> dict[str, object]:
     clock = SystemClock()
-    hub = HubApi(await connect(kubeconfig, clock))
+    kube = await connect(kubeconfig, clock)
+    hub = HubApi(kube)
     controller = HubController(config, hub, clock)
     try:
         if not once:
-            typer.echo("carbonshift hub running; Ctrl-C stops it", err=True)
-            await controller.run(resync_s)
-        round_ = await controller.reconcile()
+            await _serve(controller, kube, resync_s)
+            return {}
+        observer = HubObserver(controller, identity=_identity(config))
+        round_ = await observer.reconcile()
         return {
             "spokes": {
                 name: {"health": s.health, "zone": s.spec.zone, "capacity": s.capacity}
@@ -71,14 +135,21 @@ def command(
         help="Hub kubeconfig (default: in-cluster service account, then ~/.kube/config).",
     ),
     once: bool = typer.Option(
-        False, "--once", help="Reconcile once, print spokes and decisions, and exit."
+        False,
+        "--once",
+        help="Reconcile once (no leader election, no /metrics), record its Events, print "
+        "spokes and decisions, and exit.",
     ),
     resync_s: float = typer.Option(30.0, "--resync-s", min=1.0, help="Seconds between passes."),
     fmt: Format = typer.Option(Format.TABLE, "--format", help="Output of --once: table or json."),
 ) -> None:
     """Place opted-in hub Jobs, Kueue workloads and AppWrappers in the cleaner spoke and slot.
 
+    Runs until stopped: /metrics, Lease leader election (only the leader reconciles), Events.
+
     Example: carbonshift hub --kubeconfig hub.kubeconfig --once --format json
+
+    Example: carbonshift hub --config deploy/hub/hub.yaml --resync-s 30
     """
     loaded = load_hub_config(config) if config is not None else HubConfig()
     result = asyncio.run(_run(loaded, kubeconfig, once, resync_s))

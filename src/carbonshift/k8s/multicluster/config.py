@@ -1,23 +1,46 @@
-"""The hub controller's configuration: planning, defaults and the names it answers to."""
+"""The hub controller's configuration: planning, defaults, the names it answers to, and the
+process around it (the ``/metrics`` server and leader election among hub replicas)."""
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.config import (
     ClusterSection,
     ControllerConfig,
     DefaultsSection,
+    LeaderSection,
     OptInSection,
     PlanningSection,
+    ServerSection,
 )
 
-__all__ = ["HubConfig", "load_hub_config"]
+__all__ = ["HubConfig", "HubLeaderSection", "load_hub_config"]
+
+
+class HubLeaderSection(LeaderSection):
+    """Leader election among hub replicas: only the holder of the Lease reconciles."""
+
+    lease_name: str = Field("carbonshift-hub", description="name of the coordination.k8s.io Lease")
+    identity: str = Field(
+        "", description="this replica's holder identity (empty: host name and process id)"
+    )
+
+    @model_validator(mode="after")
+    def _renew_within_lease(self) -> HubLeaderSection:
+        if self.renew_every_s >= self.lease_duration_s:
+            raise ValueError(
+                f"renew_every_s {self.renew_every_s} s must be shorter than lease_duration_s "
+                f"{self.lease_duration_s} s, or the leader loses the lease between renewals; "
+                "e.g. lease_duration_s: 15, renew_every_s: 5"
+            )
+        return self
 
 
 class HubConfig(BaseModel):
@@ -48,6 +71,16 @@ class HubConfig(BaseModel):
     )
     spoke_timeout_failures: int = Field(
         1, ge=1, description="failed contacts in a row before a spoke is marked Unreachable"
+    )
+    metrics: ServerSection = Field(
+        default_factory=lambda: ServerSection(port=9090),
+        description="Prometheus /metrics (plain HTTP; host 0.0.0.0 in a pod), served by "
+        "`carbonshift hub` without --once",
+    )
+    leader_election: HubLeaderSection = Field(
+        default_factory=lambda: HubLeaderSection(),
+        description="Lease election among hub replicas (without --once); only the leader "
+        "reconciles",
     )
     spoke_lost_timeout_s: int = Field(
         900,
@@ -89,8 +122,27 @@ def load_hub_config(path: Path) -> HubConfig:
         return HubConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        loc = tuple(first["loc"])
+        where = ".".join(str(p) for p in loc) or "(root)"
+        if first["type"] == "extra_forbidden":
+            raise InputError(
+                f"hub configuration {path}: unknown key {where!r}{_did_you_mean(loc)}; "
+                "see docs/multicluster.md for the fields"
+            ) from None
         raise InputError(
             f"hub configuration {path}: {where}: {first['msg']} (got {first.get('input')!r}); "
             "see docs/multicluster.md for the fields"
         ) from None
+
+
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    """`` (did you mean 'x'?)`` for an unknown key of HubConfig or one of its sections."""
+    model: type[BaseModel] = HubConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return ""
+        model = annotation
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

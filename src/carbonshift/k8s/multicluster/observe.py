@@ -1,0 +1,569 @@
+"""What a running hub shows: core/v1 Events, Prometheus metrics, and leader election.
+
+:class:`HubObserver` runs after each :meth:`HubController.reconcile` (``observe()``, or
+``reconcile()`` which times the pass too). It reads only the controller's public state --
+``events`` (append-only; the observer remembers how many it handled), ``counters``
+(cumulative; their increments go into Prometheus Counters), ``spokes`` and ``last_round`` --
+plus one list per kind of hub object for the held / placed gauges, so those gauges say what
+the objects say, after a restart too.
+
+**Events** (kubectl describe shows them under the hub object):
+
+=====================  ====================  ========  ==================================
+HubEvent ``what``      reason                type      involvedObject
+=====================  ====================  ========  ==================================
+planned                CarbonPlanned         Normal    the hub Job / Workload / AppWrapper
+released               CarbonReleased        Normal    "
+suspended              CarbonSuspended       Normal    "
+created-in-spoke       CreatedInSpoke        Normal    the hub Job
+removed-stale-copy     SpokeCopyRemoved      Warning   the hub Job
+finished-complete      FinishedComplete      Normal    the hub Job
+finished-failed        FinishedFailed        Warning   the hub Job
+cleaned                Cleaned               Normal    the hub Job by name (no UID: the
+                                                       HubEvent does not carry the copy's)
+recalled               RecalledFromLostSpoke Warning   the hub Job / AppWrapper
+unreachable            SpokeUnreachable      Warning   the CarbonCluster
+healthy                SpokeHealthy          Normal    the CarbonCluster
+(anything else)        its CamelCase         Normal    as the key says
+=====================  ====================  ========  ==================================
+
+Events about a ``CarbonCluster`` (cluster-scoped) are written in the ``default`` namespace
+with an empty ``involvedObject.namespace``, as client-go's EventRecorder does for Nodes
+(``makeEvent``: an object without a namespace gets ``metav1.NamespaceDefault``);
+``kubectl describe carboncluster`` finds them there. Repeats of one (object, reason, type,
+message) are aggregated as client-go's EventCorrelator does: the first is created, later
+ones raise ``count`` and ``lastTimestamp`` on it (a merge patch). An Event write that fails
+is logged and counted (``carbonshift_hub_observer_errors_total{stage="event"}``), never
+raised.
+
+:class:`HubRunner` is the run loop of ``carbonshift hub``: reconcile every ``resync_s`` of the
+clock while this replica holds the Lease (:class:`~carbonshift.k8s.leader.LeaderElector`),
+observe after each pass; a follower waits for the lease, and a leader that loses it stops
+within one renew period (a pass in progress finishes: every write of the hub is
+level-triggered and guarded by resourceVersion, so a pass cut short or overlapping another
+replica's is safe).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from carbonshift.errors import CarbonshiftError
+from carbonshift.k8s.client import NotFoundError
+from carbonshift.k8s.intent import MANAGED_LABEL
+from carbonshift.k8s.leader import LeaderElector
+from carbonshift.k8s.multicluster.hub import HubController, HubEvent
+from carbonshift.k8s.multicluster.inventory import CARBONCLUSTERS
+from carbonshift.k8s.multicluster.plan import HubRound
+from carbonshift.k8s.multicluster.workloads import (
+    APPWRAPPERS,
+    HUB_UID_LABEL,
+    JOBS,
+    PLACED_CLUSTER,
+    PLANNED_CLUSTER,
+    WORKLOADS,
+    condition_true,
+)
+from carbonshift.units import format_utc
+
+__all__ = ["API_VERSIONS", "REASONS", "HubMetrics", "HubObserver", "HubRunner", "event_reason"]
+
+_LOG = logging.getLogger("carbonshift.k8s.hub")
+Obj = dict[str, Any]
+
+#: apiVersion of each hub kind, for ``involvedObject``.
+API_VERSIONS: dict[str, str] = {
+    "Job": "batch/v1",
+    "Workload": "kueue.x-k8s.io/v1beta2",
+    "AppWrapper": "workload.codeflare.dev/v1beta1",
+    "CarbonCluster": "carbonshift.io/v1alpha1",
+}
+
+#: HubEvent ``what`` -> (Event reason, Event type).
+REASONS: dict[str, tuple[str, str]] = {
+    "planned": ("CarbonPlanned", "Normal"),
+    "released": ("CarbonReleased", "Normal"),
+    "suspended": ("CarbonSuspended", "Normal"),
+    "created-in-spoke": ("CreatedInSpoke", "Normal"),
+    "removed-stale-copy": ("SpokeCopyRemoved", "Warning"),
+    "finished-complete": ("FinishedComplete", "Normal"),
+    "finished-failed": ("FinishedFailed", "Warning"),
+    "cleaned": ("Cleaned", "Normal"),
+    "recalled": ("RecalledFromLostSpoke", "Warning"),
+    "unreachable": ("SpokeUnreachable", "Warning"),
+    "healthy": ("SpokeHealthy", "Normal"),
+}
+
+_SPOKE_EVENTS_NAMESPACE = "default"
+_COMPONENT = "carbonshift-hub"
+_MESSAGE_CHARS = 1000
+_AGGREGATE_CACHE = 4096  # client-go's EventCorrelator keeps as many
+_KINDS = ("Job", "Workload", "AppWrapper")
+_PLAN_BUCKETS_S = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+def event_reason(what: str) -> tuple[str, str]:
+    """The Event reason and type for a HubEvent's ``what`` (CamelCase when not in REASONS)."""
+    if what in REASONS:
+        return REASONS[what]
+    return "".join(part.capitalize() for part in what.replace("_", "-").split("-")), "Normal"
+
+
+def _when(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%MZ")
+
+
+class HubMetrics:
+    """The hub's Prometheus metrics, in a registry of their own (one per hub process)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.held = Gauge(
+            "carbonshift_hub_held_workloads",
+            "Hub workloads held now (planned, not yet released), by kind",
+            ["kind"],
+            registry=r,
+        )
+        self.placed = Gauge(
+            "carbonshift_hub_placed_workloads",
+            "Hub workloads released to a spoke and not finished, by kind and spoke",
+            ["kind", "cluster"],
+            registry=r,
+        )
+        self.releases = Counter(
+            "carbonshift_hub_releases",
+            "Hub workloads released to a spoke, by kind and spoke",
+            ["kind", "cluster"],
+            registry=r,
+        )
+        self.recalls = Counter(
+            "carbonshift_hub_recalls",
+            "Placed hub workloads planned again because their spoke stayed unreachable, by "
+            "the spoke they left",
+            ["cluster"],
+            registry=r,
+        )
+        self.suspensions = Counter(
+            "carbonshift_hub_suspensions",
+            "Interruptible hub workloads suspended (spoke copy deleted) because the plan moved "
+            "them, by the spoke they left",
+            ["cluster"],
+            registry=r,
+        )
+        self.spoke_healthy = Gauge(
+            "carbonshift_hub_spoke_healthy",
+            "1 while a spoke answers and is usable, else 0",
+            ["spoke"],
+            registry=r,
+        )
+        self.spoke_capacity = Gauge(
+            "carbonshift_hub_spoke_capacity",
+            "Allocatable of a spoke's Ready, schedulable nodes (cpu: cores, memory: GiB, "
+            "nvidia.com/gpu: devices)",
+            ["spoke", "resource"],
+            registry=r,
+        )
+        self.forecast_age = Gauge(
+            "carbonshift_hub_forecast_age_seconds",
+            "Age of the forecast the last plan used for a spoke's zone",
+            ["spoke"],
+            registry=r,
+        )
+        self.plans = Counter("carbonshift_hub_plans", "Planning calls made", registry=r)
+        self.plan_duration = Histogram(
+            "carbonshift_hub_plan_duration_seconds",
+            "Duration of one planning call (needs HubController.last_plan_s)",
+            buckets=_PLAN_BUCKETS_S,
+            registry=r,
+        )
+        self.reconcile_duration = Histogram(
+            "carbonshift_hub_reconcile_duration_seconds",
+            "Duration of one hub reconcile (all its passes)",
+            registry=r,
+        )
+        self.conflicts = Counter(
+            "carbonshift_hub_write_conflicts", "409 answers to the hub's writes", registry=r
+        )
+        self.errors = Counter(
+            "carbonshift_hub_errors",
+            "Failed hub steps (spoke or hub API errors, unusable annotations, failed passes)",
+            registry=r,
+        )
+        self.spoke_copies = Counter(
+            "carbonshift_hub_spoke_copies",
+            "Spoke copies of hub Jobs by what happened to them (created, adopted, cleaned)",
+            ["action"],
+            registry=r,
+        )
+        self.mirrored = Counter(
+            "carbonshift_hub_mirrored", "Final spoke statuses written on hub Jobs", registry=r
+        )
+        self.observer_errors = Counter(
+            "carbonshift_hub_observer_errors",
+            "Event writes or state lists that failed (logged, not retried)",
+            ["stage"],
+            registry=r,
+        )
+        self.leader = Gauge("carbonshift_hub_leader", "1 while this replica leads", registry=r)
+
+
+@dataclass(slots=True)
+class _Posted:
+    """An Event already written, for aggregating repeats."""
+
+    namespace: str
+    name: str
+    count: int
+
+
+#: the controller's cumulative counters exported as Prometheus Counters
+_MIRRORED_COUNTERS = (
+    "plans",
+    "conflicts",
+    "errors",
+    "spoke_creates",
+    "adopted",
+    "cleaned",
+    "mirrored",
+)
+
+
+class HubObserver:
+    """Turns a hub controller's new HubEvents into Events, and its state into metrics."""
+
+    def __init__(
+        self,
+        controller: HubController,
+        metrics: HubMetrics | None = None,
+        *,
+        identity: str = "",
+        record_events: bool = True,
+    ) -> None:
+        self.controller = controller
+        self.metrics = metrics or HubMetrics()
+        self.identity = identity or _COMPONENT
+        self.record_events = record_events
+        self.handled = 0
+        """How many of ``controller.events`` were turned into Events already."""
+        self._seen_counters: dict[str, int] = dict.fromkeys(_MIRRORED_COUNTERS, 0)
+        self._seen_round: HubRound | None = None
+        self._posted: OrderedDict[tuple[str, ...], _Posted] = OrderedDict()
+        self._cluster_uids: dict[str, str] = {}
+        self._labels: dict[str, set[tuple[str, ...]]] = {}
+
+    # -- the entry points -------------------------------------------------------------------
+
+    async def reconcile(self) -> HubRound | None:
+        """One ``controller.reconcile()``, timed, then :meth:`observe` (even if it failed)."""
+        began = time.perf_counter()
+        try:
+            return await self.controller.reconcile()
+        finally:
+            self.metrics.reconcile_duration.observe(time.perf_counter() - began)
+            await self.observe()
+
+    async def observe(self) -> None:
+        """Events for the HubEvents not handled yet; metrics from the controller's state."""
+        new = self.controller.events[self.handled :]
+        self.handled += len(new)
+        for event in new:
+            self._count(event)
+            if self.record_events:
+                await self._record(event)
+        self._mirror_counters()
+        self._spoke_gauges()
+        self._plan_duration()
+        await self._workload_gauges()
+
+    # -- Events -----------------------------------------------------------------------------
+
+    def _message(self, event: HubEvent) -> str:
+        cluster = event.cluster or "no spoke"
+        round_ = self.controller.last_round
+        decision = round_.decisions.get(event.key) if round_ is not None else None
+        start = _when(decision.start) if decision is not None else "unknown"
+        detail = f": {event.detail}" if event.detail else ""
+        match event.what:
+            case "planned":
+                text = f"held for spoke {cluster}, planned start {start}{detail}"
+            case "released":
+                text = f"released to spoke {cluster} at {_when(event.at)}{detail}"
+            case "suspended":
+                text = f"suspended in spoke {cluster}, planned restart {start}{detail}"
+            case "created-in-spoke":
+                text = f"copy created in spoke {cluster}"
+            case "removed-stale-copy":
+                text = f"removed a copy of an older object of the same name from spoke {cluster}"
+            case "recalled":
+                text = (
+                    f"spoke {cluster} stayed unreachable past spoke_lost_timeout_s; "
+                    f"planned again{detail}"
+                )
+            case "cleaned":
+                text = f"spoke copy deleted from spoke {cluster}"
+            case "unreachable":
+                text = f"spoke {cluster} does not answer; no new work goes there{detail}"
+            case "healthy":
+                text = f"spoke {cluster} answers; it gets work again"
+            case what if what.startswith("finished-"):
+                outcome = what.removeprefix("finished-")
+                text = f"finished ({outcome}) in spoke {cluster}; status mirrored, copy deleted"
+            case _:
+                text = f"{event.what} (spoke {cluster}){detail}"
+        return text[:_MESSAGE_CHARS]
+
+    async def _involved(self, event: HubEvent) -> tuple[str, Obj]:
+        """The Event's namespace and involvedObject."""
+        parts = event.key.split("/", 2)
+        if len(parts) == 3:
+            kind, namespace, name = parts
+            ref: Obj = {
+                "apiVersion": API_VERSIONS.get(kind, "v1"),
+                "kind": kind,
+                "namespace": namespace,
+                "name": name,
+            }
+            if event.uid:
+                ref["uid"] = event.uid
+            return namespace, ref
+        ref = {
+            "apiVersion": API_VERSIONS["CarbonCluster"],
+            "kind": "CarbonCluster",
+            "name": event.key,
+        }
+        uid = await self._cluster_uid(event.key)
+        if uid:
+            ref["uid"] = uid
+        return _SPOKE_EVENTS_NAMESPACE, ref
+
+    async def _cluster_uid(self, name: str) -> str:
+        """The CarbonCluster's UID, so that ``kubectl describe`` matches (cached; "" if gone)."""
+        if name not in self._cluster_uids:
+            try:
+                obj = await self.controller.hub.get(f"{CARBONCLUSTERS}/{name}")
+            except CarbonshiftError:
+                return ""
+            self._cluster_uids[name] = str(obj["metadata"].get("uid", ""))
+        return self._cluster_uids[name]
+
+    async def _record(self, event: HubEvent) -> None:
+        reason, type_ = event_reason(event.what)
+        message = self._message(event)
+        namespace, ref = await self._involved(event)
+        stamp = format_utc(event.at)
+        key = (namespace, ref["kind"], ref["name"], ref.get("uid", ""), reason, type_, message)
+        hub = self.controller.hub
+        posted = self._posted.get(key)
+        try:
+            if posted is not None:
+                self._posted.move_to_end(key)
+                try:
+                    await hub.patch(
+                        f"/api/v1/namespaces/{posted.namespace}/events/{posted.name}",
+                        {"count": posted.count + 1, "lastTimestamp": stamp},
+                    )
+                    posted.count += 1
+                    return
+                except NotFoundError:  # expired (the API server keeps Events an hour)
+                    self._posted.pop(key)
+            created = await hub.create(
+                f"/api/v1/namespaces/{namespace}/events",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Event",
+                    "metadata": {"generateName": f"{ref['name']}.", "namespace": namespace},
+                    "involvedObject": ref,
+                    "reason": reason,
+                    "message": message,
+                    "type": type_,
+                    "source": {"component": _COMPONENT},
+                    "reportingComponent": "carbonshift.io/hub",
+                    "reportingInstance": self.identity,
+                    "firstTimestamp": stamp,
+                    "lastTimestamp": stamp,
+                    "count": 1,
+                },
+            )
+        except CarbonshiftError as exc:
+            self.metrics.observer_errors.labels(stage="event").inc()
+            _LOG.info("event %s on %s not recorded: %s", reason, event.key, exc)
+            return
+        self._posted[key] = _Posted(namespace, str(created["metadata"]["name"]), 1)
+        while len(self._posted) > _AGGREGATE_CACHE:
+            self._posted.popitem(last=False)
+
+    # -- metrics ----------------------------------------------------------------------------
+
+    def _count(self, event: HubEvent) -> None:
+        kind = event.key.split("/", 1)[0]
+        if event.what == "released":
+            self.metrics.releases.labels(kind=kind, cluster=event.cluster).inc()
+        elif event.what == "suspended":
+            self.metrics.suspensions.labels(cluster=event.cluster).inc()
+        elif event.what == "recalled":
+            self.metrics.recalls.labels(cluster=event.cluster).inc()
+
+    def _mirror_counters(self) -> None:
+        counters = self.controller.counters
+        targets = {
+            "plans": self.metrics.plans,
+            "conflicts": self.metrics.conflicts,
+            "errors": self.metrics.errors,
+            "spoke_creates": self.metrics.spoke_copies.labels(action="created"),
+            "adopted": self.metrics.spoke_copies.labels(action="adopted"),
+            "cleaned": self.metrics.spoke_copies.labels(action="cleaned"),
+            "mirrored": self.metrics.mirrored,
+        }
+        for name, target in targets.items():
+            now = int(getattr(counters, name, 0))
+            seen = self._seen_counters[name]
+            delta = now - seen if now >= seen else now  # a new controller starts again at 0
+            if delta > 0:
+                target.inc(delta)
+            self._seen_counters[name] = now
+
+    def _set(self, gauge: Gauge, name: str, values: dict[tuple[str, ...], float]) -> None:
+        """Set a labelled gauge to exactly ``values``; label sets no longer there are removed."""
+        for labels, value in values.items():
+            gauge.labels(*labels).set(value)
+        for gone in self._labels.get(name, set()) - set(values):
+            gauge.remove(*gone)
+        self._labels[name] = set(values)
+
+    def _spoke_gauges(self) -> None:
+        now = self.controller.clock.now()
+        spokes = self.controller.spokes
+        self._set(
+            self.metrics.spoke_healthy,
+            "healthy",
+            {(name,): 1.0 if s.healthy else 0.0 for name, s in spokes.items()},
+        )
+        self._set(
+            self.metrics.spoke_capacity,
+            "capacity",
+            {(name, r): v for name, s in spokes.items() for r, v in s.capacity.items()},
+        )
+        self._set(
+            self.metrics.forecast_age,
+            "forecast_age",
+            {
+                (name,): max(0.0, (now - s.forecast_issued_at).total_seconds())
+                for name, s in spokes.items()
+                if s.forecast_issued_at is not None
+            },
+        )
+        for gone in set(self._cluster_uids) - set(spokes):
+            self._cluster_uids.pop(gone)  # a CarbonCluster of that name again is a new object
+
+    def _plan_duration(self) -> None:
+        round_ = self.controller.last_round
+        if round_ is None or round_ is self._seen_round:
+            return
+        self._seen_round = round_
+        # Not exposed by HubController yet; observed once it sets ``last_plan_s``.
+        seconds = getattr(self.controller, "last_plan_s", None)
+        if isinstance(seconds, float | int):
+            self.metrics.plan_duration.observe(float(seconds))
+
+    async def _workload_gauges(self) -> None:
+        """Held and placed hub objects, by their annotations (as ``kubectl get`` shows them)."""
+        hub = self.controller.hub
+        lists: dict[str, list[Obj]] = {}
+        sources: tuple[tuple[str, str, dict[str, str]], ...] = (
+            ("Job", JOBS, {"labelSelector": f"{MANAGED_LABEL}=true"}),
+            ("Workload", WORKLOADS, {}),
+            ("AppWrapper", APPWRAPPERS, {}),
+        )
+        for kind, path, query in sources:
+            try:
+                lists[kind] = await hub.list_items(path, **query)
+            except NotFoundError:  # the kind is not installed on this hub
+                lists[kind] = []
+            except CarbonshiftError as exc:
+                self.metrics.observer_errors.labels(stage="list").inc()
+                _LOG.info("listing %s for metrics failed: %s", kind, exc)
+                return  # keep the last values rather than publish a partial count
+        held, placed = _tally(lists.items())
+        self._set(self.metrics.held, "held", {(k,): float(held.get(k, 0)) for k in _KINDS})
+        self._set(self.metrics.placed, "placed", {k: float(n) for k, n in placed.items()})
+
+
+def _finished(kind: str, obj: Obj) -> bool:
+    if kind == "Job":
+        return condition_true(obj, "Complete") or condition_true(obj, "Failed")
+    if kind == "Workload":
+        return condition_true(obj, "Finished")
+    return str((obj.get("status") or {}).get("state", "")) in ("Completed", "Failed")
+
+
+def _tally(
+    lists: Iterable[tuple[str, list[Obj]]],
+) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+    """(held by kind, placed by (kind, cluster)) of the hub objects the hub has planned."""
+    held: dict[str, int] = {}
+    placed: dict[tuple[str, str], int] = {}
+    for kind, objs in lists:
+        for obj in objs:
+            meta = obj.get("metadata") or {}
+            if HUB_UID_LABEL in (meta.get("labels") or {}) or _finished(kind, obj):
+                continue
+            notes = meta.get("annotations") or {}
+            if notes.get(PLACED_CLUSTER):
+                key = (kind, str(notes[PLACED_CLUSTER]))
+                placed[key] = placed.get(key, 0) + 1
+            elif PLANNED_CLUSTER in notes:
+                held[kind] = held.get(kind, 0) + 1
+    return held, placed
+
+
+class HubRunner:
+    """Reconcile every ``resync_s`` of the clock while leading, and observe after each pass."""
+
+    def __init__(
+        self,
+        observer: HubObserver,
+        *,
+        resync_s: float = 30.0,
+        elector: LeaderElector | None = None,
+    ) -> None:
+        self.observer = observer
+        self.controller = observer.controller
+        self.resync_s = resync_s
+        self.elector = elector
+        self.passes = 0
+        """Reconciles this runner started."""
+
+    def _leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader.is_set()
+
+    async def run(self) -> None:
+        """Until cancelled (run the elector's own ``run()`` beside it)."""
+        clock, metrics = self.controller.clock, self.observer.metrics
+        while True:
+            if not self._leading():
+                assert self.elector is not None
+                metrics.leader.set(0)
+                _LOG.info("%s waits for the hub lease", self.elector.identity)
+                await self.elector.is_leader.wait()
+            metrics.leader.set(1)
+            self.passes += 1
+            try:
+                await self.observer.reconcile()
+            except CarbonshiftError as exc:
+                self.controller.counters.errors += 1
+                _LOG.warning("hub reconcile failed: %s", exc)
+            until = clock.now() + timedelta(seconds=self.resync_s)
+            step = timedelta(
+                seconds=self.elector.section.renew_every_s if self.elector else self.resync_s
+            )
+            while clock.now() < until and self._leading():
+                await clock.sleep_until(min(until, clock.now() + step))
