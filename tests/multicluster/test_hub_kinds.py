@@ -68,7 +68,8 @@ async def test_kueue_workload_is_held_by_retry_then_admitted_to_the_planned_spok
         assert f.kueue is not None
         assert f.kueue.remote_creates == 1
         mine = [e.what for e in controller.events if e.key == "Workload/batch/job-train"]
-        assert mine[-1] == "released" and mine.count("released") == 1
+        assert mine[-1] == "released"
+        assert mine.count("released") == 1
         assert set(mine[:-1]) <= {"planned"}
 
 

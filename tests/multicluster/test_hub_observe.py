@@ -193,6 +193,7 @@ async def test_metrics_count_held_released_and_placed_work_and_spoke_capacity() 
             'carbonshift_hub_spoke_capacity{resource="cpu",spoke="de"} 16.0',
             'carbonshift_hub_spoke_copies_total{action="created"} 1.0',
             "carbonshift_hub_plans_total 1.0",
+            "carbonshift_hub_plan_duration_seconds_count 1.0",
         ]
         for line in want:
             assert line in lines, (line, lines)

@@ -86,8 +86,8 @@ class HubConfig(BaseModel):
         900,
         ge=0,
         description=(
-            "seconds a spoke may stay unreachable before the Jobs and AppWrappers placed there"
-            " are planned again elsewhere (MultiKueue's workerLostTimeout; 0: never)"
+            "seconds a spoke may stay unreachable before the hub Jobs placed there are planned"
+            " again elsewhere (MultiKueue's workerLostTimeout; 0: never)"
         ),
     )
 

@@ -33,6 +33,7 @@ import copy
 import json
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -158,6 +159,8 @@ class HubController:
         self.spokes: dict[str, Spoke] = {}
         self.sources: dict[str, CarbonSource] = {}
         self.last_round: HubRound | None = None
+        self.last_plan_s: float | None = None
+        """Wall seconds the last planning call took (for the observer's histogram)."""
         self._planned_slot: datetime | None = None
         self._planned_keys: frozenset[str] = frozenset()
         self._planned_spokes: frozenset[str] = frozenset()
@@ -664,6 +667,7 @@ class HubController:
             for name, s in sorted(healthy.items())
         ]
         moving = {p.key for p in pending if p.running_on is not None}
+        began = time.perf_counter()
         round_ = plan_hub(
             self.config,
             now,
@@ -672,6 +676,7 @@ class HubController:
             self._placed(now, workloads, moving),
             {name: self.sources[name] for name in healthy},
         )
+        self.last_plan_s = time.perf_counter() - began
         for name, forecast in round_.forecasts.items():
             self.spokes[name].forecast_issued_at = forecast.issued_at
         self.counters.plans += 1
@@ -852,18 +857,21 @@ class HubController:
         return spoke.down_since
 
     async def _recall_lost(self, now: datetime, workloads: list[HubWorkload]) -> None:
-        """Plan again the Jobs and AppWrappers placed in a spoke that stayed away too long.
+        """Plan again the hub Jobs placed in a spoke that stayed away too long.
 
-        MultiKueue does this for Kueue workloads itself (``workerLostTimeout``), so they are
-        left to it. Whatever ran in the lost spoke is not counted (its progress is unknown);
-        the copy there is deleted when the spoke answers again. Work that was in fact still
-        running through the partition therefore runs twice: at least once, as MultiKueue.
+        Only Jobs, whose copy the hub owns: MultiKueue does this for Kueue workloads itself
+        (``workerLostTimeout``), and MCAD re-dispatches an AppWrapper only after it has taken
+        the wrapped resources back from the old cluster, which it cannot do while that
+        cluster is away. Whatever ran in the lost spoke is not counted (its progress is
+        unknown); the copy there is deleted when the spoke answers again. Work that was in
+        fact still running through the partition therefore runs twice: at least once, as
+        MultiKueue.
         """
         timeout_s = self.config.spoke_lost_timeout_s
         if timeout_s <= 0:
             return
         for w in workloads:
-            if w.state != "placed" or w.placed is None or w.kind == "Workload":
+            if w.state != "placed" or w.placed is None or w.kind != "Job":
                 continue
             since = self._away_since(w.placed)
             if since is None or (now - since).total_seconds() < timeout_s:
@@ -878,10 +886,7 @@ class HubController:
                 REASON: f"spoke {w.placed} has not answered since {since_text}: planned again",
             }
             try:
-                if w.kind == "AppWrapper":
-                    await self._regate(w, plan)
-                else:
-                    await self._annotate(w, plan)
+                await self._annotate(w, plan)
             except ConflictError:
                 self.counters.conflicts += 1
                 continue
@@ -947,7 +952,13 @@ class HubController:
                     meta = job["metadata"]
                     if await spoke.api.delete(_path("Job", meta["namespace"], meta["name"])):
                         self.counters.cleaned += 1
-                        self._event(now, f"Job/{meta['namespace']}/{meta['name']}", "cleaned", name)
+                        self._event(
+                            now,
+                            f"Job/{meta['namespace']}/{meta['name']}",
+                            "cleaned",
+                            name,
+                            uid=str(uid or ""),
+                        )
             except CarbonshiftError as exc:
                 self.counters.errors += 1
                 _LOG.warning("cleaning spoke %s failed: %s", name, exc)

@@ -70,7 +70,8 @@ from carbonshift.k8s.multicluster.workloads import (
     PLACED_CLUSTER,
     PLANNED_CLUSTER,
     WORKLOADS,
-    condition_true,
+    Kind,
+    is_finished,
 )
 from carbonshift.units import format_utc
 
@@ -181,7 +182,7 @@ class HubMetrics:
         self.plans = Counter("carbonshift_hub_plans", "Planning calls made", registry=r)
         self.plan_duration = Histogram(
             "carbonshift_hub_plan_duration_seconds",
-            "Duration of one planning call (needs HubController.last_plan_s)",
+            "Duration of one planning call",
             buckets=_PLAN_BUCKETS_S,
             registry=r,
         )
@@ -469,16 +470,14 @@ class HubObserver:
         if round_ is None or round_ is self._seen_round:
             return
         self._seen_round = round_
-        # Not exposed by HubController yet; observed once it sets ``last_plan_s``.
-        seconds = getattr(self.controller, "last_plan_s", None)
-        if isinstance(seconds, float | int):
-            self.metrics.plan_duration.observe(float(seconds))
+        if self.controller.last_plan_s is not None:
+            self.metrics.plan_duration.observe(self.controller.last_plan_s)
 
     async def _workload_gauges(self) -> None:
         """Held and placed hub objects, by their annotations (as ``kubectl get`` shows them)."""
         hub = self.controller.hub
-        lists: dict[str, list[Obj]] = {}
-        sources: tuple[tuple[str, str, dict[str, str]], ...] = (
+        lists: dict[Kind, list[Obj]] = {}
+        sources: tuple[tuple[Kind, str, dict[str, str]], ...] = (
             ("Job", JOBS, {"labelSelector": f"{MANAGED_LABEL}=true"}),
             ("Workload", WORKLOADS, {}),
             ("AppWrapper", APPWRAPPERS, {}),
@@ -497,16 +496,8 @@ class HubObserver:
         self._set(self.metrics.placed, "placed", {k: float(n) for k, n in placed.items()})
 
 
-def _finished(kind: str, obj: Obj) -> bool:
-    if kind == "Job":
-        return condition_true(obj, "Complete") or condition_true(obj, "Failed")
-    if kind == "Workload":
-        return condition_true(obj, "Finished")
-    return str((obj.get("status") or {}).get("state", "")) in ("Completed", "Failed")
-
-
 def _tally(
-    lists: Iterable[tuple[str, list[Obj]]],
+    lists: Iterable[tuple[Kind, list[Obj]]],
 ) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
     """(held by kind, placed by (kind, cluster)) of the hub objects the hub has planned."""
     held: dict[str, int] = {}
@@ -514,7 +505,7 @@ def _tally(
     for kind, objs in lists:
         for obj in objs:
             meta = obj.get("metadata") or {}
-            if HUB_UID_LABEL in (meta.get("labels") or {}) or _finished(kind, obj):
+            if HUB_UID_LABEL in (meta.get("labels") or {}) or is_finished(kind, obj):
                 continue
             notes = meta.get("annotations") or {}
             if notes.get(PLACED_CLUSTER):

@@ -51,6 +51,7 @@ __all__ = [
     "Kind",
     "appwrapper_job_view",
     "condition_true",
+    "is_finished",
     "read_workload",
 ]
 
@@ -84,6 +85,17 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 def condition_true(obj: Obj, kind: str) -> bool:
     conditions = (obj.get("status") or {}).get("conditions") or []
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
+def is_finished(kind: Kind, obj: Obj) -> bool:
+    """Whether a hub object has run to its end (succeeded or failed)."""
+    if kind == "Job":
+        return condition_true(obj, "Complete") or condition_true(obj, "Failed")
+    if kind == "Workload":
+        return condition_true(obj, "Finished")
+    # MCAD's dispatcher phase (spec.dispatcherStatus, as the multi-cluster MCAD writes it)
+    phase = ((obj.get("spec") or {}).get("dispatcherStatus") or {}).get("phase", "")
+    return str(phase) in ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,13 +207,7 @@ def read_workload(
     except (InputError, ValueError) as exc:
         return NotHeld(f"unusable annotation: {exc}", unusable=True)
     placed = annotations.get(PLACED_CLUSTER) or None
-    if kind == "Job":
-        finished = condition_true(obj, "Complete") or condition_true(obj, "Failed")
-    elif kind == "Workload":
-        finished = condition_true(obj, "Finished")
-    else:  # MCAD's dispatcher phase (spec.dispatcherStatus, as the multi-cluster MCAD writes)
-        phase = ((obj.get("spec") or {}).get("dispatcherStatus") or {}).get("phase", "")
-        finished = str(phase) in ("Succeeded", "Failed")
+    finished = is_finished(kind, obj)
     state: Literal["held", "placed", "suspended", "done"]
     if finished:
         state = "done"

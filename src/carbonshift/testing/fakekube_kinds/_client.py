@@ -16,7 +16,7 @@ import httpx
 from carbonshift.errors import TemporaryError
 from carbonshift.units import parse_utc
 
-__all__ = ["FakeClient", "TransientError", "api_path"]
+__all__ = ["FakeClient", "TransientError", "WriteConflictError", "api_path"]
 
 Obj = dict[str, Any]
 
@@ -34,10 +34,21 @@ class TransientError(TemporaryError):
     timeout): the emulator tries again next pass."""
 
 
+class WriteConflictError(TransientError):
+    """A 409 to a write (a stale resourceVersion, or an injected fault): nothing was written;
+    the emulator re-reads and tries again next pass."""
+
+
 def _check(answer: httpx.Response) -> None:
     if answer.status_code == 429 or answer.status_code >= 500:
         raise TransientError(f"{answer.request.method} {answer.request.url}: {answer.status_code}")
-    answer.raise_for_status()
+    if answer.is_error:  # the server's Status message says what was refused and why
+        request = f"{answer.request.method} {answer.request.url}"
+        raise httpx.HTTPStatusError(
+            f"{request}: {answer.status_code} {answer.text[:500]}",
+            request=answer.request,
+            response=answer,
+        )
 
 
 class FakeClient:
@@ -89,29 +100,34 @@ class FakeClient:
         return result
 
     async def replace_status(self, path: str, body: Obj) -> bool:
-        """PUT the status subresource; False on a conflict (the caller re-reads next pass)."""
+        """PUT the status subresource (:class:`WriteConflictError` on a 409; False when gone)."""
         return await self.replace(f"{path}/status", body)
 
     async def replace(self, path: str, body: Obj) -> bool:
-        """PUT the object (e.g. MCAD's dispatcher writing ``spec.dispatcherStatus``); False on
-        a conflict or when it is gone (the caller re-reads next pass)."""
+        """PUT the object (e.g. MCAD's dispatcher writing ``spec.dispatcherStatus``);
+        :class:`WriteConflictError` on a 409, so that no later write of the pass builds on it;
+        False when it is gone."""
         answer = await self._send("PUT", path, json=body)
-        if answer.status_code in (404, 409):
+        if answer.status_code == 404:
             return False
+        if answer.status_code == 409:  # a conflict (or an injected one): not written, retry
+            raise WriteConflictError(f"{answer.request.method} {path}: 409 {answer.text[:200]}")
         _check(answer)
         self.writes += 1
         return True
 
     async def patch(self, path: str, body: Obj) -> bool:
-        """JSON merge patch (RFC 7386); False when the object is gone."""
+        """JSON merge patch (RFC 7386); :class:`WriteConflictError` on a 409; False when gone."""
         answer = await self._send(
             "PATCH",
             path,
             content=json.dumps(body),
             headers={"Content-Type": "application/merge-patch+json"},
         )
-        if answer.status_code in (404, 409):
+        if answer.status_code == 404:
             return False
+        if answer.status_code == 409:  # a conflict (or an injected one): not written, retry
+            raise WriteConflictError(f"{answer.request.method} {path}: 409 {answer.text[:200]}")
         _check(answer)
         self.writes += 1
         return True

@@ -220,13 +220,16 @@ class AppWrapperEmulator(Emulator):
         starts = sorted(str((j.get("status") or {}).get("startTime", "")) for j in remote)
         ends = sorted(str((j.get("status") or {}).get("completionTime", "")) for j in remote)
         phase = "Failed" if failed else "Succeeded"
-        await self._phase(aw, phase, now, leg_over=True)
+        # the convenience status first: a pass stops at a terminal phase, so a status write
+        # that failed after it would never be made again
         await self._status(
             aw,
             phase,
             f"wrapped jobs finished in {cluster}",
+            targetClusterName=cluster,  # again: the Running write may have failed (a fault)
             startTime=starts[0] if starts else None,
             completionTime=ends[-1] if ends else None,
         )
+        await self._phase(aw, phase, now, leg_over=True)
         for job in remote:
             await worker.delete(f"/apis/batch/v1/namespaces/{ns}/jobs/{job['metadata']['name']}")

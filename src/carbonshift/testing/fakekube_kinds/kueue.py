@@ -91,6 +91,7 @@ from carbonshift.testing.fakekube_kinds._client import (
     Emulator,
     FakeClient,
     TransientError,
+    WriteConflictError,
     api_path,
 )
 from carbonshift.testing.fakekube_kinds.crds import KUEUE_API
@@ -690,6 +691,8 @@ class KueueEmulator(Emulator):
             return
         try:
             await self._sync_remote(wl, status, owner, worker, p)
+        except WriteConflictError:
+            return  # a write on the hub was refused: again next pass (the worker is fine)
         except TransientError:
             await self._worker_lost(wl, status, p)
             return
@@ -738,18 +741,21 @@ class KueueEmulator(Emulator):
         if not (_true(remote, "Complete") or _true(remote, "Failed")):
             return
         rstatus = remote.get("status") or {}
-        hub_status = dict(owner.get("status") or {})
-        hub_status.update(
-            {
-                k: rstatus[k]
-                for k in ("startTime", "completionTime", "succeeded", "failed")
-                if k in rstatus
-            }
-        )
-        hub_status["conditions"] = [
-            c for c in hub_status.get("conditions") or [] if c.get("type") == "Suspended"
-        ] + [c for c in rstatus.get("conditions") or [] if c.get("type") != "Suspended"]
-        await self.hub.replace_status(path, {**owner, "status": hub_status})
+        if not (_true(owner, "Complete") or _true(owner, "Failed")):
+            # (a finished hub Job's status is final: a pass whose Workload write failed after
+            # it wrote it again would mutate completionTime, which the API server refuses)
+            hub_status = dict(owner.get("status") or {})
+            hub_status.update(
+                {
+                    k: rstatus[k]
+                    for k in ("startTime", "completionTime", "succeeded", "failed")
+                    if k in rstatus
+                }
+            )
+            hub_status["conditions"] = [
+                c for c in hub_status.get("conditions") or [] if c.get("type") == "Suspended"
+            ] + [c for c in rstatus.get("conditions") or [] if c.get("type") != "Suspended"]
+            await self.hub.replace_status(path, {**owner, "status": hub_status})
         wl_status = copy.deepcopy(wl.get("status") or {})
         ok = _true(remote, "Complete")
         _set_cond(
