@@ -19,9 +19,8 @@ created-in-spoke       CreatedInSpoke        Normal    the hub Job
 removed-stale-copy     SpokeCopyRemoved      Warning   the hub Job
 finished-complete      FinishedComplete      Normal    the hub Job
 finished-failed        FinishedFailed        Warning   the hub Job
-cleaned                Cleaned               Normal    the hub Job by name (no UID: the
-                                                       HubEvent does not carry the copy's)
-recalled               RecalledFromLostSpoke Warning   the hub Job / AppWrapper
+cleaned                Cleaned               Normal    the hub Job (UID from the copy's label)
+recalled               RecalledFromLostSpoke Warning   the hub Job
 unreachable            SpokeUnreachable      Warning   the CarbonCluster
 healthy                SpokeHealthy          Normal    the CarbonCluster
 (anything else)        its CamelCase         Normal    as the key says
