@@ -217,3 +217,34 @@ async def test_a_carbon_cluster_without_a_zone_is_misconfigured() -> None:
         cc = await f.get(f.hub, "CarbonCluster", "nozone", "", "carbonshift.io/v1alpha1")
         assert cc["status"]["health"] == "Misconfigured"
         assert "spec.zone is missing" in cc["status"]["message"]
+
+
+async def test_pods_the_hub_did_not_place_leave_less_room_in_their_spoke() -> None:
+    async with fleet(START, config=FLUIDOS, nodes=1, cpu="16") as f:
+        await f.create(f.hub, hub_job("probe", cpu=2, runtime_h=6, deadline_h=6))
+        await f.start_controller()
+        await f.step(0)
+        probe = await f.get(f.hub, "Job", "probe", "batch", "batch/v1")
+        cleanest = probe["metadata"]["annotations"][PLACED_CLUSTER]
+        spoke = f.spokes[cleanest]
+        # someone else's pod takes 12 of the 14 cores the probe leaves in the cleaner spoke
+        other = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "someone-else", "namespace": "default"},
+            "spec": {
+                "nodeName": (await f.list(spoke, "Node", None, "v1"))[0]["metadata"]["name"],
+                "containers": [
+                    {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "12"}}}
+                ],
+            },
+        }
+        await f.create(spoke, other)
+        await f.create(f.hub, hub_job("big", cpu=8, runtime_h=2, deadline_h=2))
+        await f.step(0)
+        big = await f.get(f.hub, "Job", "big", "batch", "batch/v1")
+        assert big["metadata"]["annotations"][PLACED_CLUSTER] != cleanest
+        cc = await f.get(f.hub, "CarbonCluster", cleanest, "", "carbonshift.io/v1alpha1")
+        assert cc["status"]["othersRequests"] == {"cpu": 12.0}  # the probe's pod is ours
+        jobs = await run_until_done(f, ["big"], hours=3)
+        assert complete(jobs["big"])

@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 
 from carbonshift.errors import InputError
-from carbonshift.k8s.multicluster.inventory import node_capacity, parse_spoke
+from carbonshift.k8s.multicluster.inventory import (
+    node_capacity,
+    others_requests,
+    parse_spoke,
+    pod_requests,
+)
 
 
 def carbon_cluster(**spec: Any) -> dict[str, Any]:
@@ -63,3 +68,39 @@ def test_capacity_counts_ready_schedulable_nodes(
     nodes: list[dict[str, Any]], want_capacity: dict[str, float]
 ) -> None:
     assert node_capacity(nodes, ("cpu", "memory")) == want_capacity
+
+
+def _pod(
+    name: str, cpu: str, *, job: str = "", node: str = "n1", phase: str = "Running", init: str = ""
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": "batch"}
+    if job:
+        meta["ownerReferences"] = [{"kind": "Job", "name": job, "apiVersion": "batch/v1"}]
+    spec: dict[str, Any] = {
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}},
+            {"name": "b", "resources": {"requests": {"cpu": "500m"}}},
+        ]
+    }
+    if init:
+        spec["initContainers"] = [{"name": "i", "resources": {"requests": {"cpu": init}}}]
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def test_pod_requests_sum_containers_or_take_the_largest_init_container() -> None:
+    assert pod_requests(_pod("p", "2"), ("cpu", "memory")) == {"cpu": 2.5, "memory": 1.0}
+    assert pod_requests(_pod("p", "2", init="4"), ("cpu",)) == {"cpu": 4.0}
+
+
+def test_others_requests_count_bound_unfinished_pods_the_hub_did_not_place() -> None:
+    pods = [
+        _pod("mine", "4", job="train"),  # the hub's copy: already in the plan
+        _pod("other", "3", job="nightly"),
+        _pod("bare", "1"),
+        _pod("done", "8", phase="Succeeded"),
+        _pod("unbound", "8", node=""),
+    ]
+    used = others_requests(pods, {("batch", "train")}, ("cpu",))
+    assert used == {"cpu": 3.5 + 1.5}

@@ -51,6 +51,7 @@ from carbonshift.k8s.multicluster.inventory import (
     Spoke,
     kubeconfig_from_secret,
     node_capacity,
+    others_requests,
     parse_spoke,
 )
 from carbonshift.k8s.multicluster.plan import (
@@ -81,6 +82,7 @@ from carbonshift.k8s.multicluster.workloads import (
     Kind,
     condition_true,
     read_workload,
+    spoke_job_names,
 )
 from carbonshift.k8s.planner import CarbonSource, slot_floor
 from carbonshift.units import parse_utc
@@ -247,6 +249,7 @@ class HubController:
                 spoke.kubeconfig = text
             nodes = await spoke.api.list_items("/api/v1/nodes")
             spoke.capacity = node_capacity(nodes, self.config.resources)
+            spoke.pods = await spoke.api.list_items("/api/v1/pods")
         except NotFoundError as exc:
             spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
             return
@@ -280,6 +283,7 @@ class HubController:
             message=spoke.message,
             now=now,
             capacity=spoke.capacity,
+            others=spoke.others,
             last_contact=spoke.last_contact,
             down_since=spoke.down_since,
             forecast_age_s=age,
@@ -293,12 +297,15 @@ class HubController:
         message: str,
         now: datetime,
         capacity: Mapping[str, float] | None = None,
+        others: Mapping[str, float] | None = None,
         last_contact: datetime | None = None,
         down_since: datetime | None = None,
         forecast_age_s: int | None = None,
     ) -> None:
         """Write a CarbonCluster's status when it changed (a conflict waits for next pass)."""
         status: Obj = {"health": health, "message": message, "capacity": dict(capacity or {})}
+        if others is not None:
+            status["othersRequests"] = dict(others)
         if last_contact is not None:
             status["lastContactTime"] = _stamp(last_contact)
         if down_since is not None:
@@ -655,11 +662,17 @@ class HubController:
         )
         if not due and self.last_round is not None:
             return None
+        ours: dict[str, set[tuple[str, str]]] = {name: set() for name in healthy}
+        for w in workloads:
+            if w.placed in ours:
+                ours[w.placed] |= spoke_job_names(w)
+        for name, s in healthy.items():
+            s.others = others_requests(s.pods, ours[name], self.config.resources)
         views = [
             SpokeView(
                 name,
                 s.spec.zone,
-                s.capacity,
+                {r: max(0.0, c - s.others.get(r, 0.0)) for r, c in s.capacity.items()},
                 s.spec.watts_per_unit,
                 s.spec.pue,
                 s.spec.embodied_g_per_unit_hour,

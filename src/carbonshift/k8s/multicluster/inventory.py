@@ -30,7 +30,15 @@ from carbonshift.errors import InputError
 from carbonshift.k8s.intent import parse_quantity
 from carbonshift.k8s.multicluster.api import HubApi
 
-__all__ = ["CARBONCLUSTERS", "Spoke", "SpokeSpec", "node_capacity", "parse_spoke"]
+__all__ = [
+    "CARBONCLUSTERS",
+    "Spoke",
+    "SpokeSpec",
+    "node_capacity",
+    "others_requests",
+    "parse_spoke",
+    "pod_requests",
+]
 
 Obj = dict[str, Any]
 CARBONCLUSTERS = "/apis/carbonshift.io/v1alpha1/carbonclusters"
@@ -115,6 +123,57 @@ def node_capacity(nodes: list[Obj], resources: tuple[str, ...]) -> dict[str, flo
     return {r: float(total[r] / _UNIT.get(r, Decimal(1))) for r in resources}
 
 
+def pod_requests(pod: Obj, resources: tuple[str, ...]) -> dict[str, float]:
+    """A pod's requests in planning units: its containers' sum, or its largest init
+    container's when that is more (as the scheduler counts them)."""
+    spec = pod.get("spec") or {}
+
+    def total(containers: list[Obj], combine: Any) -> dict[str, Decimal]:
+        out = {r: Decimal(0) for r in resources}
+        for c in containers:
+            asked = (c.get("resources") or {}).get("requests") or {}
+            for r in resources:
+                if r in asked:
+                    out[r] = combine(out[r], parse_quantity(asked[r], what=f"pod {r} request"))
+        return out
+
+    main = total(spec.get("containers") or [], lambda a, b: a + b)
+    init = total(spec.get("initContainers") or [], max)
+    return {r: float(max(main[r], init[r]) / _UNIT.get(r, Decimal(1))) for r in resources}
+
+
+def others_requests(
+    pods: list[Obj], ours: set[tuple[str, str]], resources: tuple[str, ...]
+) -> dict[str, float]:
+    """What bound, unfinished pods that the hub did not place request, in planning units.
+
+    ``ours`` holds the (namespace, Job name) of the work the hub placed in this spoke; a pod
+    owned by one of those Jobs is already counted by the plan. A pod whose requests cannot
+    be read is skipped (the spoke's scheduler will tell).
+    """
+    used = dict.fromkeys(resources, 0.0)
+    for pod in pods:
+        meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+        if status.get("phase") in ("Succeeded", "Failed") or not (pod.get("spec") or {}).get(
+            "nodeName"
+        ):
+            continue
+        owners = {
+            (str(meta.get("namespace", "")), str(ref.get("name")))
+            for ref in meta.get("ownerReferences") or []
+            if ref.get("kind") == "Job"
+        }
+        if owners & ours:
+            continue
+        try:
+            asked = pod_requests(pod, resources)
+        except InputError:
+            continue
+        for r in resources:
+            used[r] += asked[r]
+    return used
+
+
 def kubeconfig_from_secret(secret: Obj, key: str) -> str:
     """The kubeconfig text stored under ``key`` of a Secret (``data`` is base64)."""
     data = secret.get("data") or {}
@@ -136,6 +195,11 @@ class Spoke:
     message: str = ""
     failures: int = 0
     capacity: dict[str, float] = field(default_factory=dict)
+    """Allocatable of its Ready, schedulable nodes."""
+    pods: list[Obj] = field(default_factory=list)
+    """Its pods, as last listed (for what other work uses)."""
+    others: dict[str, float] = field(default_factory=dict)
+    """What pods the hub did not place request there (bound, unfinished), at the last plan."""
     last_contact: datetime | None = None
     forecast_issued_at: datetime | None = None
     down_since: datetime | None = None

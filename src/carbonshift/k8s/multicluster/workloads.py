@@ -53,6 +53,7 @@ __all__ = [
     "condition_true",
     "is_finished",
     "read_workload",
+    "spoke_job_names",
 ]
 
 Obj = dict[str, Any]
@@ -161,6 +162,31 @@ def appwrapper_job_view(aw: Obj) -> Obj | None:
             view["metadata"] = copy.deepcopy(aw.get("metadata") or {})
             return view
     return None
+
+
+def spoke_job_names(w: HubWorkload) -> set[tuple[str, str]]:
+    """(namespace, name) of the Jobs that run ``w`` in its spoke: the copy of a hub Job, the
+    owner Job of a Kueue Workload (MultiKueue's remote copy), an AppWrapper's wrapped Jobs."""
+    meta = w.obj.get("metadata") or {}
+    ns = str(meta.get("namespace", ""))
+    if w.kind == "Job":
+        return {(ns, str(meta.get("name")))}
+    if w.kind == "Workload":
+        return {
+            (ns, str(ref.get("name")))
+            for ref in meta.get("ownerReferences") or []
+            if ref.get("kind") == "Job"
+        }
+    spec = w.obj.get("spec") or {}
+    items = [
+        i.get("generictemplate") for i in (spec.get("resources") or {}).get("GenericItems") or []
+    ]
+    items += [i.get("template") for i in spec.get("components") or []]
+    return {
+        (ns, str((i.get("metadata") or {}).get("name")))
+        for i in items
+        if isinstance(i, dict) and i.get("kind") == "Job"
+    }
 
 
 def _job_view(kind: Kind, obj: Obj, owners: dict[str, Obj]) -> Obj | None:
