@@ -8,6 +8,8 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from carbonshift.k8s.multicluster import HubConfig, HubController
+from carbonshift.k8s.multicluster.hub import MAX_EVENTS
 from carbonshift.k8s.multicluster.workloads import (
     HUB_UID_LABEL,
     PLACED_CLUSTER,
@@ -84,3 +86,12 @@ async def test_run_reconciles_every_resync_period_of_the_clock() -> None:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         assert [e.key for e in controller.events if e.what == "released"] == ["Job/batch/urgent"]
+
+
+def test_the_event_history_is_bounded() -> None:
+    controller = HubController(HubConfig(), None, None)  # type: ignore[arg-type]
+    for i in range(MAX_EVENTS + 1):
+        controller._event(START, f"Job/batch/j{i}", "planned")
+    assert len(controller.events) == MAX_EVENTS // 2
+    assert controller.events_dropped == MAX_EVENTS + 1 - MAX_EVENTS // 2
+    assert controller.events[-1].key == f"Job/batch/j{MAX_EVENTS}"

@@ -87,9 +87,11 @@ from carbonshift.k8s.multicluster.workloads import (
 from carbonshift.k8s.planner import CarbonSource, slot_floor
 from carbonshift.units import parse_utc
 
-__all__ = ["Connector", "HubController", "HubEvent"]
+__all__ = ["MAX_EVENTS", "Connector", "HubController", "HubEvent"]
 
 _LOG = logging.getLogger("carbonshift.k8s.hub")
+MAX_EVENTS = 10_000
+"""Events the controller keeps in memory (the observer turns them into Events as they come)."""
 Obj = dict[str, Any]
 Connector = Callable[[str, Clock], Awaitable[HubApi]]
 _TEMPLATE_LABELS = (
@@ -167,6 +169,9 @@ class HubController:
         self._planned_keys: frozenset[str] = frozenset()
         self._planned_spokes: frozenset[str] = frozenset()
         self.events: list[HubEvent] = []
+        """What the hub did, oldest first; the oldest half goes past :data:`MAX_EVENTS`."""
+        self.events_dropped = 0
+        """How many events were dropped from the front of :attr:`events` so far."""
         self.counters = _Counters()
         self._inventory: dict[str, Obj] = {}
 
@@ -182,6 +187,10 @@ class HubController:
         uid: str = "",
     ) -> None:
         self.events.append(HubEvent(now, key, what, cluster, detail, uid))
+        if len(self.events) > MAX_EVENTS:  # a long-running hub keeps a bounded history
+            drop = len(self.events) - MAX_EVENTS // 2
+            del self.events[:drop]
+            self.events_dropped += drop
         _LOG.info("%s %s %s %s", key, what, cluster, detail)
 
     async def close(self) -> None:

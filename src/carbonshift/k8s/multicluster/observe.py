@@ -273,8 +273,9 @@ class HubObserver:
 
     async def observe(self) -> None:
         """Events for the HubEvents not handled yet; metrics from the controller's state."""
-        new = self.controller.events[self.handled :]
-        self.handled += len(new)
+        events, dropped = self.controller.events, self.controller.events_dropped
+        new = events[max(0, self.handled - dropped) :]  # (dropped unseen: not recorded)
+        self.handled = dropped + len(events)
         for event in new:
             self._count(event)
             if self.record_events:
