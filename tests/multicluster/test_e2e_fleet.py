@@ -108,6 +108,46 @@ async def test_a_hundred_workloads_over_a_day(disturbance: Disturbance, tmp_path
 
 
 @pytest.mark.e2e
+async def test_a_spoke_away_for_six_hours_has_its_work_moved(tmp_path: Path) -> None:
+    """CA-ON away 06:00-12:00, longer than spoke_lost_timeout_s (15 min): its hub Jobs are
+    recalled by the hub and its Kueue workloads by (emulated) MultiKueue, and run elsewhere;
+    its AppWrappers wait for MCAD to take them back. Every workload still finishes, is
+    mirrored once, and leaves no copy behind; recalled work may run twice (at least once)."""
+    specs = make_specs(99, seed=11, arrival_hours=16)
+    kinds = {s.name: s.kind for s in specs}
+    away = ("ca-on", 6, 12)
+    result = await run_fleet(specs, START, CONFIG, hours=48, disturbance=Disturbance(outage=away))
+    missing = [s.name for s in specs if s.name not in result.ran]
+    assert not missing, f"never finished: {missing}"
+    assert result.leftovers == 0, "spoke copies were left behind"
+    recalled = {e.key.rsplit("/", 1)[1] for e in result.events if e.what == "recalled"}
+    assert recalled, "no hub Job was recalled: the scenario no longer tests this"
+    assert {kinds[n] for n in recalled} == {"Job"}
+    twice = {n for n, c in result.creates.items() if c > 1}
+    assert all(kinds[n] in ("Job", "Kueue") for n in twice), twice
+    assert recalled <= twice
+    for name, ran in result.ran.items():  # nothing new started there while it was away
+        if ran.cluster == away[0]:
+            assert not (
+                START + timedelta(hours=away[1]) < ran.start < START + timedelta(hours=away[2])
+            ), (name, ran)
+    late = [
+        s.name
+        for s in specs
+        if result.ran[s.name].end > START + timedelta(hours=s.submit_h + s.deadline_h)
+    ]
+    summary = simulate_scenario(specs, START, "fluidos", tmp_path)
+    got_kg = fleet_grams(specs, result) / 1000
+    base_kg = summary["baseline_carbon_kg"]
+    print(
+        f"\nspoke away 6 h: {len(recalled)} Jobs recalled, {len(twice)} workloads created twice"
+        f" ({sorted(kinds[n] for n in twice)}), {len(late)} late ({sorted(late)}),"
+        f" fleet {got_kg:.4f} kg vs asap baseline {base_kg:.4f} kg"
+        f" ({100 * (base_kg - got_kg) / base_kg:.1f} % saved)"
+    )
+
+
+@pytest.mark.e2e
 async def test_caspian_places_the_same_day_as_the_simulator(tmp_path: Path) -> None:
     """Caspian's own policy (default weights) on the same day: the fleet is the simulator."""
     specs = make_specs(99, seed=11, arrival_hours=16)
