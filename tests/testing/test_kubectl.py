@@ -215,3 +215,41 @@ def test_generator_commands_send_protobuf_for_simple_kinds(kubectl: Kubectl) -> 
     assert secret["data"] == {"token": "YWJj"}
     assert secret["type"] == "Opaque"
     assert "use kubectl create -f or kubectl apply -f" in refused.stderr
+
+
+PRINTED_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gauges.carbonshift.io}
+spec:
+  group: carbonshift.io
+  scope: Cluster
+  names: {plural: gauges, singular: gauge, kind: Gauge}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+    additionalPrinterColumns:
+    - {name: Zone, type: string, jsonPath: .spec.zone}
+    - {name: Ready, type: string, jsonPath: ".status.conditions[?(@.type=='Ready')].status"}
+    - {name: Cores, type: integer, jsonPath: .status.capacity.cpu}
+    - {name: First, type: string, jsonPath: ".spec.zones[0]", priority: 1}
+"""
+
+
+def test_custom_resources_print_their_crd_printer_columns(kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", "-", stdin=PRINTED_CRD)
+    gauge = (
+        "apiVersion: carbonshift.io/v1\nkind: Gauge\nmetadata: {name: de}\n"
+        "spec: {zone: DE, zones: [DE, FR]}\n"
+        "status: {capacity: {cpu: 16}, conditions: [{type: Other, status: 'False'},"
+        " {type: Ready, status: 'True'}]}\n"
+    )
+    kubectl("apply", "-f", "-", stdin=gauge)
+    lines = kubectl("get", "gauges").stdout.splitlines()
+    assert lines[0].split() == ["NAME", "ZONE", "READY", "CORES"]
+    assert lines[1].split() == ["de", "DE", "True", "16"]
+    wide = kubectl("get", "gauges", "-o", "wide").stdout.splitlines()
+    assert wide[0].split()[-1] == "FIRST"
+    assert wide[1].split()[-1] == "DE"

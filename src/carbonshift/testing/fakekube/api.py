@@ -723,6 +723,20 @@ class FakeApi:
             return None
         return schema.find_schema(crd, version or rt.version)
 
+    def printer_columns(self, rt: ResourceType, version: str | None) -> tuple[Obj, ...]:
+        """A custom resource version's ``additionalPrinterColumns`` (empty: none, or built in)."""
+        if not rt.custom:
+            return ()
+        crd_rt = self.registry.find("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        crd = None if crd_rt is None else self.store.peek(crd_rt, "", f"{rt.plural}.{rt.group}")
+        if crd is None:
+            return ()
+        spec = crd.get("spec") or {}
+        for entry in spec.get("versions") or []:
+            if entry.get("name") == (version or rt.version):
+                return tuple(entry.get("additionalPrinterColumns") or ())
+        return tuple(spec.get("additionalPrinterColumns") or ())
+
     def _after_write(self, rt: ResourceType, old: Obj | None, obj: Obj) -> None:
         if rt.kind == "CustomResourceDefinition" and not rt.custom:
             self.register_crd(obj)

@@ -401,7 +401,13 @@ def build_app(cluster: FakeCluster) -> Starlette:
             obj = api.get(rt, namespace, target.name, version)
             if target.sub == "status" or not target.sub:
                 return _json(
-                    to_table(rt, [obj], cluster.clock.now(), obj["metadata"]["resourceVersion"])
+                    to_table(
+                        rt,
+                        [obj],
+                        cluster.clock.now(),
+                        obj["metadata"]["resourceVersion"],
+                        printer_columns=api.printer_columns(rt, version),
+                    )
                     if _wants_table(request)
                     else obj
                 )
@@ -493,7 +499,14 @@ def build_app(cluster: FakeCluster) -> Starlette:
             items = page
         if _wants_table(request):
             return _json(
-                to_table(rt, items, cluster.clock.now(), str(rv), continue_=meta.get("continue"))
+                to_table(
+                    rt,
+                    items,
+                    cluster.clock.now(),
+                    str(rv),
+                    continue_=meta.get("continue"),
+                    printer_columns=cluster.api.printer_columns(rt, version),
+                )
             )
         group_version = f"{rt.group}/{version}" if rt.group else version
         return _json(
@@ -567,6 +580,7 @@ def build_app(cluster: FakeCluster) -> Starlette:
                                 cluster.clock.now(),
                                 obj["metadata"].get("resourceVersion", ""),
                                 columns=first,
+                                printer_columns=cluster.api.printer_columns(rt, version),
                             ),
                         }
                         first = False

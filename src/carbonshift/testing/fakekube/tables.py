@@ -1,16 +1,22 @@
 """``meta.k8s.io/v1`` Tables, the form ``kubectl get`` asks for and prints.
 
 Columns follow the API server's printers for the kinds carbonshift uses (pods, nodes, jobs,
-namespaces, events); every other kind gets NAME and AGE. Ages are measured on the cluster's
-clock, so they move with virtual time.
+namespaces, events); a custom resource gets NAME and its CRD version's
+``additionalPrinterColumns`` (a JSONPath each, evaluated as the apiextensions server does:
+dotted fields, ``[n]``, ``[*]`` and ``[?(@.field=='value')]`` filters, the first match;
+``date`` columns printed as an age), or NAME and AGE when it declares none; every other kind
+gets NAME and AGE. Ages are measured on the cluster's clock, so they move with virtual time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import re
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
+from carbonshift.errors import InputError
 from carbonshift.testing.fakekube.resources import ResourceType
 from carbonshift.units import parse_utc
 
@@ -177,6 +183,61 @@ _PRINTERS: dict[str, tuple[list[_Col], Callable[[Obj, datetime], list[Any]]]] = 
 }
 
 
+_STEP = re.compile(
+    r"""\.([A-Za-z0-9_\-]+)|\[(\d+|\*)\]|\[\?\(@\.([A-Za-z0-9_.\-]+)\s*==\s*['"]([^'"]*)['"]\)\]"""
+)
+
+
+def json_path(obj: Any, path: str) -> Any:
+    """The first value ``path`` (``.status.conditions[?(@.type=='Ready')].status``) selects in
+    ``obj``; None when nothing does."""
+    found: list[Any] = [obj]
+    text = path.strip().removeprefix("{").removesuffix("}").removeprefix("$")
+    at = 0
+    while at < len(text):
+        m = _STEP.match(text, at)
+        if m is None:
+            return None  # a form this subset does not read
+        at = m.end()
+        field, index, key, value = m.groups()
+        out: list[Any] = []
+        for v in found:
+            if field is not None and isinstance(v, dict) and field in v:
+                out.append(v[field])
+            elif index == "*" and isinstance(v, list):
+                out += v
+            elif index is not None and index != "*" and isinstance(v, list):
+                if int(index) < len(v):
+                    out.append(v[int(index)])
+            elif key is not None and isinstance(v, list):
+                out += [e for e in v if str(json_path(e, "." + key)) == value]
+        found = out
+    return found[0] if found else None
+
+
+def _custom_printer(
+    columns: Sequence[Obj],
+) -> tuple[list[_Col], Callable[[Obj, datetime], list[Any]]]:
+    cols: list[_Col] = [("Name", "string", 0)] + [
+        (str(c.get("name")), str(c.get("type", "string")), int(c.get("priority", 0) or 0))
+        for c in columns
+    ]
+
+    def row(obj: Obj, now: datetime) -> list[Any]:
+        cells: list[Any] = [obj["metadata"]["name"]]
+        for c in columns:
+            value = json_path(obj, str(c.get("jsonPath", "")))
+            if c.get("type") == "date" and isinstance(value, str):
+                with contextlib.suppress(InputError):  # not a time: printed as it is
+                    value = human_duration((now - parse_utc(value)).total_seconds())
+            elif isinstance(value, dict | list):
+                value = str(value)
+            cells.append(value)
+        return cells
+
+    return cols, row
+
+
 def to_table(
     rt: ResourceType,
     items: list[Obj],
@@ -185,21 +246,17 @@ def to_table(
     *,
     continue_: str | None = None,
     columns: bool = True,
+    printer_columns: Sequence[Obj] = (),
 ) -> Obj:
-    cols, row = (
-        _PRINTERS.get(
-            rt.kind,
-            (
-                [("Name", "string", 0), ("Age", "string", 0)],
-                lambda o, n: [o["metadata"]["name"], _age(o, n)],
-            ),
-        )
-        if not rt.custom
-        else (
-            [("Name", "string", 0), ("Age", "string", 0)],
-            lambda o, n: [o["metadata"]["name"], _age(o, n)],
-        )
+    """A Table of ``items``; ``printer_columns``: the CRD's, for a custom resource."""
+    name_age: tuple[list[_Col], Callable[[Obj, datetime], list[Any]]] = (
+        [("Name", "string", 0), ("Age", "string", 0)],
+        lambda o, n: [o["metadata"]["name"], _age(o, n)],
     )
+    if rt.custom:
+        cols, row = _custom_printer(printer_columns) if printer_columns else name_age
+    else:
+        cols, row = _PRINTERS.get(rt.kind, name_age)
     meta: Obj = {"resourceVersion": resource_version}
     if continue_:
         meta["continue"] = continue_
