@@ -28,6 +28,7 @@ __all__ = [
     "OptInSection",
     "PlanningSection",
     "ServerSection",
+    "closest_field",
     "load_config",
     "parse_config",
 ]
@@ -218,16 +219,23 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(part) for part in loc) or "(root)"
 
 
-def _did_you_mean(loc: tuple[int | str, ...]) -> str:
-    model: type[BaseModel] = ControllerConfig
+def closest_field(root: type[BaseModel], loc: tuple[int | str, ...]) -> str | None:
+    """The field name of ``root`` (or of the section ``loc`` leads to) closest to the unknown
+    key ``loc[-1]``; None when none is close."""
+    model = root
     for part in loc[:-1]:
         field = model.model_fields.get(str(part))
         annotation = field.annotation if field is not None else None
         if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return ""
+            return None
         model = annotation
     close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return close[0] if close else None
+
+
+def _did_you_mean(loc: tuple[int | str, ...]) -> str:
+    close = closest_field(ControllerConfig, loc)
+    return f"; did you mean {close!r}?" if close else ""
 
 
 def parse_config(raw: Mapping[str, Any], *, source: str = "configuration") -> ControllerConfig:

@@ -3,7 +3,6 @@ process around it (the ``/metrics`` server and leader election among hub replica
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from carbonshift.k8s.config import (
     OptInSection,
     PlanningSection,
     ServerSection,
+    closest_field,
 )
 
 __all__ = ["HubConfig", "HubLeaderSection", "load_hub_config"]
@@ -137,12 +137,5 @@ def load_hub_config(path: Path) -> HubConfig:
 
 def _did_you_mean(loc: tuple[int | str, ...]) -> str:
     """`` (did you mean 'x'?)`` for an unknown key of HubConfig or one of its sections."""
-    model: type[BaseModel] = HubConfig
-    for part in loc[:-1]:
-        field = model.model_fields.get(str(part))
-        annotation = field.annotation if field is not None else None
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            return ""
-        model = annotation
-    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest_field(HubConfig, loc)
+    return f" (did you mean {close!r}?)" if close else ""

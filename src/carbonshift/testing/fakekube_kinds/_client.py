@@ -107,14 +107,7 @@ class FakeClient:
         """PUT the object (e.g. MCAD's dispatcher writing ``spec.dispatcherStatus``);
         :class:`WriteConflictError` on a 409, so that no later write of the pass builds on it;
         False when it is gone."""
-        answer = await self._send("PUT", path, json=body)
-        if answer.status_code == 404:
-            return False
-        if answer.status_code == 409:  # a conflict (or an injected one): not written, retry
-            raise WriteConflictError(f"{answer.request.method} {path}: 409 {answer.text[:200]}")
-        _check(answer)
-        self.writes += 1
-        return True
+        return self._written(await self._send("PUT", path, json=body), path)
 
     async def patch(self, path: str, body: Obj) -> bool:
         """JSON merge patch (RFC 7386); :class:`WriteConflictError` on a 409; False when gone."""
@@ -124,6 +117,10 @@ class FakeClient:
             content=json.dumps(body),
             headers={"Content-Type": "application/merge-patch+json"},
         )
+        return self._written(answer, path)
+
+    def _written(self, answer: httpx.Response, path: str) -> bool:
+        """True when a write landed; False when the object is gone; raises on a 409."""
         if answer.status_code == 404:
             return False
         if answer.status_code == 409:  # a conflict (or an injected one): not written, retry
