@@ -248,3 +248,21 @@ async def test_pods_the_hub_did_not_place_leave_less_room_in_their_spoke() -> No
         assert cc["status"]["othersRequests"] == {"cpu": 12.0}  # the probe's pod is ours
         jobs = await run_until_done(f, ["big"], hours=3)
         assert complete(jobs["big"])
+
+
+async def test_work_in_a_spoke_removed_from_the_inventory_is_planned_again() -> None:
+    async with fleet(START, config=FLUIDOS) as f:
+        await f.create(f.hub, hub_job("now", cpu=2, runtime_h=3, deadline_h=3))
+        controller = await f.start_controller()
+        await f.step(0)
+        job = await f.get(f.hub, "Job", "now", "batch", "batch/v1")
+        gone = job["metadata"]["annotations"][PLACED_CLUSTER]
+        await controller.hub.delete(f"/apis/carbonshift.io/v1alpha1/carbonclusters/{gone}")
+        await f.step(15)
+        notes = (await f.get(f.hub, "Job", "now", "batch", "batch/v1"))["metadata"]["annotations"]
+        assert notes["carbonshift.io/lost-from"] == gone
+        assert notes[PLACED_CLUSTER] != gone
+        recalled = [e for e in controller.events if e.what == "recalled"]
+        assert [e.detail for e in recalled] == [
+            f"spoke {gone} is no longer in the inventory: planned again"
+        ]

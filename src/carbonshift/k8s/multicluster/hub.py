@@ -869,14 +869,17 @@ class HubController:
 
     # -- a spoke that stays away ------------------------------------------------------------
 
-    def _away_since(self, name: str) -> datetime | None:
-        """Since when spoke ``name`` has not answered (None while it answers)."""
+    def _lost(self, name: str, now: datetime) -> str | None:
+        """Why work placed in spoke ``name`` counts as lost now (None: it is not)."""
         spoke = self.spokes.get(name)
         if spoke is None:
-            return datetime.min.replace(tzinfo=self.clock.now().tzinfo)  # removed: away
-        if spoke.healthy or spoke.health != "Unreachable":
+            return f"spoke {name} is no longer in the inventory"
+        since = spoke.down_since
+        if spoke.healthy or spoke.health != "Unreachable" or since is None:
             return None
-        return spoke.down_since
+        if (now - since).total_seconds() < self.config.spoke_lost_timeout_s:
+            return None
+        return f"spoke {name} has not answered since {_stamp(since)}"
 
     async def _recall_lost(self, now: datetime, workloads: list[HubWorkload]) -> None:
         """Plan again the hub Jobs placed in a spoke that stayed away too long.
@@ -889,23 +892,21 @@ class HubController:
         fact still running through the partition therefore runs twice: at least once, as
         MultiKueue.
         """
-        timeout_s = self.config.spoke_lost_timeout_s
-        if timeout_s <= 0:
+        if self.config.spoke_lost_timeout_s <= 0:
             return
         for w in workloads:
             if w.state != "placed" or w.placed is None or w.kind != "Job":
                 continue
-            since = self._away_since(w.placed)
-            if since is None or (now - since).total_seconds() < timeout_s:
+            why = self._lost(w.placed, now)
+            if why is None:
                 continue
             lost = ",".join(filter(None, [w.annotations.get(LOST_FROM), w.placed]))
-            since_text = "ever" if since.year == 1 else _stamp(since)
             plan: dict[str, str | None] = {
                 PLACED_CLUSTER: None,
                 RELEASED_AT: None,
                 SPOKE_STATUS: None,
                 LOST_FROM: lost,
-                REASON: f"spoke {w.placed} has not answered since {since_text}: planned again",
+                REASON: f"{why}: planned again",
             }
             try:
                 await self._annotate(w, plan)
