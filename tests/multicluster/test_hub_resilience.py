@@ -7,7 +7,12 @@ from datetime import UTC, datetime
 import pytest
 
 from carbonshift.k8s.multicluster import HubConfig
-from carbonshift.k8s.multicluster.workloads import PLACED_CLUSTER, PLANNED_CLUSTER, RELEASED_AT
+from carbonshift.k8s.multicluster.workloads import (
+    PLACED_CLUSTER,
+    PLANNED_CLUSTER,
+    REASON,
+    RELEASED_AT,
+)
 from carbonshift.testing.fakekube import Fault
 from tests.multicluster.harness import Fleet, carbon_cluster, fleet, hub_job
 
@@ -266,3 +271,17 @@ async def test_work_in_a_spoke_removed_from_the_inventory_is_planned_again() -> 
         assert [e.detail for e in recalled] == [
             f"spoke {gone} is no longer in the inventory: planned again"
         ]
+
+
+async def test_a_pod_bigger_than_every_node_is_held_not_sent() -> None:
+    async with fleet(START, config=FLUIDOS, nodes=2, cpu="8") as f:  # 16 cpu a spoke, 8 a node
+        await f.create(f.hub, hub_job("wide", cpu=10, runtime_h=1, deadline_h=2))
+        await f.create(f.hub, hub_job("fits", cpu=6, runtime_h=1, deadline_h=1))
+        controller = await f.start_controller()
+        await f.step(0)
+        wide = await f.get(f.hub, "Job", "wide", "batch", "batch/v1")
+        notes = wide["metadata"]["annotations"]
+        assert PLACED_CLUSTER not in notes
+        assert "no healthy spoke has a node with room for one of its pods" in notes[REASON]
+        released = [e.key for e in controller.events if e.what == "released"]
+        assert released == ["Job/batch/fits"]

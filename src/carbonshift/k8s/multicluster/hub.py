@@ -49,8 +49,9 @@ from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.inventory import (
     CARBONCLUSTERS,
     Spoke,
+    fits_a_node,
     kubeconfig_from_secret,
-    node_capacity,
+    node_allocatables,
     others_requests,
     parse_spoke,
 )
@@ -81,6 +82,7 @@ from carbonshift.k8s.multicluster.workloads import (
     HubWorkload,
     Kind,
     condition_true,
+    pod_demand,
     read_workload,
     spoke_job_names,
 )
@@ -257,7 +259,10 @@ class HubController:
                 spoke.api = await self._connector(text, self.clock)
                 spoke.kubeconfig = text
             nodes = await spoke.api.list_items("/api/v1/nodes")
-            spoke.capacity = node_capacity(nodes, self.config.resources)
+            spoke.nodes = node_allocatables(nodes, self.config.resources)
+            spoke.capacity = {
+                r: sum(node[r] for node in spoke.nodes) for r in self.config.resources
+            }
             spoke.pods = await spoke.api.list_items("/api/v1/pods")
         except NotFoundError as exc:
             spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
@@ -614,12 +619,17 @@ class HubController:
         ordered = sorted(
             workloads, key=lambda w: (w.state != "placed", w.intent.created, w.intent.name, w.key)
         )
+        healthy = self._healthy()
         for w in ordered:
             if w.state in ("held", "suspended"):
-                runtime = w.remaining
                 pending.append(
                     Pending(
-                        w.key, dict(w.intent.demand), runtime, w.intent.deadline, w.intent.created
+                        w.key,
+                        dict(w.intent.demand),
+                        w.remaining,
+                        w.intent.deadline,
+                        w.intent.created,
+                        allowed=self._fitting(w, healthy),
                     )
                 )
             elif (
@@ -643,6 +653,15 @@ class HubController:
                     )
                 )
         return pending
+
+    def _fitting(self, w: HubWorkload, healthy: Mapping[str, Spoke]) -> frozenset[str] | None:
+        """The healthy spokes with a node big enough for one pod of ``w`` (None: all)."""
+        try:
+            pod = pod_demand(w, self.config.resources)
+        except InputError:
+            return None  # read_intent accepted it; the spoke's scheduler will say
+        fits = frozenset(n for n, s in healthy.items() if not s.nodes or fits_a_node(pod, s.nodes))
+        return None if len(fits) == len(healthy) else fits
 
     def _healthy(self) -> dict[str, Spoke]:
         return {n: s for n, s in self.spokes.items() if s.healthy}

@@ -27,13 +27,15 @@ from decimal import Decimal
 from typing import Any
 
 from carbonshift.errors import InputError
-from carbonshift.k8s.intent import parse_quantity
+from carbonshift.k8s.intent import parse_quantity, requested
 from carbonshift.k8s.multicluster.api import HubApi
 
 __all__ = [
     "CARBONCLUSTERS",
     "Spoke",
     "SpokeSpec",
+    "fits_a_node",
+    "node_allocatables",
     "node_capacity",
     "others_requests",
     "parse_spoke",
@@ -107,9 +109,9 @@ def parse_spoke(obj: Obj) -> SpokeSpec:
     )
 
 
-def node_capacity(nodes: list[Obj], resources: tuple[str, ...]) -> dict[str, float]:
-    """Allocatable of Ready, schedulable nodes, in planning units."""
-    total = {r: Decimal(0) for r in resources}
+def node_allocatables(nodes: list[Obj], resources: tuple[str, ...]) -> list[dict[str, float]]:
+    """Allocatable of each Ready, schedulable node, in planning units."""
+    out: list[dict[str, float]] = []
     for node in nodes:
         if (node.get("spec") or {}).get("unschedulable"):
             continue
@@ -117,29 +119,34 @@ def node_capacity(nodes: list[Obj], resources: tuple[str, ...]) -> dict[str, flo
         if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
             continue
         allocatable = (node.get("status") or {}).get("allocatable") or {}
-        for r in resources:
-            if r in allocatable:
-                total[r] += parse_quantity(allocatable[r], what=f"node {r}")
-    return {r: float(total[r] / _UNIT.get(r, Decimal(1))) for r in resources}
+        out.append(
+            {
+                r: float(
+                    parse_quantity(allocatable[r], what=f"node {r}") / _UNIT.get(r, Decimal(1))
+                )
+                if r in allocatable
+                else 0.0
+                for r in resources
+            }
+        )
+    return out
+
+
+def node_capacity(nodes: list[Obj], resources: tuple[str, ...]) -> dict[str, float]:
+    """Allocatable of Ready, schedulable nodes together, in planning units."""
+    each = node_allocatables(nodes, resources)
+    return {r: sum(node[r] for node in each) for r in resources}
 
 
 def pod_requests(pod: Obj, resources: tuple[str, ...]) -> dict[str, float]:
-    """A pod's requests in planning units: its containers' sum, or its largest init
-    container's when that is more (as the scheduler counts them)."""
-    spec = pod.get("spec") or {}
+    """A pod's requests in planning units (containers add up; a larger init container counts;
+    limits stand in for missing requests), as the one-cluster controller reads them."""
+    return requested({**pod, "kind": "Pod"}, resources)
 
-    def total(containers: list[Obj], combine: Any) -> dict[str, Decimal]:
-        out = {r: Decimal(0) for r in resources}
-        for c in containers:
-            asked = (c.get("resources") or {}).get("requests") or {}
-            for r in resources:
-                if r in asked:
-                    out[r] = combine(out[r], parse_quantity(asked[r], what=f"pod {r} request"))
-        return out
 
-    main = total(spec.get("containers") or [], lambda a, b: a + b)
-    init = total(spec.get("initContainers") or [], max)
-    return {r: float(max(main[r], init[r]) / _UNIT.get(r, Decimal(1))) for r in resources}
+def fits_a_node(pod: Mapping[str, float], nodes: list[dict[str, float]]) -> bool:
+    """Whether one pod asking ``pod`` fits the allocatable of at least one of ``nodes``."""
+    return any(all(node.get(r, 0.0) + 1e-9 >= a for r, a in pod.items()) for node in nodes)
 
 
 def others_requests(
@@ -196,6 +203,8 @@ class Spoke:
     failures: int = 0
     capacity: dict[str, float] = field(default_factory=dict)
     """Allocatable of its Ready, schedulable nodes."""
+    nodes: list[dict[str, float]] = field(default_factory=list)
+    """Allocatable of each of those nodes (a pod must fit one)."""
     pods: list[Obj] = field(default_factory=list)
     """Its pods, as last listed (for what other work uses)."""
     others: dict[str, float] = field(default_factory=dict)

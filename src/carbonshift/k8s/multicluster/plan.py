@@ -46,6 +46,8 @@ class Pending:
     deadline: datetime
     created: datetime
     running_on: str | None = None
+    allowed: frozenset[str] | None = None
+    """Spokes with a node big enough for one of its pods (None: every healthy spoke)."""
 
     @property
     def latest_start(self) -> datetime:
@@ -131,6 +133,20 @@ def plan_hub(
         }
         return HubRound(slot0, None, None, {}, idle)
     resources = config.resources
+    no_node = {p.key for p in pending if p.allowed is not None and not p.allowed}
+    decisions: dict[str, Decision] = {
+        key: Decision(
+            key,
+            None,
+            slot0 + timedelta(seconds=slot_s),
+            False,
+            "no healthy spoke has a node with room for one of its pods; held",
+        )
+        for key in no_node
+    }
+    pending = [p for p in pending if p.key not in no_node]
+    if not pending:
+        return HubRound(slot0, None, None, {}, decisions)
     longest = max(_runtime_slots(p.runtime, slot_s) for p in pending)
     horizon = max(config.planning.horizon_slots, longest)
     forecasts = {s.name: sources[s.name].forecast(slot0, horizon) for s in spokes}
@@ -161,7 +177,11 @@ def plan_hub(
             release_slot=0,
             deadline_slot=math.floor((p.deadline - slot0).total_seconds() / slot_s + _EPS),
             allowed_clusters=(
-                frozenset({ClusterName(p.running_on)}) if p.running_on is not None else None
+                frozenset({ClusterName(p.running_on)})
+                if p.running_on is not None
+                else None
+                if p.allowed is None
+                else frozenset(ClusterName(c) for c in p.allowed)
             ),
         )
         for p in pending
@@ -187,13 +207,12 @@ def plan_hub(
     chosen = {a.job: a for a in result.plan.assignments}
     free = _free_now(spokes, placed, now)
     policy = config.planning.policy
-    decisions: dict[str, Decision] = {}
     for p in pending:
         assignment = chosen.get(JobId(p.key))
         if assignment is None:
             note = result.notes.get(JobId(p.key), "no room in the plan")
             late = now >= p.latest_start
-            where = p.running_on or (_roomiest(free, p.demand) if late else None)
+            where = p.running_on or (_roomiest(free, p.demand, p.allowed) if late else None)
             decisions[p.key] = Decision(
                 p.key,
                 where,
@@ -224,10 +243,17 @@ def plan_hub(
     return HubRound(slot0, instance, result, forecasts, decisions)
 
 
-def _roomiest(free: Mapping[str, Mapping[str, float]], demand: Mapping[str, float]) -> str | None:
-    """The spoke where ``demand`` fits now with the most room left (None: none fits)."""
+def _roomiest(
+    free: Mapping[str, Mapping[str, float]],
+    demand: Mapping[str, float],
+    allowed: frozenset[str] | None = None,
+) -> str | None:
+    """The spoke (of ``allowed``) where ``demand`` fits now with the most room left (None:
+    none fits)."""
     best: tuple[float, str] | None = None
     for name, room in free.items():
+        if allowed is not None and name not in allowed:
+            continue
         left = [room.get(r, 0.0) - a for r, a in demand.items()]
         if all(x >= -_EPS for x in left):
             score = min(left) if left else 0.0

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.config import ControllerConfig
-from carbonshift.k8s.intent import MANAGED_LABEL, Intent, NotHeld, read_intent
+from carbonshift.k8s.intent import MANAGED_LABEL, Intent, NotHeld, read_intent, requested
 from carbonshift.units import parse_duration, parse_utc
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "appwrapper_job_view",
     "condition_true",
     "is_finished",
+    "pod_demand",
     "read_workload",
     "spoke_job_names",
 ]
@@ -162,6 +163,23 @@ def appwrapper_job_view(aw: Obj) -> Obj | None:
             view["metadata"] = copy.deepcopy(aw.get("metadata") or {})
             return view
     return None
+
+
+def pod_demand(w: HubWorkload, resources: tuple[str, ...]) -> dict[str, float]:
+    """What one pod of ``w`` requests (its largest pod set's template, for Kueue), in planning
+    units; raises InputError for a malformed quantity."""
+    if w.kind == "Workload":
+        templates = [
+            ps.get("template") or {} for ps in (w.obj.get("spec") or {}).get("podSets") or []
+        ]
+    else:
+        job = w.obj if w.kind == "Job" else (appwrapper_job_view(w.obj) or {})
+        templates = [((job.get("spec") or {}).get("template") or {})]
+    out = dict.fromkeys(resources, 0.0)
+    for template in templates:
+        asked = requested({"kind": "Pod", "spec": template.get("spec") or {}}, resources)
+        out = {r: max(out[r], asked[r]) for r in resources}
+    return out
 
 
 def spoke_job_names(w: HubWorkload) -> set[tuple[str, str]]:
