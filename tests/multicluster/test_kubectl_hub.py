@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from carbonshift.k8s.multicluster import HubConfig
+from carbonshift.k8s.multicluster import HubConfig, HubObserver
 from carbonshift.k8s.multicluster.workloads import PLANNED_CLUSTER, PLANNED_START, REASON
 from carbonshift.units import parse_utc
 from tests.multicluster.harness import Fleet, fleet, hub_job
@@ -47,15 +47,19 @@ async def test_job_kueue_workload_and_appwrapper_created_with_kubectl(tmp_path: 
     manifests = yaml.safe_dump_all([*example, queued])
     async with fleet(START, config=FLUIDOS) as f:
         await kubectl(f, tmp_path, "create", "-f", "-", stdin=manifests)
-        await f.start_controller()
+        observer = HubObserver(await f.start_controller())
         await f.step(0)
         await f.step(0)
+        await observer.observe()  # the hub's Events, as `carbonshift hub` writes them
         held: dict[str, tuple[str, datetime]] = {}
         for kind, name in (("job", "train"), ("workload", "job-queued"), ("appwrapper", "sim")):
             out = await kubectl(f, tmp_path, "-n", "batch", "get", kind, name, "-o", "yaml")
             notes: dict[str, Any] = yaml.safe_load(out)["metadata"]["annotations"]
             assert notes[REASON].startswith("waiting for cleaner power"), notes[REASON]
             held[name] = (notes[PLANNED_CLUSTER], parse_utc(notes[PLANNED_START]))
+            described = await kubectl(f, tmp_path, "-n", "batch", "describe", kind, name)
+            assert "CarbonPlanned" in described, described
+            assert "waiting for cleaner power" in described
         ran: dict[str, tuple[str, datetime]] = {}
         for _ in range(16 * 4):
             await f.step(15)
