@@ -15,6 +15,7 @@ import copy
 import json
 import random
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from carbonshift.testing.fakekube import jobs, kinds, managed, schema
@@ -222,17 +223,7 @@ class FakeApi:
             raise ApiError.already_exists(rt.group, rt.plural, name)
         manager = managed.manager_name(field_manager, user_agent)
         if manager:
-            managed.track(
-                None,
-                obj,
-                manager=manager,
-                operation="Apply" if applied is not None else "Update",
-                api_version=_api_version(rt, version),
-                now=format_time(self.clock.now()),
-                subresource="",
-                has_status=rt.has_status,
-                applied=applied,
-            )
+            self._track(rt, version, None, obj, manager, "", applied, ())
         if dry_run:
             return self._out(rt, obj, version)
         stored = self.store.commit(rt, "ADDED", obj, None)
@@ -506,18 +497,7 @@ class FakeApi:
         if "managedFields" in old_meta and "managedFields" not in new["metadata"]:
             new["metadata"]["managedFields"] = copy.deepcopy(old_meta["managedFields"])
         if manager and (new != old or applied is not None):
-            managed.track(
-                old,
-                new,
-                manager=manager,
-                operation="Apply" if applied is not None else "Update",
-                api_version=_api_version(rt, version),
-                now=format_time(self.clock.now()),
-                subresource=subresource,
-                has_status=rt.has_status,
-                applied=applied,
-                forced=forced or (),
-            )
+            self._track(rt, version, old, new, manager, subresource, applied, forced or ())
         if _without_times(new) == _without_times(old):
             return self._out(rt, old, version)
         if dry_run:
@@ -722,6 +702,32 @@ class FakeApi:
         if crd is None:
             return None
         return schema.find_schema(crd, version or rt.version)
+
+    def _track(
+        self,
+        rt: ResourceType,
+        version: str | None,
+        old: Obj | None,
+        new: Obj,
+        manager: str,
+        subresource: str,
+        applied: set[managed.Path] | None,
+        forced: Iterable[managed.Path],
+    ) -> None:
+        """Record ``manager``'s write of ``new`` in its managedFields (an Apply when
+        ``applied`` is the applied configuration, else an Update)."""
+        managed.track(
+            old,
+            new,
+            manager=manager,
+            operation="Apply" if applied is not None else "Update",
+            api_version=_api_version(rt, version),
+            now=format_time(self.clock.now()),
+            subresource=subresource,
+            has_status=rt.has_status,
+            applied=applied,
+            forced=forced,
+        )
 
     def printer_columns(self, rt: ResourceType, version: str | None) -> tuple[Obj, ...]:
         """A custom resource version's ``additionalPrinterColumns`` (empty: none, or built in)."""
