@@ -263,7 +263,10 @@ class HubController:
             spoke.capacity = {
                 r: sum(node[r] for node in spoke.nodes) for r in self.config.resources
             }
-            spoke.pods = await spoke.api.list_items("/api/v1/pods")
+            spoke.pods = await spoke.api.list_items(  # only what can still use room
+                "/api/v1/pods",
+                fieldSelector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+            )
         except NotFoundError as exc:
             spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
             return
