@@ -8,11 +8,11 @@ import pytest
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.multicluster.inventory import (
-    node_capacity,
     others_requests,
     parse_spoke,
     pod_requests,
 )
+from carbonshift.k8s.nodes import capacity
 
 
 def carbon_cluster(**spec: Any) -> dict[str, Any]:
@@ -67,7 +67,7 @@ def node(
 def test_capacity_counts_ready_schedulable_nodes(
     nodes: list[dict[str, Any]], want_capacity: dict[str, float]
 ) -> None:
-    assert node_capacity(nodes, ("cpu", "memory")) == want_capacity
+    assert capacity(nodes, ("cpu", "memory")) == want_capacity
 
 
 def _pod(

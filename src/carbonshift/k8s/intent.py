@@ -84,6 +84,11 @@ _DATE_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[Tt ]")
 _DURATION_LIKE = re.compile(r"^\s*\d+(?:\.\d+)?\s*[a-zA-Z]+\s*$")
 
 
+def planning_units(resource: str, quantity: Decimal) -> float:
+    """A quantity of ``resource`` in planning units (memory in GiB, the rest as counted)."""
+    return float(quantity / _UNIT.get(resource, Decimal(1)))
+
+
 def parse_quantity(text: object, *, what: str = "quantity") -> Decimal:
     """A Kubernetes resource quantity (``500m``, ``2``, ``1Gi``, ``1e3``) as a Decimal."""
     raw = str(text).strip()
@@ -206,7 +211,7 @@ def requested(obj: Obj, resources: tuple[str, ...]) -> dict[str, float]:
     if obj.get("kind") == "Job":
         parallelism = (obj.get("spec") or {}).get("parallelism")
         copies = 1 if parallelism is None else int(parallelism)
-    return {r: float(total[r] / _UNIT.get(r, Decimal(1))) * copies for r in resources}
+    return {r: planning_units(r, total[r]) * copies for r in resources}
 
 
 def _demand(obj: Obj, config: ControllerConfig) -> dict[str, float]:

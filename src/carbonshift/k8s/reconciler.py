@@ -46,11 +46,12 @@ from carbonshift.k8s.intent import (
     Intent,
     NotHeld,
     Obj,
-    parse_quantity,
     read_intent,
     requested,
 )
 from carbonshift.k8s.metrics import Metrics
+from carbonshift.k8s.nodes import allocatable as node_allocatable
+from carbonshift.k8s.nodes import capacity as node_capacity
 from carbonshift.k8s.planner import (
     CarbonSource,
     Outcome,
@@ -378,19 +379,7 @@ class Controller:
 
     def capacity(self) -> dict[str, float]:
         """Allocatable of Ready, schedulable nodes, in planning units."""
-        total = dict.fromkeys(self.config.cluster.resources, 0.0)
-        for node in self.nodes.values():
-            if (node.get("spec") or {}).get("unschedulable"):
-                continue
-            conditions = (node.get("status") or {}).get("conditions") or []
-            if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
-                continue
-            allocatable = (node.get("status") or {}).get("allocatable") or {}
-            for resource in total:
-                if resource in allocatable:
-                    value = float(parse_quantity(allocatable[resource]))
-                    total[resource] += value / (2.0**30 if resource == "memory" else 1.0)
-        return total
+        return node_capacity(self.nodes.values(), self.config.cluster.resources)
 
     def _runtime_of(self, obj: Obj) -> timedelta | None:
         owner = next(
@@ -716,13 +705,10 @@ class Controller:
                     used[node][r] += v
         fits = []
         for name, node in sorted(self.nodes.items()):
-            allocatable = (node.get("status") or {}).get("allocatable") or {}
+            offered = node_allocatable(node, resources)
             room = True
             for r in resources:
-                cap = float(parse_quantity(allocatable.get(r, "0"))) / (
-                    2.0**30 if r == "memory" else 1.0
-                )
-                if used.get(name, {}).get(r, 0.0) + need[r] > cap + 1e-9:
+                if used.get(name, {}).get(r, 0.0) + need[r] > offered[r] + 1e-9:
                     room = False
             if room:
                 fits.append(name)

@@ -49,9 +49,7 @@ from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.inventory import (
     CARBONCLUSTERS,
     Spoke,
-    fits_a_node,
     kubeconfig_from_secret,
-    node_allocatables,
     others_requests,
     parse_spoke,
 )
@@ -86,6 +84,7 @@ from carbonshift.k8s.multicluster.workloads import (
     read_workload,
     spoke_job_names,
 )
+from carbonshift.k8s.nodes import fits_a_node, usable_allocatables
 from carbonshift.k8s.planner import CarbonSource, slot_floor
 from carbonshift.units import parse_utc
 
@@ -259,7 +258,7 @@ class HubController:
                 spoke.api = await self._connector(text, self.clock)
                 spoke.kubeconfig = text
             nodes = await spoke.api.list_items("/api/v1/nodes")
-            spoke.nodes = node_allocatables(nodes, self.config.resources)
+            spoke.nodes = usable_allocatables(nodes, self.config.resources)
             spoke.capacity = {
                 r: sum(node[r] for node in spoke.nodes) for r in self.config.resources
             }

@@ -27,16 +27,13 @@ from decimal import Decimal
 from typing import Any
 
 from carbonshift.errors import InputError
-from carbonshift.k8s.intent import parse_quantity, requested
+from carbonshift.k8s.intent import requested
 from carbonshift.k8s.multicluster.api import HubApi
 
 __all__ = [
     "CARBONCLUSTERS",
     "Spoke",
     "SpokeSpec",
-    "fits_a_node",
-    "node_allocatables",
-    "node_capacity",
     "others_requests",
     "parse_spoke",
     "pod_requests",
@@ -109,44 +106,10 @@ def parse_spoke(obj: Obj) -> SpokeSpec:
     )
 
 
-def node_allocatables(nodes: list[Obj], resources: tuple[str, ...]) -> list[dict[str, float]]:
-    """Allocatable of each Ready, schedulable node, in planning units."""
-    out: list[dict[str, float]] = []
-    for node in nodes:
-        if (node.get("spec") or {}).get("unschedulable"):
-            continue
-        conditions = (node.get("status") or {}).get("conditions") or []
-        if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
-            continue
-        allocatable = (node.get("status") or {}).get("allocatable") or {}
-        out.append(
-            {
-                r: float(
-                    parse_quantity(allocatable[r], what=f"node {r}") / _UNIT.get(r, Decimal(1))
-                )
-                if r in allocatable
-                else 0.0
-                for r in resources
-            }
-        )
-    return out
-
-
-def node_capacity(nodes: list[Obj], resources: tuple[str, ...]) -> dict[str, float]:
-    """Allocatable of Ready, schedulable nodes together, in planning units."""
-    each = node_allocatables(nodes, resources)
-    return {r: sum(node[r] for node in each) for r in resources}
-
-
 def pod_requests(pod: Obj, resources: tuple[str, ...]) -> dict[str, float]:
     """A pod's requests in planning units (containers add up; a larger init container counts;
     limits stand in for missing requests), as the one-cluster controller reads them."""
     return requested({**pod, "kind": "Pod"}, resources)
-
-
-def fits_a_node(pod: Mapping[str, float], nodes: list[dict[str, float]]) -> bool:
-    """Whether one pod asking ``pod`` fits the allocatable of at least one of ``nodes``."""
-    return any(all(node.get(r, 0.0) + 1e-9 >= a for r, a in pod.items()) for node in nodes)
 
 
 def others_requests(
