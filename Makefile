@@ -9,10 +9,10 @@ STAMP := $(VENV)/.installed
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml packages/fakekube/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e packages/fakekube
 	touch $(STAMP)
 
 setup: $(STAMP)  ## create .venv and install carbonshift with its dev extras
@@ -27,12 +27,12 @@ e2e: $(STAMP)  ## end-to-end tier: CLI runs, controller runs, reproductions
 	$(BIN)/python -m pytest -q -m e2e
 
 lint: $(STAMP)  ## ruff lint and format check
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src packages tests bench
+	$(BIN)/ruff format --check src packages tests bench
 
 format: $(STAMP)  ## apply ruff fixes and formatting
-	$(BIN)/ruff check --fix src tests bench
-	$(BIN)/ruff format src tests bench
+	$(BIN)/ruff check --fix src packages tests bench
+	$(BIN)/ruff format src packages tests bench
 
 typecheck: $(STAMP)  ## mypy, strict on the package
 	$(BIN)/mypy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from carbonshift.testing.fakekube.pytest_plugin import fakekube  # noqa: F401
+from fakekube.pytest_plugin import fakekube  # noqa: F401
 
 
 def pytest_configure(config: pytest.Config) -> None:

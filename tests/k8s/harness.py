@@ -20,7 +20,7 @@ from carbonshift.k8s.client import connect
 from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.config import ControllerConfig, parse_config
 from carbonshift.k8s.reconciler import Controller
-from carbonshift.testing.fakekube import FakeKube
+from fakekube import FakeKube
 from tests.k8s.certs import Certs, make_certs
 
 Obj = dict[str, Any]

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from carbonshift.testing.fakekube import FakeKube
 from carbonshift.units import parse_utc
+from fakekube import FakeKube
 from tests.k8s.harness import controller_config, make_harness
 from tests.k8s.objects import job, pod
 

@@ -11,7 +11,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]
 
 from carbonshift.k8s.config import parse_config
-from carbonshift.testing.fakekube import FakeKube
+from fakekube import FakeKube
 
 REPO = Path(__file__).resolve().parents[2]
 KUBECTL = shutil.which("kubectl")

@@ -26,10 +26,10 @@ from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.signal import integral_g_h_per_kwh
 from carbonshift.sim.engine import SimCluster, SimConfig
 from carbonshift.sim.experiment import Experiment, run_experiment
-from carbonshift.testing.fakekube import FakeKube
-from carbonshift.testing.fakekube.faults import Fault
 from carbonshift.units import format_utc, parse_utc
 from carbonshift.workloads.model import Workload, WorkloadJob
+from fakekube import FakeKube
+from fakekube.faults import Fault
 from tests.k8s.harness import Harness, controller_config, make_harness
 
 pytestmark = [

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from carbonshift.cli.app import main
-from carbonshift.testing.fakekube import FakeKube
 from carbonshift.units import parse_utc
+from fakekube import FakeKube
 from tests.k8s.harness import WEBHOOK_NS, WEBHOOK_SERVICE, controller_config, make_harness
 
 KUBECTL = shutil.which("kubectl")

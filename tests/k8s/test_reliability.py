@@ -13,8 +13,8 @@ from carbonshift.k8s.client import ConflictError, GoneError, connect
 from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.config import LeaderSection
 from carbonshift.k8s.leader import LeaderElector
-from carbonshift.testing.fakekube import FakeKube
-from carbonshift.testing.fakekube.faults import Fault
+from fakekube import FakeKube
+from fakekube.faults import Fault
 from tests.k8s.harness import controller_config, make_harness
 from tests.k8s.objects import job, pod
 

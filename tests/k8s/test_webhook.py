@@ -17,7 +17,7 @@ from carbonshift.k8s.app import serve
 from carbonshift.k8s.config import ServerSection, parse_config
 from carbonshift.k8s.metrics import Metrics
 from carbonshift.k8s.webhook import review_response, webhook_app
-from carbonshift.testing.fakekube.patch import json_patch
+from fakekube.patch import json_patch
 from tests.k8s.certs import make_certs
 from tests.k8s.objects import job, pod
 

@@ -20,10 +20,10 @@ from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.multicluster import HubConfig, HubController
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.workloads import HOLD_GATE, QUEUE_LABEL
-from carbonshift.testing.fakekube import FakeKube, FakeKubeConfig, run_fakekube
-from carbonshift.testing.fakekube_kinds import all_crds
-from carbonshift.testing.fakekube_kinds.appwrapper import AppWrapperEmulator
-from carbonshift.testing.fakekube_kinds.kueue import KueueEmulator, setup_objects
+from fakekube import FakeKube, FakeKubeConfig, run_fakekube
+from fakekube.plugins import all_crds
+from fakekube.plugins.appwrapper import AppWrapperEmulator
+from fakekube.plugins.kueue import KueueEmulator, setup_objects
 
 Obj = dict[str, Any]
 HUB_NS = "carbonshift-system"

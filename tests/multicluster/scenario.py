@@ -24,9 +24,9 @@ from carbonshift.k8s.multicluster.workloads import PLANNED_CLUSTER, PLANNED_STAR
 from carbonshift.planning.registry import run_policy
 from carbonshift.sim.engine import SimCluster, SimConfig, run_simulation
 from carbonshift.sim.run import simulate_file
-from carbonshift.testing.fakekube import Fault
 from carbonshift.units import parse_utc
 from carbonshift.workloads.model import Workload, WorkloadJob
+from fakekube import Fault
 from tests.multicluster.harness import KUEUE, Fleet, appwrapper, fleet, hub_job
 
 Obj = dict[str, Any]

@@ -19,8 +19,8 @@ import typer
 from typer.testing import CliRunner
 
 from carbonshift.cli.hub import command
-from carbonshift.testing.fakekube import FakeKube, FakeKubeConfig, run_fakekube
-from carbonshift.testing.fakekube_kinds import all_crds
+from fakekube import FakeKube, FakeKubeConfig, run_fakekube
+from fakekube.plugins import all_crds
 from tests.multicluster.harness import HUB_NS, carbon_cluster, hub_job
 
 

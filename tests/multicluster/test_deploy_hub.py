@@ -13,8 +13,8 @@ import yaml
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.multicluster.config import load_hub_config
-from carbonshift.testing.fakekube import FakeKubeConfig, run_fakekube
-from carbonshift.testing.fakekube_kinds import all_crds, carboncluster_crd
+from fakekube import FakeKubeConfig, run_fakekube
+from fakekube.plugins import all_crds, carboncluster_crd
 
 HUB = Path(__file__).resolve().parents[2] / "deploy" / "hub"
 

@@ -11,18 +11,18 @@ from typing import Any
 
 import pytest
 
-from carbonshift.testing.fakekube import FakeKube, FakeKubeConfig, run_fakekube
-from carbonshift.testing.fakekube.faults import Fault
-from carbonshift.testing.fakekube_kinds import KUEUE_API, all_crds
-from carbonshift.testing.fakekube_kinds._client import FakeClient, api_path
-from carbonshift.testing.fakekube_kinds.appwrapper import AppWrapperEmulator
-from carbonshift.testing.fakekube_kinds.kueue import (
+from carbonshift.units import parse_utc
+from fakekube import FakeKube, FakeKubeConfig, run_fakekube
+from fakekube.faults import Fault
+from fakekube.plugins import KUEUE_API, all_crds
+from fakekube.plugins._client import FakeClient, api_path
+from fakekube.plugins.appwrapper import AppWrapperEmulator
+from fakekube.plugins.kueue import (
     WORKER_LOST_SINCE,
     KueueEmulator,
     local_queue,
     setup_objects,
 )
-from carbonshift.units import parse_utc
 from tests.multicluster.harness import appwrapper, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)

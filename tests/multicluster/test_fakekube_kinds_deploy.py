@@ -8,9 +8,9 @@ from typing import Any
 
 import yaml  # type: ignore[import-untyped]
 
-from carbonshift.testing.fakekube import FakeKubeConfig, run_fakekube
-from carbonshift.testing.fakekube_kinds import KUEUE_API, all_crds
-from carbonshift.testing.fakekube_kinds.kueue import setup_objects
+from fakekube import FakeKubeConfig, run_fakekube
+from fakekube.plugins import KUEUE_API, all_crds
+from fakekube.plugins.kueue import setup_objects
 
 KUEUE_YAML = Path(__file__).parents[2] / "deploy" / "hub" / "kueue.yaml"
 

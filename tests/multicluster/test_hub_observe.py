@@ -25,8 +25,8 @@ from carbonshift.k8s.multicluster.config import HubLeaderSection, load_hub_confi
 from carbonshift.k8s.multicluster.hub import HubEvent
 from carbonshift.k8s.multicluster.observe import REASONS, event_reason
 from carbonshift.k8s.multicluster.workloads import PLANNED_CLUSTER, PLANNED_START
-from carbonshift.testing.fakekube import Fault
 from carbonshift.units import parse_utc
+from fakekube import Fault
 from tests.multicluster.harness import HUB_NS, Fleet, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)

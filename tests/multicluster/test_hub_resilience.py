@@ -13,7 +13,7 @@ from carbonshift.k8s.multicluster.workloads import (
     REASON,
     RELEASED_AT,
 )
-from carbonshift.testing.fakekube import Fault
+from fakekube import Fault
 from tests.multicluster.harness import Fleet, carbon_cluster, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from carbonshift.testing.fakekube import FakeKube
-from carbonshift.testing.fakekube.pytest_plugin import fakekube  # noqa: F401
+from fakekube import FakeKube
+from fakekube.pytest_plugin import fakekube  # noqa: F401
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from carbonshift.testing.fakekube import FakeKube
+from fakekube import FakeKube
 from tests.testing.builders import JOBS, JSONPATCH, MERGE, PODS, STRATEGIC, job, pod
 
 

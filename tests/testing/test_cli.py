@@ -1,4 +1,4 @@
-"""``python -m carbonshift.testing.fakekube`` as a process."""
+"""``python -m fakekube`` as a process."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def test_module_serves_until_terminated(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "carbonshift.testing.fakekube",
+            "fakekube",
             "--kubeconfig-out",
             str(kubeconfig),
             "--nodes",
@@ -54,7 +54,7 @@ def test_bad_quantity_is_one_line_and_exit_1(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "carbonshift.testing.fakekube",
+            "fakekube",
             "--kubeconfig-out",
             str(tmp_path / "k"),
             "--cpu",

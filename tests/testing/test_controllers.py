@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from carbonshift.testing.fakekube import EXIT_CODE_ANNOTATION, FakeKube
+from fakekube import EXIT_CODE_ANNOTATION, FakeKube
 from tests.testing.builders import JOBS, MERGE, PODS, job, pod
 
 

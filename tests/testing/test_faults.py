@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from carbonshift.errors import InputError
-from carbonshift.testing.fakekube import FakeKube, Fault
+from fakekube import FakeKube, Fault
+from fakekube.errors import ConfigError
 from tests.testing.builders import PODS, pod
 
 
@@ -53,9 +53,9 @@ def test_a_share_of_requests_fails_reproducibly(http: httpx.Client, fakekube: Fa
 
 
 def test_fault_settings_are_checked() -> None:
-    with pytest.raises(InputError, match="not injectable"):
+    with pytest.raises(ConfigError, match="not injectable"):
         Fault(code=418)
-    with pytest.raises(InputError, match="outside"):
+    with pytest.raises(ConfigError, match="outside"):
         Fault(code=500, probability=2.0)
 
 

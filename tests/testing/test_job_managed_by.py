@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
-from carbonshift.testing.fakekube import FakeKube
+from fakekube import FakeKube
 from tests.testing.builders import JOBS, MERGE, PODS, job
 
 Obj = dict[str, Any]

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from carbonshift.errors import InputError
-from carbonshift.testing.fakekube import FakeKube, run_fakekube
-from carbonshift.testing.fakekube.clock import Clock
+from fakekube import FakeKube, run_fakekube
+from fakekube.clock import Clock
+from fakekube.errors import ConfigError
 from tests.testing.builders import MERGE, PODS, STRATEGIC, pod
 
 CRD: dict[str, Any] = {
@@ -193,7 +193,7 @@ def test_virtual_clock_moves_only_forward_on_request() -> None:
 
     assert clock.now() == start
     assert clock.advance(timedelta(hours=2)) == start + timedelta(hours=2)
-    with pytest.raises(InputError, match="cannot move the clock back"):
+    with pytest.raises(ConfigError, match="cannot move the clock back"):
         clock.advance(timedelta(seconds=-1))
 
 
@@ -206,7 +206,7 @@ def test_real_time_clock_runs_from_its_start() -> None:
 
     assert first >= start
     assert later >= first + timedelta(hours=1)
-    with pytest.raises(InputError, match="not positive"):
+    with pytest.raises(ConfigError, match="not positive"):
         Clock(start, virtual=False, speed=0)
 
 
@@ -214,7 +214,7 @@ def test_a_busy_port_is_an_input_error(fakekube: FakeKube) -> None:
     busy = int(fakekube.base_url.rsplit(":", 1)[1])
 
     with (
-        pytest.raises(InputError, match=f"port {busy} on 127.0.0.1 is not free"),
+        pytest.raises(ConfigError, match=f"port {busy} on 127.0.0.1 is not free"),
         run_fakekube(port=busy),
     ):
         pass

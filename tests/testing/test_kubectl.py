@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from carbonshift.testing.fakekube import FakeKube
+from fakekube import FakeKube
 
 pytestmark = [
     pytest.mark.e2e,

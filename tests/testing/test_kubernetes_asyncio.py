@@ -9,7 +9,7 @@ import pytest
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from carbonshift.testing.fakekube import FakeKube
+from fakekube import FakeKube
 from tests.testing.builders import job, pod
 
 

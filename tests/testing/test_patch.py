@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from carbonshift.testing.fakekube._errors import ApiError
-from carbonshift.testing.fakekube.patch import (
+from fakekube._errors import ApiError
+from fakekube.patch import (
     apply_merge,
     json_patch,
     merge_patch,

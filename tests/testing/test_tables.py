@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from carbonshift.testing.fakekube.tables import json_path
+from fakekube.tables import json_path
 
 OBJ: dict[str, Any] = {
     "spec": {"zone": "DE", "zones": ["DE", "FR"], "items": [{"n": 1}, {"n": 2}]},

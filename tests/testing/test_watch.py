@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from carbonshift.testing.fakekube import FakeKube
+from fakekube import FakeKube
 from tests.testing.builders import MERGE, PODS, pod
 
 

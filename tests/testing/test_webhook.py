@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 
-from carbonshift.testing.fakekube import FakeKube
-from carbonshift.testing.fakekube.tls import CertPair, self_signed
+from fakekube import FakeKube
+from fakekube.tls import CertPair, self_signed
 from tests.testing.builders import JOBS, PODS, job, pod
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is not installed")

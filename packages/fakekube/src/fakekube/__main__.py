@@ -1,8 +1,8 @@
-"""``python -m carbonshift.testing.fakekube``: serve a fake cluster until interrupted.
+"""``python -m fakekube``: serve a fake cluster until interrupted.
 
 Example::
 
-    python -m carbonshift.testing.fakekube --port 8080 --kubeconfig-out /tmp/kubeconfig \\
+    python -m fakekube --port 8080 --kubeconfig-out /tmp/kubeconfig \\
         --nodes 3 --cpu 8 --memory 32Gi --gpu 4 --virtual-time
     KUBECONFIG=/tmp/kubeconfig kubectl get nodes
     curl -XPOST 'http://127.0.0.1:8080/fakekube/clock/advance?seconds=3600'
@@ -18,18 +18,18 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from carbonshift.errors import CarbonshiftError
-from carbonshift.testing.fakekube.cluster import FakeKubeConfig
-from carbonshift.testing.fakekube.runner import run_fakekube
-from carbonshift.units import parse_utc
+from fakekube._time import parse_utc
+from fakekube.cluster import FakeKubeConfig
+from fakekube.errors import FakeKubeError
+from fakekube.runner import run_fakekube
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m carbonshift.testing.fakekube",
+        prog="python -m fakekube",
         description="A fake Kubernetes API server on 127.0.0.1 with an emulated scheduler, kubelet "
         "and Job controller (a test double; see docs/fakekube.md).",
-        epilog="example: python -m carbonshift.testing.fakekube --port 8080 --kubeconfig-out kubeconfig "  # noqa: E501
+        epilog="example: python -m fakekube --port 8080 --kubeconfig-out kubeconfig "
         "--nodes 2 --gpu 4 --virtual-time",
     )
     parser.add_argument(
@@ -106,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 kube.register_service_endpoint(namespace, name, url)
             print(f"fakekube serving {kube.base_url}; kubeconfig {kube.kubeconfig}", flush=True)
             stop.wait()
-    except CarbonshiftError as exc:
+    except FakeKubeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -18,7 +18,7 @@
   are left entirely alone (no pods, no status), as the real Job controller leaves them.
 - :func:`namespace_controller`: empties a terminating namespace, then removes it.
 
-All writes go through :class:`~carbonshift.testing.fakekube.api.FakeApi`, so they obey the
+All writes go through :class:`~fakekube.api.FakeApi`, so they obey the
 same validation and are seen by watches, like the real components' writes.
 """
 
@@ -30,13 +30,13 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from carbonshift.errors import InputError
-from carbonshift.testing.fakekube._errors import ApiError
-from carbonshift.testing.fakekube.api import FakeApi
-from carbonshift.testing.fakekube.clock import format_time
-from carbonshift.testing.fakekube.jobs import managed_elsewhere
-from carbonshift.testing.fakekube.selection import node_matches_pod, parse_quantity, tolerates
-from carbonshift.units import parse_duration, parse_utc
+from fakekube._errors import ApiError
+from fakekube._time import parse_duration, parse_utc
+from fakekube.api import FakeApi
+from fakekube.clock import format_time
+from fakekube.errors import ConfigError
+from fakekube.jobs import managed_elsewhere
+from fakekube.selection import node_matches_pod, parse_quantity, tolerates
 
 __all__ = ["EXIT_CODE_ANNOTATION", "RUNTIME_ANNOTATION", "run_controllers"]
 
@@ -211,7 +211,7 @@ def _runtime(pod: Obj) -> timedelta | None:
             continue
         try:
             return parse_duration(str(text), what=key)
-        except InputError:
+        except ConfigError:
             return None
     return None
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
-from carbonshift.errors import TemporaryError
-from carbonshift.units import parse_utc
+from fakekube._time import parse_utc
+from fakekube.errors import TemporaryError
 
 __all__ = ["FakeClient", "TransientError", "WriteConflictError", "api_path"]
 

@@ -45,7 +45,7 @@ import copy
 import re
 from typing import Any
 
-from carbonshift.testing.fakekube._errors import FieldError, invalid, required, unsupported
+from fakekube._errors import FieldError, invalid, required, unsupported
 
 __all__ = ["find_schema", "prepare", "validate"]
 

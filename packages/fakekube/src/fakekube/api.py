@@ -18,21 +18,21 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from carbonshift.testing.fakekube import jobs, kinds, managed, schema
-from carbonshift.testing.fakekube._errors import ApiError, FieldError
-from carbonshift.testing.fakekube._errors import invalid as invalid_field
-from carbonshift.testing.fakekube._errors import required as required_field
-from carbonshift.testing.fakekube.admission import WebhookCaller
-from carbonshift.testing.fakekube.clock import Clock, format_time
-from carbonshift.testing.fakekube.patch import (
+from fakekube import jobs, kinds, managed, schema
+from fakekube._errors import ApiError, FieldError
+from fakekube._errors import invalid as invalid_field
+from fakekube._errors import required as required_field
+from fakekube.admission import WebhookCaller
+from fakekube.clock import Clock, format_time
+from fakekube.patch import (
     apply_merge,
     json_patch,
     merge_patch,
     strategic_merge_patch,
 )
-from carbonshift.testing.fakekube.resources import Registry, ResourceType
-from carbonshift.testing.fakekube.selection import FieldSelector, LabelSelector
-from carbonshift.testing.fakekube.store import Store
+from fakekube.resources import Registry, ResourceType
+from fakekube.selection import FieldSelector, LabelSelector
+from fakekube.store import Store
 
 __all__ = ["PATCH_TYPES", "FakeApi"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from carbonshift.testing.fakekube._errors import ApiError
+from fakekube._errors import ApiError
 
 __all__ = ["decode_object"]
 

@@ -1,6 +1,6 @@
 """Run a fake cluster on a loopback port in a background thread, and drive it from tests.
 
->>> from carbonshift.testing.fakekube import run_fakekube
+>>> from fakekube import run_fakekube
 >>> with run_fakekube() as kube:          # doctest: +SKIP
 ...     kube.base_url, kube.kubeconfig    # http://127.0.0.1:PORT, a kubeconfig file
 ...     kube.advance(hours=2)             # virtual time; controllers run to a fixed point
@@ -22,10 +22,10 @@ from typing import Any, TypeVar
 
 import uvicorn
 
-from carbonshift.errors import InputError, TemporaryError
-from carbonshift.testing.fakekube.cluster import FakeCluster, FakeKubeConfig
-from carbonshift.testing.fakekube.faults import Fault
-from carbonshift.testing.fakekube.server import build_app
+from fakekube.cluster import FakeCluster, FakeKubeConfig
+from fakekube.errors import ConfigError, TemporaryError
+from fakekube.faults import Fault
+from fakekube.server import build_app
 
 __all__ = ["FakeKube", "run_fakekube", "write_kubeconfig"]
 
@@ -229,7 +229,7 @@ def run_fakekube(
         sock.bind(("127.0.0.1", port))
     except OSError as exc:
         sock.close()
-        raise InputError(
+        raise ConfigError(
             f"port {port} on 127.0.0.1 is not free ({exc.strerror}); "
             "pick another port, or 0 for any"
         ) from exc

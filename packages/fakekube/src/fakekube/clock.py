@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
-from carbonshift.errors import InputError
+from fakekube.errors import ConfigError
 
 __all__ = ["Clock", "format_micro_time", "format_time"]
 
@@ -31,7 +31,7 @@ class Clock:
         self, start: datetime | None = None, *, virtual: bool = True, speed: float = 1.0
     ) -> None:
         if speed <= 0:
-            raise InputError(
+            raise ConfigError(
                 f"clock speed {speed} is not positive; use 1.0 for real time, 60 for a minute per second"  # noqa: E501
             )
         base = start or datetime.now(UTC).replace(microsecond=0)
@@ -50,7 +50,7 @@ class Clock:
     def advance(self, delta: timedelta) -> datetime:
         """Move the clock forward by ``delta`` (also in real-time mode: a jump)."""
         if delta < timedelta(0):
-            raise InputError(
+            raise ConfigError(
                 f"cannot move the clock back by {delta}; advance by a positive duration"
             )
         self._offset += delta

@@ -85,17 +85,17 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from carbonshift.testing.fakekube.clock import format_time
-from carbonshift.testing.fakekube.selection import parse_quantity
-from carbonshift.testing.fakekube_kinds._client import (
+from fakekube._time import parse_utc
+from fakekube.clock import format_time
+from fakekube.plugins._client import (
     Emulator,
     FakeClient,
     TransientError,
     WriteConflictError,
     api_path,
 )
-from carbonshift.testing.fakekube_kinds.crds import KUEUE_API
-from carbonshift.units import parse_utc
+from fakekube.plugins.crds import KUEUE_API
+from fakekube.selection import parse_quantity
 
 __all__ = [
     "MULTIKUEUE_CONTROLLER",

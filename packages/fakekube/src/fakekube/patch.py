@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from carbonshift.testing.fakekube._errors import ApiError
+from fakekube._errors import ApiError
 
 __all__ = ["apply_merge", "json_patch", "merge_patch", "strategic_merge_patch"]
 

@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from carbonshift.errors import PermanentError
+from fakekube.errors import PermanentError
 
 __all__ = ["CertPair", "self_signed"]
 

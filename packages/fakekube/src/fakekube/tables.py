@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from carbonshift.errors import InputError
-from carbonshift.testing.fakekube.resources import ResourceType
-from carbonshift.units import parse_utc
+from fakekube._time import parse_utc
+from fakekube.errors import ConfigError
+from fakekube.resources import ResourceType
 
 __all__ = ["to_table"]
 
@@ -228,7 +228,7 @@ def _custom_printer(
         for c in columns:
             value = json_path(obj, str(c.get("jsonPath", "")))
             if c.get("type") == "date" and isinstance(value, str):
-                with contextlib.suppress(InputError):  # not a time: printed as it is
+                with contextlib.suppress(ConfigError):  # not a time: printed as it is
                     value = human_duration((now - parse_utc(value)).total_seconds())
             elif isinstance(value, dict | list):
                 value = str(value)

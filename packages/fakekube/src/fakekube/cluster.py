@@ -1,7 +1,7 @@
 """The fake cluster: registry, store, clock, API verbs, faults and the controller loop.
 
 Everything here runs on one asyncio event loop (the HTTP server's); callers on other threads
-go through :class:`~carbonshift.testing.fakekube.runner.FakeKube`, which schedules work on
+go through :class:`~fakekube.runner.FakeKube`, which schedules work on
 that loop.
 """
 
@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from carbonshift.errors import InputError
-from carbonshift.testing.fakekube.api import FakeApi
-from carbonshift.testing.fakekube.clock import Clock, format_time
-from carbonshift.testing.fakekube.controllers import run_controllers
-from carbonshift.testing.fakekube.faults import FaultInjector
-from carbonshift.testing.fakekube.resources import Registry
-from carbonshift.testing.fakekube.selection import parse_quantity
-from carbonshift.testing.fakekube.store import Store
+from fakekube.api import FakeApi
+from fakekube.clock import Clock, format_time
+from fakekube.controllers import run_controllers
+from fakekube.errors import ConfigError
+from fakekube.faults import FaultInjector
+from fakekube.resources import Registry
+from fakekube.selection import parse_quantity
+from fakekube.store import Store
 
 __all__ = ["FakeCluster", "FakeKubeConfig"]
 
@@ -64,14 +64,14 @@ class FakeKubeConfig:
 
     def __post_init__(self) -> None:
         if self.nodes < 0:
-            raise InputError(f"nodes {self.nodes} is negative; give 0 or more nodes")
+            raise ConfigError(f"nodes {self.nodes} is negative; give 0 or more nodes")
         for what, value in (("cpu", self.cpu), ("memory", self.memory)):
             if parse_quantity(value) is None:
-                raise InputError(
+                raise ConfigError(
                     f"{what} {value!r} is not a Kubernetes quantity; write it like 8, 500m or 32Gi"
                 )
         if self.gpu < 0:
-            raise InputError(f"gpu {self.gpu} is negative; give 0 or more GPUs per node")
+            raise ConfigError(f"gpu {self.gpu} is negative; give 0 or more GPUs per node")
 
 
 class FakeCluster:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from carbonshift.errors import InputError
-from carbonshift.testing.fakekube._errors import ApiError
+from fakekube._errors import ApiError
+from fakekube.errors import ConfigError
 
 __all__ = ["Fault", "FaultInjector"]
 
@@ -40,11 +40,11 @@ class Fault:
 
     def __post_init__(self) -> None:
         if self.code is not None and self.code not in _REASONS:
-            raise InputError(
+            raise ConfigError(
                 f"fault code {self.code} is not injectable; use one of {sorted(_REASONS)}"
             )
         if not 0.0 <= self.probability <= 1.0:
-            raise InputError(
+            raise ConfigError(
                 f"fault probability {self.probability} is outside [0, 1]; use 0.1 for 10 %"
             )
 

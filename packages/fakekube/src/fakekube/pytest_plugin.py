@@ -1,6 +1,6 @@
 """A ``fakekube`` pytest fixture: import it into a conftest.py to use it.
 
-    from carbonshift.testing.fakekube.pytest_plugin import fakekube  # noqa: F401
+    from fakekube.pytest_plugin import fakekube  # noqa: F401
 
     def test_something(fakekube):
         fakekube.kubeconfig        # path of a kubeconfig for kubectl / kubernetes-asyncio
@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from carbonshift.testing.fakekube.cluster import FakeKubeConfig
-from carbonshift.testing.fakekube.runner import FakeKube, run_fakekube
+from fakekube.cluster import FakeKubeConfig
+from fakekube.runner import FakeKube, run_fakekube
 
 __all__ = ["DEFAULT_START", "fakekube"]
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from carbonshift.testing.fakekube._errors import ApiError
-from carbonshift.testing.fakekube.resources import ResourceType
-from carbonshift.testing.fakekube.selection import FieldSelector, LabelSelector
+from fakekube._errors import ApiError
+from fakekube.resources import ResourceType
+from fakekube.selection import FieldSelector, LabelSelector
 
 __all__ = ["Store", "Watcher"]
 

@@ -3,7 +3,7 @@
 The CRDs of :mod:`.crds` install through ``FakeKubeConfig(custom_resources=all_crds())``.
 """
 
-from carbonshift.testing.fakekube_kinds.crds import (
+from fakekube.plugins.crds import (
     APPWRAPPER_API,
     CARBONCLUSTER_API,
     KUEUE_API,

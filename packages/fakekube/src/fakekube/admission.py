@@ -23,10 +23,10 @@ from typing import Any
 
 import httpx
 
-from carbonshift.testing.fakekube._errors import ApiError
-from carbonshift.testing.fakekube.patch import json_patch
-from carbonshift.testing.fakekube.resources import ResourceType
-from carbonshift.testing.fakekube.selection import label_selector_matches
+from fakekube._errors import ApiError
+from fakekube.patch import json_patch
+from fakekube.resources import ResourceType
+from fakekube.selection import label_selector_matches
 
 __all__ = ["WebhookCaller"]
 

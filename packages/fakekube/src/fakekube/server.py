@@ -23,15 +23,15 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from carbonshift.testing.fakekube._errors import ApiError
-from carbonshift.testing.fakekube._protobuf import decode_object
-from carbonshift.testing.fakekube.api import PATCH_TYPES
-from carbonshift.testing.fakekube.cluster import FakeCluster
-from carbonshift.testing.fakekube.faults import Fault
-from carbonshift.testing.fakekube.resources import ALL_VERBS, ResourceType
-from carbonshift.testing.fakekube.selection import FieldSelector, LabelSelector
-from carbonshift.testing.fakekube.store import Watcher
-from carbonshift.testing.fakekube.tables import to_table
+from fakekube._errors import ApiError
+from fakekube._protobuf import decode_object
+from fakekube.api import PATCH_TYPES
+from fakekube.cluster import FakeCluster
+from fakekube.faults import Fault
+from fakekube.resources import ALL_VERBS, ResourceType
+from fakekube.selection import FieldSelector, LabelSelector
+from fakekube.store import Watcher
+from fakekube.tables import to_table
 
 __all__ = ["build_app"]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from carbonshift.testing.fakekube._errors import ApiError
+from fakekube._errors import ApiError
 
 __all__ = [
     "FieldSelector",

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from carbonshift.testing.fakekube._errors import (
+from fakekube._errors import (
     FieldError,
     duplicate,
     forbidden,
@@ -27,7 +27,7 @@ from carbonshift.testing.fakekube._errors import (
     required,
     unsupported,
 )
-from carbonshift.testing.fakekube.selection import label_selector_matches, parse_quantity
+from fakekube.selection import label_selector_matches, parse_quantity
 
 __all__ = ["default_object", "validate_create", "validate_update"]
 

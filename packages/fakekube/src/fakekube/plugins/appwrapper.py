@@ -48,10 +48,10 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from carbonshift.testing.fakekube.clock import format_time
-from carbonshift.testing.fakekube_kinds._client import Emulator, TransientError, api_path
-from carbonshift.testing.fakekube_kinds.crds import APPWRAPPER_API
-from carbonshift.units import parse_utc
+from fakekube._time import parse_utc
+from fakekube.clock import format_time
+from fakekube.plugins._client import Emulator, TransientError, api_path
+from fakekube.plugins.crds import APPWRAPPER_API
 
 __all__ = ["APPWRAPPER_LABEL", "AppWrapperEmulator", "target_cluster", "wrapped_jobs"]
 

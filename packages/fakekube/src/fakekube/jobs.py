@@ -17,13 +17,13 @@ import re
 from datetime import datetime
 from typing import Any
 
-from carbonshift.testing.fakekube._errors import (
+from fakekube._errors import (
     FieldError,
     duplicate,
     invalid,
     required,
 )
-from carbonshift.testing.fakekube.kinds import SUBDOMAIN_MSG
+from fakekube.kinds import SUBDOMAIN_MSG
 
 __all__ = ["JOB_CONTROLLER", "managed_elsewhere", "validate_managed_by", "validate_status_update"]
 

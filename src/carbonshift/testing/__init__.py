@@ -1,1 +1,0 @@
-"""carbonshift.testing (see DESIGN.md)."""
