@@ -17,9 +17,11 @@ from rich.console import Console
 from rich.table import Table
 
 from carbonshift.carbon.embedded import ATTRIBUTION, zone_catalogue
+from carbonshift.carbon.potential import ShiftingPotential, shifting_potential
 from carbonshift.carbon.readers import read_carbon_csv
 from carbonshift.carbon.series import CarbonSeries, CiKind, SignalWindow
 from carbonshift.carbon.signal import EmbeddedSignal, SeriesSignal, replay_source
+from carbonshift.carbon.zones import resolve_zone
 from carbonshift.errors import InputError
 from carbonshift.units import format_utc, parse_utc
 
@@ -232,3 +234,172 @@ def show(
             f"{len(rows)} slots, time-weighted mean {mean:.2f} g/kWh, "
             f"estimated share {100 * window.estimated_share:.1f} %"
         )
+
+
+class PotentialFormat(StrEnum):
+    """Output formats of ``data potential``."""
+
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+
+
+_POTENTIAL_COLUMNS = (
+    ("temporal", "waiting"),
+    ("spatial", "moving"),
+    ("spatiotemporal", "both"),
+)
+
+
+def _potential_rows(results: list[ShiftingPotential]) -> list[dict[str, Any]]:
+    """Rows with the machine column names: percentages, rounded to 0.01."""
+    rows: list[dict[str, Any]] = []
+    for p in results:
+        row: dict[str, Any] = {
+            "zone": p.zone,
+            "arrivals": p.arrivals,
+            "at_once_mean_g_per_kwh": round(p.at_once_mean_g_per_kwh, 2),
+        }
+        for name, _ in _POTENTIAL_COLUMNS:
+            for stat in ("mean", "p10", "p90"):
+                value = getattr(p, f"{name}_{stat}")
+                row[f"{name}_saving_pct_{stat}"] = (
+                    None if value != value else round(100 * value, 2)  # NaN: no arrivals
+                )
+        rows.append(row)
+    return rows
+
+
+def _plot_potential(rows: list[dict[str, Any]], title: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    zones = [r["zone"] for r in rows]
+    x = np.arange(len(zones))
+    width = 0.27
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.2 * len(zones) + 4), 4))
+    for i, (name, label) in enumerate(_POTENTIAL_COLUMNS):
+        mean = np.array([r[f"{name}_saving_pct_mean"] or 0.0 for r in rows])
+        low = np.array([r[f"{name}_saving_pct_p10"] or 0.0 for r in rows])
+        high = np.array([r[f"{name}_saving_pct_p90"] or 0.0 for r in rows])
+        at = x + (i - 1) * width
+        bars = ax.bar(at, mean, width, label=f"{label} ({name})")
+        # the spread is skewed (many arrivals save nothing), so whiskers span p10..p90
+        # rather than an interval around the mean
+        ax.vlines(at, low, high, color="black", linewidth=1)
+        ax.scatter(at, high, marker="_", color=bars.patches[0].get_facecolor(), s=40)
+    ax.set_xticks(x, zones)
+    ax.set_ylabel("mean saving vs starting at once at home (%)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.text(
+        0.99,
+        0.01,
+        "bars: mean over arrivals; lines: 10th to 90th percentile. " + ATTRIBUTION,
+        ha="right",
+        va="bottom",
+        fontsize=6,
+    )
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    try:
+        fig.savefig(path, dpi=150)
+    except OSError as exc:
+        raise InputError(
+            f"--plot {path}: cannot write the image ({exc.strerror}); check the folder"
+        ) from exc
+    finally:
+        plt.close(fig)
+
+
+@app.command("potential")
+def potential(
+    zones_text: str = typer.Option(
+        ..., "--zones", help="Comma-separated embedded zones (ids or aliases): DE,GB,FR."
+    ),
+    slack_hours: int = typer.Option(
+        24, "--slack-hours", help="How long a job may wait, whole hours (0..744)."
+    ),
+    runtime_hours: int = typer.Option(
+        4, "--runtime-hours", help="How long a job runs, whole hours (1..744)."
+    ),
+    start: str | None = typer.Option(
+        None, "--start", help="First arrival, ISO 8601 UTC (default: start of the common data)."
+    ),
+    end: str | None = typer.Option(
+        None, "--end", help="End of the data used, ISO 8601 UTC (default: end of the common data)."
+    ),
+    kind: Kind = typer.Option(Kind.DIRECT, "--kind", help="direct or lca (life-cycle)."),
+    output: PotentialFormat = typer.Option(
+        PotentialFormat.TABLE, "--format", help="table, json or csv."
+    ),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw a bar chart to this PNG."),
+) -> None:
+    """Shifting potential per zone: what waiting, moving, or both could save at best.
+
+    A job of RUNTIME-HOURS arrives at every hour; waiting it may start at the cleanest window
+    within SLACK-HOURS (temporal), moving it may run at once in the cleanest of the zones
+    given (spatial), or both. Savings are against starting at once in the home zone,
+    averaged over arrivals (the method of the EuroSys'24 study of spatio-temporal shifting
+    limits). An upper bound: capacity is unlimited, moving costs nothing, the future is known.
+
+    Example: carbonshift data potential --zones DE,GB,FR,CA-ON --slack-hours 24 --runtime-hours 4
+    """
+    names = [z.strip() for z in zones_text.split(",") if z.strip()]
+    if not names:
+        raise InputError("--zones is empty; name at least one zone, e.g. --zones DE,GB")
+    infos = [resolve_zone(z) for z in names]
+    ids = list(dict.fromkeys(info.id for info in infos))
+    begin = parse_utc(start, what="--start") if start else max(i.start for i in infos)
+    finish = parse_utc(end, what="--end") if end else min(i.end for i in infos)
+    if begin.minute or begin.second or finish.minute or finish.second:
+        raise InputError(
+            f"--start {format_utc(begin)} and --end {format_utc(finish)} must be whole UTC hours"
+        )
+    if finish <= begin:
+        raise InputError(
+            f"--end {format_utc(finish)} is not after --start {format_utc(begin)}; the zones' "
+            "common data may not overlap"
+        )
+    signal = EmbeddedSignal(allow_replay=False)
+    ci_kind = CiKind(kind.value)
+    hourly = {
+        z: signal.window(z, begin, finish, slot_minutes=60, kind=ci_kind).values_g_per_kwh
+        for z in ids
+    }
+    results = shifting_potential(hourly, slack_hours=slack_hours, runtime_hours=runtime_hours)
+    rows = _potential_rows(results)
+    title = (
+        f"Shifting potential, {runtime_hours} h jobs, up to {slack_hours} h slack, "
+        f"{ci_kind.value} intensity, {begin:%Y-%m-%d}..{finish:%Y-%m-%d} (UTC)"
+    )
+    if plot is not None:
+        _plot_potential(rows, title, plot)
+    if output is PotentialFormat.JSON:
+        typer.echo(json.dumps(rows, indent=1, allow_nan=False))
+        return
+    if output is PotentialFormat.CSV:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        typer.echo(buffer.getvalue(), nl=False)
+        return
+    table = Table(
+        title=title,
+        caption="Mean saving vs starting at once at home, [10th, 90th percentile] over "
+        "arrivals. Upper bound: unlimited capacity, free moves, known future. " + ATTRIBUTION,
+    )
+    table.add_column("zone")
+    table.add_column("arrivals", justify="right")
+    table.add_column("at once, g/kWh", justify="right")
+    for name, label in _POTENTIAL_COLUMNS:
+        table.add_column(f"{label} ({name}) %", justify="right")
+    for row in rows:
+        cells = [row["zone"], str(row["arrivals"]), f"{row['at_once_mean_g_per_kwh']:.1f}"]
+        for name, _ in _POTENTIAL_COLUMNS:
+            mean, low, high = (row[f"{name}_saving_pct_{s}"] for s in ("mean", "p10", "p90"))
+            cells.append("-" if mean is None else f"{mean:.1f} [{low:.1f}, {high:.1f}]")
+        table.add_row(*cells)
+    Console().print(table)
