@@ -505,7 +505,7 @@ def create_app(
         from carbonshift.formats import instance_from_dict, plan_to_dict
         from carbonshift.planning import policy_spec, run_policy
 
-        policy_spec(policy)
+        policy_spec(policy, import_modules=False)  # never a module named in a request
         jobs = instance.get("jobs")
         if isinstance(jobs, list) and len(jobs) > cfg.max_jobs:
             raise InputError(
@@ -525,7 +525,7 @@ def create_app(
             if not sep or not key:
                 raise InputError(f"param {item!r} is not key=value; write it like omega1=0.5")
             params[key.strip()] = value.strip()
-        result = run_policy(policy, parsed, params)
+        result = run_policy(policy, parsed, params, import_modules=False)
         body = plan_to_dict(result.plan, score_plan(parsed, result.plan))
         body["status"] = str(result.status)
         body["feasible"] = not check_feasibility(parsed, result.plan)
@@ -536,14 +536,14 @@ def create_app(
     @app.get("/v1/policies", tags=["planning"])
     def policies() -> dict[str, Any]:
         """The policies ``/v1/plan`` accepts and their parameters."""
-        from carbonshift.planning import POLICIES
+        from carbonshift.planning.registry import available_policies
 
         return {
             name: {
                 "summary": spec.summary,
                 "params": {p.name: {"default": p.default, "help": p.help} for p in spec.params},
             }
-            for name, spec in POLICIES.items()
+            for name, spec in available_policies().items()
         }
 
     return app

@@ -14,6 +14,7 @@ from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.errors import InputError
 from carbonshift.formats import read_instance, write_plan
 from carbonshift.planning import POLICIES, PolicyResult, explain, run_policy
+from carbonshift.planning.registry import available_policies
 
 __all__ = ["command"]
 
@@ -39,6 +40,7 @@ def _parse_params(items: list[str]) -> dict[str, str]:
 
 
 def _list_policies(fmt: Format) -> None:
+    offered = available_policies()  # built-ins, registered and installed entry points
     if fmt is Format.JSON:
         out = {
             name: {
@@ -48,7 +50,7 @@ def _list_policies(fmt: Format) -> None:
                     for p in spec.params
                 },
             }
-            for name, spec in POLICIES.items()
+            for name, spec in offered.items()
         }
         typer.echo(json.dumps(out, indent=1))
         return
@@ -56,7 +58,7 @@ def _list_policies(fmt: Format) -> None:
     table.add_column("policy")
     table.add_column("summary")
     table.add_column("parameters (default)")
-    for name, spec in POLICIES.items():
+    for name, spec in offered.items():
         params = "\n".join(f"{p.name}={p.default} ({p.help})" for p in spec.params) or "-"
         table.add_row(name, spec.summary, params)
     Console().print(table)
@@ -113,7 +115,10 @@ def command(
         None, "--instance", "-i", help="Planning instance JSON (CONTRACTS.md section 1)."
     ),
     policy: str | None = typer.Option(
-        None, "--policy", "-p", help="Policy name (see --list-policies)."
+        None,
+        "--policy",
+        "-p",
+        help="Policy name (see --list-policies) or your own as package.module:function.",
     ),
     param: list[str] = typer.Option(
         [], "--param", help="A policy parameter KEY=VALUE, repeatable (e.g. samples=50)."
@@ -130,6 +135,8 @@ def command(
     """Plan an instance with one policy; print the scores and write the plan JSON.
 
     Example: carbonshift plan --instance inst.json --policy srr --param samples=50 --out plan.json
+
+    Your own policy: --policy my_policy.greenest:greenest (docs/python-api.md)
     """
     if list_policies:
         _list_policies(fmt)

@@ -18,6 +18,12 @@ def command(
     ),
     max_jobs: int = typer.Option(2000, "--max-jobs", min=1, help="Most jobs per /v1/plan."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+    policy_module: list[str] = typer.Option(
+        [],
+        "--policy-module",
+        help="Import this module (or module:function) at start-up and offer its registered "
+        "policies on /v1/plan; repeatable. A request can never name a module itself.",
+    ),
 ) -> None:
     """Serve the advice API: Carbon Aware SDK endpoints, /v1/advise, /v1/plan, /metrics.
 
@@ -25,6 +31,8 @@ def command(
 
     Example: carbonshift serve --host 127.0.0.1 --port 8080
     then: curl 'http://127.0.0.1:8080/emissions/forecasts/current?location=DE&windowSize=180'
+
+    Your own policies: carbonshift serve --policy-module my_policy.greenest
     """
     import dataclasses
 
@@ -34,6 +42,7 @@ def command(
     from carbonshift.carbon.providers import ProviderSettings, build_chains
     from carbonshift.carbon.series import CiKind
     from carbonshift.errors import InputError
+    from carbonshift.planning.registry import available_policies, load_policy_module
 
     try:
         ci_kind = CiKind(kind.lower())
@@ -41,6 +50,9 @@ def command(
         raise InputError(
             f"--kind {kind!r} is not a signal kind; use direct, lca, marginal or index"
         ) from None
+    for ref in policy_module:
+        load_policy_module(ref)
+    offered = available_policies()  # built-ins, entry points and the modules above
     settings = ProviderSettings.from_env()
     if offline:
         settings = dataclasses.replace(settings, offline=True)
@@ -48,7 +60,9 @@ def command(
     app = create_app(chains, settings=ApiSettings(kind=ci_kind, max_jobs=max_jobs))
     typer.echo(
         f"carbonshift serve on http://{host}:{port} (docs at /docs); chains: "
-        + "; ".join(f"{k.value}: {','.join(c.names)}" for k, c in chains.chains.items()),
+        + "; ".join(f"{k.value}: {','.join(c.names)}" for k, c in chains.chains.items())
+        + "; policies: "
+        + ", ".join(offered),
         err=True,
     )
     try:

@@ -10,10 +10,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from carbonshift.errors import InputError
 from carbonshift.sim.engine import ProgressFn
 from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.outputs import SUMMARY_KEYS, write_summary
-from carbonshift.sim.run import build_experiment
+from carbonshift.sim.run import build_experiment, with_policy
 from carbonshift.sim.scenario import load_scenario
 
 __all__ = ["command"]
@@ -27,16 +28,31 @@ def command(
     ),
     no_report: bool = typer.Option(False, "--no-report", help="Skip plots and report.html."),
     output_format: str = typer.Option("table", "--format", help="table or json."),
+    policy: str | None = typer.Option(
+        None,
+        "--policy",
+        "-p",
+        help="Replace the scenario's policy: a name or package.module:function.",
+    ),
+    param: list[str] = typer.Option(
+        [], "--param", help="A policy parameter KEY=VALUE, repeatable (over [policy_params])."
+    ),
 ) -> None:
     """Simulate a scenario's policy and its carbon-agnostic baseline on the same input.
 
     Writes summary.json, jobs.csv, baseline_jobs.csv, slots.csv, plots/ and report.html.
 
     Example: carbonshift simulate examples/caspian.toml --out out/caspian
+
+    Your own policy: carbonshift simulate examples/caspian.toml --out out/mine
+    --policy my_policy.greenest:greenest (its folder on PYTHONPATH; docs/python-api.md)
     """
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"--format {output_format!r}: use table or json")
-    experiment = build_experiment(load_scenario(scenario), strict=strict)
+    params = _parse_params(param) if param else None
+    experiment = with_policy(
+        build_experiment(load_scenario(scenario), strict=strict), policy, params
+    )
     console = Console(stderr=True)
     with Progress(
         TextColumn("[bold]{task.description}"),
@@ -75,3 +91,16 @@ def command(
     stdout.print(
         f"wrote {out}/summary.json, jobs.csv, slots.csv" + ("" if no_report else ", report.html")
     )
+
+
+def _parse_params(items: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(
+                f"--param {item!r} is not KEY=VALUE; write it like omega1=0.5 "
+                "(carbonshift plan --list-policies shows each policy's parameters)"
+            )
+        params[key.strip()] = value.strip()
+    return params

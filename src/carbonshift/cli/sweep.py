@@ -24,14 +24,23 @@ def command(
     dask: str | None = typer.Option(
         None, "--dask", help="Run on the Dask scheduler at this address (the dask extra)."
     ),
+    policy: list[str] = typer.Option(
+        [],
+        "--policy",
+        "-p",
+        help="Sweep this policy instead of the file's [[policies]] (a name or "
+        "package.module:function, default parameters); repeatable.",
+    ),
 ) -> None:
     """Run a sweep and print seed means per scenario, policy and parameters.
 
     Example: carbonshift sweep examples/sweep-caspian.toml --out out/sweep --workers 2
+
+    Your own policy against a built-in: ... --policy my_policy.greenest:greenest --policy asap
     """
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"--format {output_format!r}: use table or json")
-    spec = load_sweep(sweep)
+    spec = load_sweep(sweep, policies=policy or None)
     if workers is not None:
         if workers < 1:
             raise typer.BadParameter(f"--workers {workers}: give a whole number >= 1")

@@ -3,17 +3,26 @@
 :func:`run_policy` is the one entry point the CLI, the simulator and the controller use:
 it validates parameters (unknown key or bad value: :class:`~carbonshift.errors.InputError`
 with a hint) and calls the policy.
+
+:func:`policy_spec` is the one lookup. A name is, in this order: a built-in or a policy
+registered with :func:`register_policy` (in :data:`POLICIES`); an entry point of the group
+``carbonshift.policies`` (an installed package's own policy, loaded and registered on first
+use); or ``package.module:function``, imported on use, unless the caller forbids imports
+(``import_modules=False``: the HTTP server never imports a module named in a request).
 """
 
 from __future__ import annotations
 
 import difflib
+import importlib
+import importlib.metadata
+import inspect
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
-from carbonshift.domain import Instance
+from carbonshift.domain import Instance, Plan
 from carbonshift.errors import InputError
 from carbonshift.planning.backends.highs import LpMethod
 from carbonshift.planning.policies.asap import asap
@@ -22,17 +31,24 @@ from carbonshift.planning.policies.cjps import exact, rr, srr
 from carbonshift.planning.policies.fluidos import fluidos
 from carbonshift.planning.policies.threshold import threshold
 from carbonshift.planning.policies.window import window
-from carbonshift.planning.types import PlanContext, PolicyResult
+from carbonshift.planning.types import PlanContext, PlanStatus, PolicyResult
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "POLICIES",
     "ParamSpec",
     "Params",
     "PolicySpec",
+    "available_policies",
+    "load_policy_module",
     "parse_params",
     "policy_spec",
+    "register_policy",
     "run_policy",
 ]
+
+#: The entry-point group an installed package declares its policies in (name = "mod:fn").
+ENTRY_POINT_GROUP = "carbonshift.policies"
 
 ParamValue = int | float | bool | str
 
@@ -314,22 +330,42 @@ POLICIES: dict[str, PolicySpec] = {
 }
 
 
-def policy_spec(name: str) -> PolicySpec:
-    """The policy called ``name``; InputError with the close names when unknown."""
+def policy_spec(name: str, *, import_modules: bool = True) -> PolicySpec:
+    """The policy called ``name``: registered, an entry point, or ``package.module:function``.
+
+    ``import_modules=False`` refuses a ``module:function`` name that is not registered (the
+    HTTP server offers only what its operator loaded). Unknown: InputError with close names.
+    """
     spec = POLICIES.get(name)
-    if spec is None:
-        close = difflib.get_close_matches(name, POLICIES, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise InputError(
-            f"unknown policy {name!r}{hint} known: {', '.join(POLICIES)} "
-            "(carbonshift plan --list-policies)"
-        )
-    return spec
+    if spec is not None:
+        return spec
+    spec = _from_entry_point(name)
+    if spec is not None:
+        return spec
+    if ":" in name:
+        if not import_modules:
+            raise InputError(
+                f"policy {name!r} is not offered here: this server runs only registered "
+                f"policies ({', '.join(POLICIES)}); its operator can load more with "
+                "--policy-module"
+            )
+        return _from_path(name)
+    close = difflib.get_close_matches(name, POLICIES, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise InputError(
+        f"unknown policy {name!r}{hint} known: {', '.join(POLICIES)} "
+        "(carbonshift plan --list-policies), or name your own as package.module:function"
+    )
 
 
-def parse_params(name: str, raw: Mapping[str, Any] | None = None) -> Params:
+def parse_params(
+    name: str, raw: Mapping[str, Any] | None = None, *, import_modules: bool = True
+) -> Params:
     """Validate ``raw`` (strings from the CLI, or typed values) against the policy's specs."""
-    spec = policy_spec(name)
+    return _parse(policy_spec(name, import_modules=import_modules), name, raw)
+
+
+def _parse(spec: PolicySpec, name: str, raw: Mapping[str, Any] | None) -> Params:
     known = {p.name: p for p in spec.params}
     values: dict[str, ParamValue] = {p.name: p.default for p in spec.params}
     for key, value in (raw or {}).items():
@@ -350,7 +386,213 @@ def run_policy(
     instance: Instance,
     params: Mapping[str, Any] | None = None,
     context: PlanContext | None = None,
+    *,
+    import_modules: bool = True,
 ) -> PolicyResult:
     """Run policy ``name`` on ``instance`` with ``params`` (validated first)."""
-    parsed = parse_params(name, params)
-    return POLICIES[name].run(instance, context, parsed)
+    spec = policy_spec(name, import_modules=import_modules)
+    return spec.run(instance, context, _parse(spec, name, params))
+
+
+# --- policies from outside the package: the decorator, entry points, module:function -------
+
+PolicyFunction = Callable[..., PolicyResult | Plan]
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Attribute :func:`register_policy` sets on the function it registers.
+_SPEC_ATTRIBUTE = "__carbonshift_policy__"
+
+
+def _params_from_signature(name: str, function: Callable[..., Any]) -> tuple[ParamSpec, ...]:
+    """Parameters after ``(instance, context)`` with a bool, int, float or str default."""
+    out: list[ParamSpec] = []
+    listed = list(inspect.signature(function).parameters.values())
+    for param in listed[2:]:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        default = param.default
+        if not isinstance(default, bool | int | float | str):
+            raise InputError(
+                f"parameter {param.name!r} of policy {name!r} has default {default!r}; give "
+                "every parameter after (instance, context) a bool, int, float or str default"
+            )
+        out.append(ParamSpec(param.name, type(default), default, ""))
+    return tuple(out)
+
+
+def _param_specs(
+    name: str,
+    function: Callable[..., Any],
+    params: Sequence[ParamSpec] | Mapping[str, ParamValue] | None,
+) -> tuple[ParamSpec, ...]:
+    if params is None:
+        return _params_from_signature(name, function)
+    if isinstance(params, Mapping):
+        specs = []
+        for key, default in params.items():
+            if not isinstance(default, bool | int | float | str):
+                raise InputError(
+                    f"parameter {key!r} of policy {name!r} has default {default!r}; give a "
+                    "bool, int, float or str"
+                )
+            specs.append(ParamSpec(key, type(default), default, ""))
+        return tuple(specs)
+    return tuple(params)
+
+
+def _runner(name: str, function: Callable[..., Any]) -> Runner:
+    def run(instance: Instance, context: PlanContext | None, params: Params) -> PolicyResult:
+        out = function(instance, context, **params.as_dict())
+        if isinstance(out, PolicyResult):
+            return out
+        if isinstance(out, Plan):
+            return PolicyResult(plan=out, status=PlanStatus.FEASIBLE)
+        raise InputError(
+            f"policy {name!r} returned {type(out).__name__}; return a PolicyResult "
+            "(carbonshift.policy.build_result) or a Plan"
+        )
+
+    return run
+
+
+def _spec_of(
+    name: str,
+    function: Callable[..., Any],
+    params: Sequence[ParamSpec] | Mapping[str, ParamValue] | None = None,
+    summary: str | None = None,
+) -> PolicySpec:
+    if not callable(function):
+        raise InputError(f"policy {name!r} is a {type(function).__name__}, not a function")
+    attached = getattr(function, _SPEC_ATTRIBUTE, None)
+    if isinstance(attached, PolicySpec) and params is None and summary is None:
+        return attached if attached.name == name else replace(attached, name=name)
+    doc = (function.__doc__ or "").strip()
+    return PolicySpec(
+        name=name,
+        run=_runner(name, function),
+        params=_param_specs(name, function, params),
+        summary=summary if summary is not None else (doc.splitlines() or [""])[0],
+        function=function,
+    )
+
+
+def _same_function(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
+    key = ("__module__", "__qualname__")
+    return all(getattr(a, k, None) == getattr(b, k, None) for k in key)
+
+
+def register_policy(
+    name: str,
+    params: Sequence[ParamSpec] | Mapping[str, ParamValue] | None = None,
+    *,
+    summary: str | None = None,
+) -> Callable[[F], F]:
+    """Register the decorated function as policy ``name`` (returns it unchanged).
+
+    The function is called as ``function(instance, context, **params)`` and returns a
+    :class:`PolicyResult` (or a bare ``Plan``). ``params`` declares its parameters:
+    :class:`ParamSpec` objects, a mapping of name to default, or ``None`` to read them from
+    the function's keyword defaults. Registering a name twice with a different function is
+    an InputError; importing the same module again is not.
+    """
+    if not name or ":" in name or name != name.strip():
+        raise InputError(
+            f"policy name {name!r} is not usable; give a plain name such as 'greenest' "
+            "(names with ':' are module paths)"
+        )
+
+    def decorate(function: F) -> F:
+        spec = _spec_of(name, function, params, summary)
+        known = POLICIES.get(name)
+        if known is not None and not _same_function(known.function, function):
+            where = f"{known.function.__module__}.{known.function.__qualname__}"
+            raise InputError(f"policy name {name!r} is already taken by {where}; pick another name")
+        POLICIES[name] = spec
+        setattr(function, _SPEC_ATTRIBUTE, spec)
+        return function
+
+    return decorate
+
+
+def _import_path(name: str) -> object:
+    """The object ``package.module:attribute`` names (InputError when it cannot be had)."""
+    module_name, _, attribute = name.partition(":")
+    if not module_name or not attribute:
+        raise InputError(
+            f"policy {name!r} is not package.module:function; write it like 'mypkg.mod:greenest'"
+        )
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise InputError(
+            f"policy {name!r}: cannot import module {module_name!r} ({exc}); install the "
+            "package, or add its folder to PYTHONPATH (e.g. PYTHONPATH=.)"
+        ) from exc
+    target: object = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise InputError(
+                f"policy {name!r}: module {module_name!r} has no {attribute!r}; check the "
+                "function's name"
+            ) from None
+    return target
+
+
+def _from_path(name: str) -> PolicySpec:
+    target = _import_path(name)
+    if not callable(target):
+        raise InputError(f"policy {name!r} names a {type(target).__name__}, not a function")
+    return _spec_of(name, target)
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _from_entry_point(name: str) -> PolicySpec | None:
+    """Load, register and return the entry point ``name`` of the group (None when absent)."""
+    entry = _entry_points().get(name)
+    if entry is None:
+        return None
+    try:
+        target = entry.load()
+    except Exception as exc:  # a broken third-party package: say which one
+        raise InputError(
+            f"policy {name!r}: entry point {entry.value!r} of group {ENTRY_POINT_GROUP!r} "
+            f"does not load ({type(exc).__name__}: {exc}); fix or uninstall that package"
+        ) from exc
+    spec = _spec_of(name, target)
+    POLICIES.setdefault(name, spec)
+    return POLICIES[name]
+
+
+def available_policies() -> dict[str, PolicySpec]:
+    """Every registered policy, with the installed entry points loaded: name -> spec."""
+    for name in _entry_points():
+        if name not in POLICIES:
+            _from_entry_point(name)
+    return dict(POLICIES)
+
+
+def load_policy_module(ref: str) -> list[str]:
+    """Import ``ref`` so its policies are registered; return the names it added.
+
+    ``ref`` is a module (its ``@register_policy`` functions register themselves) or
+    ``module:function`` (registered under that name). The HTTP server calls this for each
+    ``--policy-module`` its operator names at start-up.
+    """
+    before = set(POLICIES)
+    if ":" in ref:
+        POLICIES[ref] = _from_path(ref)
+    else:
+        try:
+            importlib.import_module(ref)
+        except ImportError as exc:
+            raise InputError(
+                f"policy module {ref!r} cannot be imported ({exc}); install it or add its "
+                "folder to PYTHONPATH"
+            ) from exc
+    added = [n for n in POLICIES if n not in before]
+    return added or ([ref] if ref in POLICIES else [])

@@ -43,6 +43,8 @@ from carbonshift.workloads.model import Workload
 
 __all__ = [
     "Experiment",
+    "ExperimentRuns",
+    "execute",
     "extend_by_replay",
     "prepare",
     "run_experiment",
@@ -232,6 +234,15 @@ def _demand_fn(exp: Experiment) -> DemandFn | None:
     return demand
 
 
+@dataclass(frozen=True, slots=True)
+class ExperimentRuns:
+    """What :func:`execute` returns: the summary and both runs (policy and baseline)."""
+
+    summary: dict[str, Any]
+    run: RunResult
+    baseline_run: RunResult
+
+
 def run_experiment(
     exp: Experiment,
     out_dir: Path | None = None,
@@ -240,6 +251,16 @@ def run_experiment(
     report: bool = True,
 ) -> dict[str, Any]:
     """Run policy and baseline; write outputs into ``out_dir`` when given; return the summary."""
+    runs = execute(exp, progress=progress)
+    if out_dir is not None:
+        write_outputs(exp, runs.run, runs.baseline_run, runs.summary, out_dir, report=report)
+    return runs.summary
+
+
+def execute(
+    exp: Experiment, *, progress: Callable[[str], ProgressFn] | None = None
+) -> ExperimentRuns:
+    """Simulate the policy and the baseline on the same prepared input; summarize both."""
     prepared = prepare(exp)
     clusters = prepared[0]
     runs: dict[str, RunResult] = {}
@@ -270,9 +291,7 @@ def run_experiment(
         baseline_run=runs["baseline"],
         extra=extra,
     )
-    if out_dir is not None:
-        write_outputs(exp, runs["policy"], runs["baseline"], summary, out_dir, report=report)
-    return summary
+    return ExperimentRuns(summary, runs["policy"], runs["baseline"])
 
 
 def write_outputs(

@@ -20,7 +20,11 @@ from carbonshift.sim.engine import JobRecord, RunResult
 __all__ = [
     "JOB_COLUMNS",
     "SUMMARY_KEYS",
+    "job_columns",
+    "job_rows",
     "run_metrics",
+    "slot_columns",
+    "slot_rows",
     "summarize",
     "write_jobs_csv",
     "write_slots_csv",
@@ -126,61 +130,84 @@ def write_summary(summary: Mapping[str, Any], path: Path) -> None:
     path.write_text(json.dumps(summary, indent=1, allow_nan=False) + "\n", encoding="utf-8")
 
 
-def _cell(value: float | str | None) -> str:
+def _cell(value: object) -> str:
+    """A CSV cell: empty for None, ``repr`` of floats (full precision), true/false."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         return "inf" if math.isinf(value) else repr(value)
-    return value
+    return str(value)
+
+
+def job_columns(resources: Sequence[str]) -> list[str]:
+    """The ``jobs.csv`` header: the contract columns, ``critical``, ``demand_<resource>``."""
+    return [*JOB_COLUMNS, "critical", *(f"demand_{r}" for r in resources)]
+
+
+def job_rows(jobs: Sequence[JobRecord], resources: Sequence[str]) -> list[list[Any]]:
+    """The ``jobs.csv`` rows as typed values (None where the file has an empty cell)."""
+    return [
+        [
+            r.job,
+            r.state,
+            r.cluster or None,
+            r.submit_h,
+            r.start_h,
+            r.end_h,
+            r.deadline_h,
+            r.runtime_h,
+            r.carbon_g,
+            r.critical,
+            *(r.demand.get(k, 0.0) for k in resources),
+        ]
+        for r in jobs
+    ]
 
 
 def write_jobs_csv(jobs: Sequence[JobRecord], resources: Sequence[str], path: Path) -> None:
     """Write ``jobs.csv``: the contract columns, ``critical`` and ``demand_<resource>``."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow([*JOB_COLUMNS, "critical", *(f"demand_{r}" for r in resources)])
-        for r in jobs:
-            writer.writerow(
-                [
-                    r.job,
-                    r.state,
-                    r.cluster or "",
-                    _cell(r.submit_h),
-                    _cell(r.start_h),
-                    _cell(r.end_h),
-                    _cell(r.deadline_h),
-                    _cell(r.runtime_h),
-                    _cell(r.carbon_g),
-                    "true" if r.critical else "false",
-                    *(_cell(r.demand.get(k, 0.0)) for k in resources),
-                ]
-            )
+        writer.writerow(job_columns(resources))
+        for row in job_rows(jobs, resources):
+            writer.writerow([_cell(v) for v in row])
+
+
+def slot_columns(resources: Sequence[str]) -> list[str]:
+    """The ``slots.csv`` header."""
+    return [
+        "slot",
+        "start_h",
+        "cluster",
+        *(f"allocated_{r}" for r in resources),
+        "ci_g_per_kwh",
+        "forecast_ci_g_per_kwh",
+        "carbon_g",
+    ]
+
+
+def slot_rows(run: RunResult, resources: Sequence[str]) -> list[list[Any]]:
+    """The ``slots.csv`` rows as typed values (no forecast: None)."""
+    return [
+        [
+            s.slot,
+            s.start_h,
+            s.cluster,
+            *(s.allocated.get(r, 0.0) for r in resources),
+            s.ci_g_per_kwh,
+            None if math.isnan(s.forecast_ci_g_per_kwh) else s.forecast_ci_g_per_kwh,
+            s.carbon_g,
+        ]
+        for s in run.slots
+    ]
 
 
 def write_slots_csv(run: RunResult, resources: Sequence[str], path: Path) -> None:
     """Write ``slots.csv``: allocation, actual and forecast intensity and grams per slot."""
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(
-            [
-                "slot",
-                "start_h",
-                "cluster",
-                *(f"allocated_{r}" for r in resources),
-                "ci_g_per_kwh",
-                "forecast_ci_g_per_kwh",
-                "carbon_g",
-            ]
-        )
-        for s in run.slots:
-            writer.writerow(
-                [
-                    s.slot,
-                    _cell(s.start_h),
-                    s.cluster,
-                    *(_cell(s.allocated.get(r, 0.0)) for r in resources),
-                    _cell(s.ci_g_per_kwh),
-                    "" if math.isnan(s.forecast_ci_g_per_kwh) else _cell(s.forecast_ci_g_per_kwh),
-                    _cell(s.carbon_g),
-                ]
-            )
+        writer.writerow(slot_columns(resources))
+        for row in slot_rows(run, resources):
+            writer.writerow([_cell(v) for v in row])

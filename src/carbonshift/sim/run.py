@@ -8,7 +8,8 @@ hold is rejected and recorded; with ``strict`` the scenario is refused instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,13 @@ from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.readers import read_carbon_csv
 from carbonshift.carbon.series import CarbonSeries
 from carbonshift.errors import InputError
+from carbonshift.planning.registry import parse_params
 from carbonshift.sim.engine import ProgressFn, SimCluster, SimConfig
 from carbonshift.sim.experiment import Experiment, run_experiment
 from carbonshift.sim.scenario import ClusterSpec, Scenario, load_scenario
 from carbonshift.workloads.model import Workload
 
-__all__ = ["build_experiment", "simulate_file"]
+__all__ = ["build_experiment", "simulate_file", "with_policy"]
 
 
 def _actual(spec: ClusterSpec) -> CarbonSeries:
@@ -93,6 +95,22 @@ def build_experiment(scenario: Scenario, *, strict: bool = False) -> Experiment:
     )
 
 
+def with_policy(
+    experiment: Experiment, policy: str | None, params: Mapping[str, Any] | None
+) -> Experiment:
+    """``experiment`` with another policy and/or parameters (checked before any run).
+
+    A new ``policy`` starts from its defaults plus ``params``; ``params`` alone are laid
+    over the scenario's ``[policy_params]``.
+    """
+    if policy is None and params is None:
+        return experiment
+    name = policy if policy is not None else experiment.policy
+    chosen = {**(experiment.policy_params if policy is None else {}), **(params or {})}
+    parse_params(name, chosen)
+    return replace(experiment, policy=name, policy_params=chosen)
+
+
 def simulate_file(
     path: Path,
     out_dir: Path,
@@ -100,10 +118,15 @@ def simulate_file(
     strict: bool = False,
     report: bool = True,
     progress: Callable[[str], ProgressFn] | None = None,
+    policy: str | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Load, check and run the scenario at ``path``; write its outputs into ``out_dir``."""
+    """Load, check and run the scenario at ``path``; write its outputs into ``out_dir``.
+
+    ``policy`` / ``params`` replace the scenario's (see :func:`with_policy`).
+    """
     scenario = load_scenario(path)
-    experiment = build_experiment(scenario, strict=strict)
+    experiment = with_policy(build_experiment(scenario, strict=strict), policy, params)
     summary = run_experiment(experiment, out_dir, progress=progress, report=report)
     summary["scenario"] = str(path)
     return summary

@@ -88,8 +88,12 @@ def _unknown(keys: set[str], known: set[str], where: str) -> None:
         raise InputError(f"{where}: unknown key {key!r}; {hint}known keys: {sorted(known)}")
 
 
-def load_sweep(path: Path) -> SweepSpec:
-    """Read a sweep file; every scenario is loaded and every parameter set checked up front."""
+def load_sweep(path: Path, *, policies: Sequence[str] | None = None) -> SweepSpec:
+    """Read a sweep file; every scenario is loaded and every parameter set checked up front.
+
+    ``policies`` (names or ``module:function``) replace the file's ``[[policies]]``, each
+    with its default parameters.
+    """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
@@ -110,12 +114,14 @@ def load_sweep(path: Path) -> SweepSpec:
     workers = data.get("workers", os.cpu_count() or 1)
     if not isinstance(workers, int) or workers < 1:
         raise InputError(f"{path}: workers is {workers!r}; give a whole number >= 1")
-    policies = data.get("policies")
-    if not isinstance(policies, list) or not policies:
+    if policies:
+        data = {**data, "policies": [{"name": name} for name in policies]}
+    tables = data.get("policies")
+    if not isinstance(tables, list) or not tables:
         raise InputError(f"{path}: add at least one [[policies]] table with a name")
     runs: list[RunSpec] = []
     swept: list[str] = []
-    for index, table in enumerate(policies):
+    for index, table in enumerate(tables):
         where = f"{path}: [[policies]] #{index + 1}"
         if not isinstance(table, dict) or "name" not in table:
             raise InputError(f"{where} needs a name, like name = 'caspian'")

@@ -1,0 +1,1 @@
+"""An example of a user's own carbonshift policy (see README.md)."""
