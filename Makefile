@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help setup demo test e2e check lint format typecheck imports bench data clean
+.PHONY: help setup demo test e2e check lint format typecheck imports bench data docs clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -44,6 +44,10 @@ check: lint typecheck imports test  ## the gate: ruff + mypy + import-linter + t
 
 bench: $(STAMP)  ## benchmarks (figures recorded in bench/RESULTS.md)
 	$(BIN)/python -m bench
+
+docs: $(STAMP)  ## build the docs site (MkDocs, --strict) into site/
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 data: $(STAMP)  ## rebuild the embedded carbon data from ../shared/data
 	$(BIN)/python -m carbonshift.carbon.build_embedded ../shared/data/carbon/electricitymaps-2021-2023

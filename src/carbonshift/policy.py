@@ -91,17 +91,18 @@ def build_result(
     what ``carbonshift plan --explain`` shows; ``stats`` are figures with units in their
     names.
 
-    >>> from carbonshift.formats import instance_from_dict
-    >>> inst = instance_from_dict({"version": 1, "slot_minutes": 60, "horizon_slots": 2,
-    ...     "resources": ["gpu"], "carbon_g_per_kwh": {"c": [100, 50]},
-    ...     "clusters": [{"name": "c", "capacity": {"gpu": 1}, "watts_per_unit": {"gpu": 100}}],
-    ...     "jobs": [{"id": "j1", "demand": {"gpu": 1}, "runtime_slots": 1},
-    ...              {"id": "j2", "demand": {"gpu": 1}, "runtime_slots": 1}]})
-    >>> result = build_result(inst, "mine", {0: (0, 1)})
-    >>> [(a.job, a.cluster, a.start_slot) for a in result.plan.assignments]
-    [('j1', 'c', 1)]
-    >>> list(result.plan.unscheduled)
-    ['j2']
+    Examples:
+        >>> from carbonshift.formats import instance_from_dict
+        >>> inst = instance_from_dict({"version": 1, "slot_minutes": 60, "horizon_slots": 2,
+        ...     "resources": ["gpu"], "carbon_g_per_kwh": {"c": [100, 50]},
+        ...     "clusters": [{"name": "c", "capacity": {"gpu": 1}, "watts_per_unit": {"gpu": 100}}],
+        ...     "jobs": [{"id": "j1", "demand": {"gpu": 1}, "runtime_slots": 1},
+        ...              {"id": "j2", "demand": {"gpu": 1}, "runtime_slots": 1}]})
+        >>> result = build_result(inst, "mine", {0: (0, 1)})
+        >>> [(a.job, a.cluster, a.start_slot) for a in result.plan.assignments]
+        [('j1', 'c', 1)]
+        >>> list(result.plan.unscheduled)
+        ['j2']
     """
     if seconds is None:
         seconds = time.perf_counter() - began if began is not None else 0.0
