@@ -12,7 +12,9 @@ import pytest
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.signal import integral_g_h_per_kwh
 from carbonshift.errors import DataRangeError, InputError
-from carbonshift.sim.run import simulate_file
+from carbonshift.sim.experiment import run_experiment
+from carbonshift.sim.report import FigureStyle
+from carbonshift.sim.run import build_experiment, simulate_file
 from carbonshift.sim.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parents[2]
@@ -176,16 +178,68 @@ def test_bad_scenarios(tmp_path: Path, edit: tuple[str, str], want: str) -> None
         simulate_file(path, tmp_path / "out", report=False)
 
 
-def test_report_is_written(tmp_path: Path) -> None:
+def test_report_opens_with_the_headline_and_keeps_figures_in_three_formats(
+    tmp_path: Path,
+) -> None:
     out = tmp_path / "out"
-    simulate_file(write_scenario(tmp_path), out)
+    summary = simulate_file(write_scenario(tmp_path), out)
     page = (out / "report.html").read_text()
     assert "data:image/png;base64," in page
-    assert "carbon_saving_pct" in page
-    assert {p.name for p in (out / "plots").iterdir()} >= {
-        "cumulative_emissions.png",
-        "completion_ratio.png",
-    }
+    want_headline = f"{summary['carbon_saving_pct']:.1f} % less carbon</strong> than asap"
+    assert want_headline in page
+    assert page.index(want_headline) < page.index("side by side") < page.index("[simulation]")
+    assert "mean wait before start" in page
+    assert f"seed = {summary['seed']}" in page
+    assert page.count("<figcaption><strong>Figure") == 4
+    stems = {"cumulative_emissions", "completion_ratio", "carbon_intensity", "allocation"}
+    want_files = {f"{stem}.{ext}" for stem in stems for ext in ("png", "svg", "pdf")}
+    assert {p.name for p in (out / "plots").iterdir()} == want_files
+    assert (out / "plots" / "allocation.pdf").read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.parametrize(
+    ("forecast", "want_forecast_in_legend"),
+    [
+        pytest.param("oracle", False, id="oracle-forecast-is-the-actual-so-not-drawn-again"),
+        pytest.param("persistence", True, id="a-real-forecast-is-drawn-dashed"),
+    ],
+)
+def test_intensity_figure_lists_only_lines_it_draws(
+    tmp_path: Path, forecast: str, want_forecast_in_legend: bool
+) -> None:
+    path = write_scenario(tmp_path)
+    text = path.read_text()
+    path.write_text(text.replace("seed = 3\n", f'seed = 3\nforecast = "{forecast}"\n', 1))
+    simulate_file(path, tmp_path / "out")
+    svg = (tmp_path / "out" / "plots" / "carbon_intensity.svg").read_text()
+    assert ("north forecast" in svg) is want_forecast_in_legend
+    assert "gCO2e/kWh, direct" in svg
+
+
+def test_paper_style_draws_narrow_high_resolution_figures(tmp_path: Path) -> None:
+    from PIL import Image
+
+    exp = build_experiment(load_scenario(write_scenario(tmp_path)))
+    run_experiment(exp, tmp_path / "paper", style=FigureStyle("paper"))
+    run_experiment(exp, tmp_path / "screen", style=FigureStyle("default", dpi=100))
+    paper = Image.open(tmp_path / "paper" / "plots" / "completion_ratio.png")
+    screen = Image.open(tmp_path / "screen" / "plots" / "completion_ratio.png")
+    # 3.5 in at 300 dpi against 8 in at 100 dpi
+    assert paper.size[0] == pytest.approx(3.5 * 300, abs=2)
+    assert screen.size[0] == pytest.approx(8 * 100, abs=2)
+
+
+@pytest.mark.parametrize(
+    ("style", "want_message"),
+    [
+        pytest.param({"name": "glossy"}, "neither a built-in style", id="unknown-style"),
+        pytest.param({"width_in": 0.1}, "outside 1..40 inches", id="tiny-width"),
+        pytest.param({"dpi": 10_000}, "outside 50..1200", id="absurd-dpi"),
+    ],
+)
+def test_figure_style_refuses_bad_settings(style: dict[str, object], want_message: str) -> None:
+    with pytest.raises(InputError, match=want_message):
+        FigureStyle(**style)  # type: ignore[arg-type]
 
 
 def test_examples_run(tmp_path: Path) -> None:

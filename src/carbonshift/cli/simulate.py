@@ -14,6 +14,7 @@ from carbonshift.errors import InputError
 from carbonshift.sim.engine import ProgressFn
 from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.outputs import SUMMARY_KEYS, write_summary
+from carbonshift.sim.report import FigureStyle
 from carbonshift.sim.run import build_experiment, with_policy
 from carbonshift.sim.scenario import load_scenario
 
@@ -37,12 +38,25 @@ def command(
     param: list[str] = typer.Option(
         [], "--param", help="A policy parameter KEY=VALUE, repeatable (over [policy_params])."
     ),
+    style: str = typer.Option(
+        "default",
+        "--style",
+        help="Figure style: default (screens), paper (print: 3.5 in wide, serif, 300 dpi), "
+        "or a matplotlib style file.",
+    ),
+    fig_width_in: float | None = typer.Option(
+        None, "--fig-width", help="Figure width in inches (default: the style's)."
+    ),
+    dpi: int | None = typer.Option(None, "--dpi", help="PNG resolution (default: the style's)."),
 ) -> None:
     """Simulate a scenario's policy and its carbon-agnostic baseline on the same input.
 
-    Writes summary.json, jobs.csv, baseline_jobs.csv, slots.csv, plots/ and report.html.
+    Writes summary.json, jobs.csv, baseline_jobs.csv, slots.csv, plots/ (each figure as
+    PNG, SVG and PDF) and report.html.
 
     Example: carbonshift simulate examples/caspian.toml --out out/caspian
+
+    For a paper: carbonshift simulate examples/caspian.toml --out out/paper --style paper
 
     Your own policy: carbonshift simulate examples/caspian.toml --out out/mine
     --policy my_policy.greenest:greenest (its folder on PYTHONPATH; docs/python-api.md)
@@ -50,6 +64,7 @@ def command(
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"--format {output_format!r}: use table or json")
     params = _parse_params(param) if param else None
+    figure_style = FigureStyle(style, width_in=fig_width_in, dpi=dpi)
     experiment = with_policy(
         build_experiment(load_scenario(scenario), strict=strict), policy, params
     )
@@ -71,7 +86,9 @@ def command(
 
             return update
 
-        summary = run_experiment(experiment, out, progress=progress, report=not no_report)
+        summary = run_experiment(
+            experiment, out, progress=progress, report=not no_report, style=figure_style
+        )
     summary["scenario"] = str(scenario)
     write_summary(summary, out / "summary.json")
     if output_format == "json":

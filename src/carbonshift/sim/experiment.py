@@ -37,7 +37,7 @@ from carbonshift.sim.engine import (
     run_simulation,
 )
 from carbonshift.sim.outputs import summarize, write_jobs_csv, write_slots_csv, write_summary
-from carbonshift.sim.report import write_html_report, write_plots
+from carbonshift.sim.report import FigureStyle, write_html_report, write_plots
 from carbonshift.workloads.demand import forecast_demand
 from carbonshift.workloads.model import Workload
 
@@ -249,11 +249,14 @@ def run_experiment(
     *,
     progress: Callable[[str], ProgressFn] | None = None,
     report: bool = True,
+    style: FigureStyle | None = None,
 ) -> dict[str, Any]:
     """Run policy and baseline; write outputs into ``out_dir`` when given; return the summary."""
     runs = execute(exp, progress=progress)
     if out_dir is not None:
-        write_outputs(exp, runs.run, runs.baseline_run, runs.summary, out_dir, report=report)
+        write_outputs(
+            exp, runs.run, runs.baseline_run, runs.summary, out_dir, report=report, style=style
+        )
     return runs.summary
 
 
@@ -302,6 +305,7 @@ def write_outputs(
     out_dir: Path,
     *,
     report: bool = True,
+    style: FigureStyle | None = None,
 ) -> None:
     """Write summary.json, jobs.csv, baseline_jobs.csv, slots.csv, plots and report.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -312,6 +316,12 @@ def write_outputs(
     write_slots_csv(run, resources, out_dir / "slots.csv")
     if report:
         plots = write_plots(
-            run, baseline_run, out_dir / "plots", policy=exp.policy, baseline=exp.baseline
+            run,
+            baseline_run,
+            out_dir / "plots",
+            policy=exp.policy,
+            baseline=exp.baseline,
+            clusters=exp.clusters,
+            style=style,
         )
         write_html_report(summary, plots, out_dir / "report.html", title=exp.title)

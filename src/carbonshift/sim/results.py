@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from carbonshift.sim.experiment import Experiment, ExperimentRuns, write_outputs
 from carbonshift.sim.outputs import job_columns, job_rows, slot_columns, slot_rows
+from carbonshift.sim.report import FigureStyle
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,11 +64,14 @@ class SimulationResult:
         floats = ("submit_h", "start_h", "end_h", "deadline_h", "runtime_h", "carbon_g")
         return frame.astype(dict.fromkeys(floats, float))
 
-    def report(self, out_dir: str | Path, *, plots: bool = True) -> Path:
+    def report(
+        self, out_dir: str | Path, *, plots: bool = True, style: FigureStyle | None = None
+    ) -> Path:
         """Write what ``carbonshift simulate --out DIR`` writes into ``out_dir``.
 
         summary.json, jobs.csv, baseline_jobs.csv, slots.csv and, unless ``plots`` is
-        false, plots/ and report.html. Returns the path of report.html (or of summary.json).
+        false, plots/ (PNG, SVG and PDF, in ``style``: e.g. ``FigureStyle("paper")``) and
+        report.html. Returns the path of report.html (or of summary.json).
         """
         out = Path(out_dir)
         write_outputs(
@@ -77,5 +81,6 @@ class SimulationResult:
             self.runs.summary,
             out,
             report=plots,
+            style=style,
         )
         return out / ("report.html" if plots else "summary.json")
