@@ -40,6 +40,7 @@ _VERBS: dict[str, str] = {
     "controller": "carbonshift.cli.controller",
     "hub": "carbonshift.cli.hub",
     "serve": "carbonshift.cli.serve",
+    "completion": "carbonshift.cli.completion",
 }
 
 _STATE = {"debug": False}
