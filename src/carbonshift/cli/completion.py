@@ -5,7 +5,13 @@ from __future__ import annotations
 from enum import StrEnum
 
 import typer
-from typer.completion import completion_init, get_completion_script
+
+# typer re-exports these from private modules without __all__; they are its documented
+# completion entry points (what --show-completion prints)
+from typer.completion import (  # type: ignore[attr-defined]
+    completion_init,
+    get_completion_script,
+)
 
 __all__ = ["command"]
 
