@@ -77,7 +77,8 @@ GOLDEN = [
         want_starts={
             "asap": {"a": ("c1", 0), "b": ("c1", 1)},
             "fluidos": {"a": ("c1", 0), "b": ("c1", 1)},
-            "exact": {"a": ("c1", 0), "b": ("c1", 1)},
+            # exact: a and b are the same job, so either order is optimal (HiGHS 1.16 picks
+            # b first); its optimal GRU is checked above for every golden instance
         },
     ),
     Golden(
@@ -102,7 +103,9 @@ GOLDEN = [
             {"c1": [10.0, 10.0, 200.0, 400.0]},
         ),
         want_gru=3 / 10 * 2 + 2 / 200 + 2 / 400,
-        want_starts={"exact": {"big": ("c1", 0), "s1": ("c1", 2), "s2": ("c1", 3)}},
+        # s1 and s2 are the same job, so which takes slot 2 is a tie; the optimal GRU (checked
+        # for every golden instance) pins them to slots 2 and 3
+        want_starts={"exact": {"big": ("c1", 0)}},
     ),
     Golden(
         "late-jobs-only-for-policies-that-allow-them",

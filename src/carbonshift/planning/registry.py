@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from carbonshift.domain import Instance, Plan
 from carbonshift.errors import InputError
 from carbonshift.planning.backends.highs import LpMethod
+from carbonshift.planning.critical import critical_first
 from carbonshift.planning.policies.asap import asap
 from carbonshift.planning.policies.caspian import caspian
 from carbonshift.planning.policies.cjps import exact, rr, srr
@@ -177,6 +178,11 @@ _LATE = ParamSpec(
 _SEED = ParamSpec("seed", int, 0, "random seed of the rounding", 0)
 
 
+def _critical_first(runner: Runner) -> Runner:
+    """``runner`` with critical jobs placed first, at their earliest start (critical.py)."""
+    return lambda inst, ctx, p: critical_first(lambda i, c: runner(i, c, p), inst, ctx)
+
+
 POLICIES: dict[str, PolicySpec] = {
     spec.name: spec
     for spec in (
@@ -184,7 +190,8 @@ POLICIES: dict[str, PolicySpec] = {
             "asap",
             lambda inst, ctx, p: asap(inst, ctx),
             (),
-            "carbon-agnostic FIFO: earliest fitting start, clusters in listed order",
+            "carbon-agnostic FIFO: earliest fitting start, clusters in listed order (arrival "
+            "order is the whole rule: critical jobs take no precedence)",
             asap,
         ),
         PolicySpec(
@@ -237,7 +244,9 @@ POLICIES: dict[str, PolicySpec] = {
         ),
         PolicySpec(
             "fluidos",
-            lambda inst, ctx, p: fluidos(inst, ctx, late_fallback=p.get_bool("late_fallback")),
+            _critical_first(
+                lambda inst, ctx, p: fluidos(inst, ctx, late_fallback=p.get_bool("late_fallback"))
+            ),
             (
                 ParamSpec(
                     "late_fallback",
@@ -251,14 +260,16 @@ POLICIES: dict[str, PolicySpec] = {
         ),
         PolicySpec(
             "caspian",
-            lambda inst, ctx, p: caspian(
-                inst,
-                ctx,
-                omega1=p.get_float("omega1"),
-                omega2=p.get_float("omega2"),
-                omega3=p.get_float("omega3"),
-                lp_method=LpMethod(p.get_str("lp_method")),
-                lp_time_limit_s=p.get_float("lp_time_limit_s"),
+            _critical_first(
+                lambda inst, ctx, p: caspian(
+                    inst,
+                    ctx,
+                    omega1=p.get_float("omega1"),
+                    omega2=p.get_float("omega2"),
+                    omega3=p.get_float("omega3"),
+                    lp_method=LpMethod(p.get_str("lp_method")),
+                    lp_time_limit_s=p.get_float("lp_time_limit_s"),
+                )
             ),
             (
                 ParamSpec("omega1", float, 1.0, "weight of sustainability Z1 (0: baseline)", 0),
@@ -272,13 +283,15 @@ POLICIES: dict[str, PolicySpec] = {
         ),
         PolicySpec(
             "rr",
-            lambda inst, ctx, p: rr(
-                inst,
-                ctx,
-                future_weight=p.get_float("future_weight"),
-                seed=p.get_int("seed"),
-                lp_method=LpMethod(p.get_str("lp_method")),
-                lp_time_limit_s=p.get_float("lp_time_limit_s"),
+            _critical_first(
+                lambda inst, ctx, p: rr(
+                    inst,
+                    ctx,
+                    future_weight=p.get_float("future_weight"),
+                    seed=p.get_int("seed"),
+                    lp_method=LpMethod(p.get_str("lp_method")),
+                    lp_time_limit_s=p.get_float("lp_time_limit_s"),
+                )
             ),
             (_FUTURE, _SEED, _LP_METHOD, _LP_LIMIT),
             "CJPS RR-APX: one randomised rounding of the GRU LP (may overload)",
@@ -286,15 +299,17 @@ POLICIES: dict[str, PolicySpec] = {
         ),
         PolicySpec(
             "srr",
-            lambda inst, ctx, p: srr(
-                inst,
-                ctx,
-                samples=p.get_int("samples"),
-                future_weight=p.get_float("future_weight"),
-                seed=p.get_int("seed"),
-                lp_method=LpMethod(p.get_str("lp_method")),
-                lp_time_limit_s=p.get_float("lp_time_limit_s"),
-                late_fallback=p.get_bool("late_fallback"),
+            _critical_first(
+                lambda inst, ctx, p: srr(
+                    inst,
+                    ctx,
+                    samples=p.get_int("samples"),
+                    future_weight=p.get_float("future_weight"),
+                    seed=p.get_int("seed"),
+                    lp_method=LpMethod(p.get_str("lp_method")),
+                    lp_time_limit_s=p.get_float("lp_time_limit_s"),
+                    late_fallback=p.get_bool("late_fallback"),
+                )
             ),
             (
                 ParamSpec("samples", int, 20, "number S of roundings", 1),
@@ -309,13 +324,15 @@ POLICIES: dict[str, PolicySpec] = {
         ),
         PolicySpec(
             "exact",
-            lambda inst, ctx, p: exact(
-                inst,
-                ctx,
-                future_weight=p.get_float("future_weight"),
-                time_limit_s=p.get_float("time_limit_s"),
-                mip_gap=p.get_float("mip_gap"),
-                late_fallback=p.get_bool("late_fallback"),
+            _critical_first(
+                lambda inst, ctx, p: exact(
+                    inst,
+                    ctx,
+                    future_weight=p.get_float("future_weight"),
+                    time_limit_s=p.get_float("time_limit_s"),
+                    mip_gap=p.get_float("mip_gap"),
+                    late_fallback=p.get_bool("late_fallback"),
+                )
             ),
             (
                 _FUTURE,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import time
 from collections.abc import Sequence
@@ -16,6 +18,8 @@ from carbonshift.planning.policies._common import result_of
 from carbonshift.planning.policies._rolling import replay_rule
 from carbonshift.planning.problem import arrays_of
 from carbonshift.planning.types import PlanContext, PolicyResult
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["best_window_slots", "window"]
 
@@ -37,6 +41,17 @@ def best_window_slots(
         last = min(t + span, h - 1)
         out[:, t] = mean[:, t] <= mean[:, t : last + 1].min(axis=1) + 1e-9
     return out, mean
+
+
+@functools.cache
+def _warn_multi_cluster(clusters: int) -> None:
+    """Say once per process (and cluster count) that ``window`` shifts in time only."""
+    _log.warning(
+        "window is the CO2 scheduler's single-cluster time shifter: with %d clusters it "
+        "waits for each cluster's clean window but does not weigh where a job runs; use "
+        "carbonshift or fluidos to choose the place as well",
+        clusters,
+    )
 
 
 def window(
@@ -70,6 +85,8 @@ def window(
         if not value > 0:
             raise InputError(f"{name} is {value} h; give a number of hours > 0")
     began = time.perf_counter()
+    if len(instance.clusters) > 1:
+        _warn_multi_cluster(len(instance.clusters))
     arrays = arrays_of(instance, context)
     slot_h = arrays.slot_hours
     w_slots = max(1, math.ceil(window_hours / slot_h - 1e-9))
