@@ -40,6 +40,7 @@ def isolated_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     registry.POLICIES.clear()
     registry.POLICIES.update(before)
+    registry._BY_PATH.clear()
     for name in [m for m in sys.modules if m == "my_policy" or m.startswith("my_policy.")]:
         del sys.modules[name]
 
@@ -282,13 +283,20 @@ def test_an_entry_point_makes_the_bare_name_known(
     assert got.plan.policy == "greenest"
 
 
-def test_a_broken_entry_point_names_its_package(
-    isolated_registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_broken_entry_point_names_its_package_and_is_left_out_of_the_list(
+    isolated_registry: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     _dist_info(tmp_path, "no_such_module_xyz:fn")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(InputError, match=r"entry point 'no_such_module_xyz:fn'.*does not load"):
         registry.policy_spec("green-ep")
+    listed = registry.available_policies()
+    assert "green-ep" not in listed
+    assert "asap" in listed
+    assert "does not load" in caplog.text
 
 
 def test_a_policy_returning_something_else_is_a_clear_error(isolated_registry: None) -> None:

@@ -17,6 +17,7 @@ import difflib
 import importlib
 import importlib.metadata
 import inspect
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -49,6 +50,8 @@ __all__ = [
 
 #: The entry-point group an installed package declares its policies in (name = "mod:fn").
 ENTRY_POINT_GROUP = "carbonshift.policies"
+
+_LOG = logging.getLogger("carbonshift.planning")
 
 ParamValue = int | float | bool | str
 
@@ -339,9 +342,6 @@ def policy_spec(name: str, *, import_modules: bool = True) -> PolicySpec:
     spec = POLICIES.get(name)
     if spec is not None:
         return spec
-    spec = _from_entry_point(name)
-    if spec is not None:
-        return spec
     if ":" in name:
         if not import_modules:
             raise InputError(
@@ -349,7 +349,13 @@ def policy_spec(name: str, *, import_modules: bool = True) -> PolicySpec:
                 f"policies ({', '.join(POLICIES)}); its operator can load more with "
                 "--policy-module"
             )
-        return _from_path(name)
+        spec = _BY_PATH.get(name)
+        if spec is None:  # the simulator asks every round: import and inspect once
+            spec = _BY_PATH[name] = _from_path(name)
+        return spec
+    spec = _from_entry_point(name)
+    if spec is not None:
+        return spec
     close = difflib.get_close_matches(name, POLICIES, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise InputError(
@@ -401,6 +407,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Attribute :func:`register_policy` sets on the function it registers.
 _SPEC_ATTRIBUTE = "__carbonshift_policy__"
+
+#: ``module:function`` names already resolved (kept apart from :data:`POLICIES`: a path is
+#: not a registration, and the HTTP server never looks here).
+_BY_PATH: dict[str, PolicySpec] = {}
 
 
 def _params_from_signature(name: str, function: Callable[..., Any]) -> tuple[ParamSpec, ...]:
@@ -569,10 +579,17 @@ def _from_entry_point(name: str) -> PolicySpec | None:
 
 
 def available_policies() -> dict[str, PolicySpec]:
-    """Every registered policy, with the installed entry points loaded: name -> spec."""
+    """Every registered policy, with the installed entry points loaded: name -> spec.
+
+    An entry point that does not load is logged and left out (``policy_spec`` of its name
+    still raises, naming the package).
+    """
     for name in _entry_points():
         if name not in POLICIES:
-            _from_entry_point(name)
+            try:
+                _from_entry_point(name)
+            except InputError as exc:
+                _LOG.warning("%s", exc)
     return dict(POLICIES)
 
 
