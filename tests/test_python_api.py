@@ -128,6 +128,7 @@ def test_simulate_can_replace_policy_params_and_seed(small: Path) -> None:
     result = cs.simulate(small, policy="asap", seed=7)
     assert result.summary["policy"] == "asap"
     assert result.summary["seed"] == 7
+    assert result.experiment.title.startswith("asap against asap: ")
     # asap against the asap baseline saves nothing
     assert result.summary["carbon_saving_pct"] == pytest.approx(0.0)
     with pytest.raises(InputError, match="unknown parameter 'omega9'"):
@@ -297,6 +298,16 @@ def test_a_broken_entry_point_names_its_package_and_is_left_out_of_the_list(
     assert "green-ep" not in listed
     assert "asap" in listed
     assert "does not load" in caplog.text
+
+
+def test_a_policy_without_a_context_argument_is_refused_at_registration(
+    isolated_registry: None,
+) -> None:
+    with pytest.raises(InputError, match=r"takes 1 positional argument\(s\); write it as"):
+
+        @cs.register_policy("no-context")
+        def no_context(instance, *, spare=1):  # type: ignore[no-untyped-def]
+            return cs.build_result(instance, "no-context", {})
 
 
 def test_a_policy_returning_something_else_is_a_clear_error(isolated_registry: None) -> None:

@@ -413,6 +413,20 @@ _SPEC_ATTRIBUTE = "__carbonshift_policy__"
 _BY_PATH: dict[str, PolicySpec] = {}
 
 
+def _check_call(name: str, function: Callable[..., Any]) -> None:
+    """The function must take ``(instance, context)`` positionally."""
+    try:
+        listed = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: let the call tell
+        return
+    positional = [p for p in listed if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < 2 and not any(p.kind is p.VAR_POSITIONAL for p in listed):
+        raise InputError(
+            f"policy {name!r} takes {len(positional)} positional argument(s); write it as "
+            "def policy(instance, context=None, **params)"
+        )
+
+
 def _params_from_signature(name: str, function: Callable[..., Any]) -> tuple[ParamSpec, ...]:
     """Parameters after ``(instance, context)`` with a bool, int, float or str default."""
     out: list[ParamSpec] = []
@@ -476,6 +490,7 @@ def _spec_of(
     attached = getattr(function, _SPEC_ATTRIBUTE, None)
     if isinstance(attached, PolicySpec) and params is None and summary is None:
         return attached if attached.name == name else replace(attached, name=name)
+    _check_call(name, function)
     doc = (function.__doc__ or "").strip()
     return PolicySpec(
         name=name,
