@@ -40,6 +40,7 @@ def isolated_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     registry.POLICIES.clear()
     registry.POLICIES.update(before)
+    registry._BY_PATH.clear()
     for name in [m for m in sys.modules if m == "my_policy" or m.startswith("my_policy.")]:
         del sys.modules[name]
 
@@ -127,6 +128,7 @@ def test_simulate_can_replace_policy_params_and_seed(small: Path) -> None:
     result = cs.simulate(small, policy="asap", seed=7)
     assert result.summary["policy"] == "asap"
     assert result.summary["seed"] == 7
+    assert result.experiment.title.startswith("asap against asap: ")
     # asap against the asap baseline saves nothing
     assert result.summary["carbon_saving_pct"] == pytest.approx(0.0)
     with pytest.raises(InputError, match="unknown parameter 'omega9'"):
@@ -282,13 +284,30 @@ def test_an_entry_point_makes_the_bare_name_known(
     assert got.plan.policy == "greenest"
 
 
-def test_a_broken_entry_point_names_its_package(
-    isolated_registry: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_broken_entry_point_names_its_package_and_is_left_out_of_the_list(
+    isolated_registry: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     _dist_info(tmp_path, "no_such_module_xyz:fn")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(InputError, match=r"entry point 'no_such_module_xyz:fn'.*does not load"):
         registry.policy_spec("green-ep")
+    listed = registry.available_policies()
+    assert "green-ep" not in listed
+    assert "asap" in listed
+    assert "does not load" in caplog.text
+
+
+def test_a_policy_without_a_context_argument_is_refused_at_registration(
+    isolated_registry: None,
+) -> None:
+    with pytest.raises(InputError, match=r"takes 1 positional argument\(s\); write it as"):
+
+        @cs.register_policy("no-context")
+        def no_context(instance, *, spare=1):  # type: ignore[no-untyped-def]
+            return cs.build_result(instance, "no-context", {})
 
 
 def test_a_policy_returning_something_else_is_a_clear_error(isolated_registry: None) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from carbonshift.errors import InputError
-from carbonshift.sim.sweep import load_sweep, run_sweep
+from carbonshift.sim.sweep import load_sweep, run_sweep, seed_stats
 from tests.sim.test_simulate import write_scenario
 
 SWEEP = """
@@ -49,9 +49,9 @@ def test_grid_expands_to_every_run(tmp_path: Path) -> None:
 def test_processes_agree_with_one_process(tmp_path: Path) -> None:
     serial = run_sweep(load_sweep(write_sweep(tmp_path, 1)), tmp_path / "one")
     parallel = run_sweep(load_sweep(write_sweep(tmp_path, 2)), tmp_path / "two")
-    timing = "planner_seconds_total"
-    assert [{k: v for k, v in r.items() if k != timing} for r in serial] == [
-        {k: v for k, v in r.items() if k != timing} for r in parallel
+    timing = "planner_seconds_total"  # and its _mean, _std, _ci95_* columns
+    assert [{k: v for k, v in r.items() if not k.startswith(timing)} for r in serial] == [
+        {k: v for k, v in r.items() if not k.startswith(timing)} for r in parallel
     ]
     with (tmp_path / "one/sweep.csv").open() as handle:
         rows = list(csv.DictReader(handle))
@@ -97,8 +97,8 @@ def test_a_dask_cluster_gives_the_same_numbers(tmp_path: Path) -> None:
     ):
         on_dask = run_sweep(spec, tmp_path / "dask", dask_address=cluster.scheduler_address)
     timing = "planner_seconds_total"
-    assert [{k: v for k, v in r.items() if k != timing} for r in serial] == [
-        {k: v for k, v in r.items() if k != timing} for r in on_dask
+    assert [{k: v for k, v in r.items() if not k.startswith(timing)} for r in serial] == [
+        {k: v for k, v in r.items() if not k.startswith(timing)} for r in on_dask
     ]
 
 
@@ -108,3 +108,60 @@ def test_an_unreachable_dask_scheduler_is_a_clear_error(tmp_path: Path) -> None:
     spec = load_sweep(write_sweep(tmp_path, 1))
     with pytest.raises(InputError, match="cannot reach the Dask scheduler"):
         run_sweep(spec, tmp_path / "out", dask_address="tcp://127.0.0.1:9")
+
+
+# Student t quantiles t(0.975, df) from the printed tables: df 1 -> 12.706, 2 -> 4.303,
+# 3 -> 3.182.
+@pytest.mark.parametrize(
+    ("values", "want_mean", "want_std", "want_half"),
+    [
+        pytest.param([10.0, 12.0], 11.0, 2**0.5, 12.706 * 2**0.5 / 2**0.5, id="two-seeds"),
+        pytest.param([1.0, 2.0, 6.0], 3.0, 7**0.5, 4.303 * 7**0.5 / 3**0.5, id="three-seeds"),
+        pytest.param(
+            [1.0, 2.0, 3.0, 4.0], 2.5, (5 / 3) ** 0.5, 3.182 * (5 / 3) ** 0.5 / 2, id="four"
+        ),
+        pytest.param([5.0, 5.0, 5.0], 5.0, 0.0, 0.0, id="no-spread-no-width"),
+    ],
+)
+def test_seed_stats_is_the_student_t_interval_of_the_mean(
+    values: list[float], want_mean: float, want_std: float, want_half: float
+) -> None:
+    got = seed_stats(values)
+    assert got.n == len(values)
+    assert got.mean == pytest.approx(want_mean)
+    assert got.std == pytest.approx(want_std)
+    assert got.ci95_lo == pytest.approx(want_mean - want_half, rel=1e-3, abs=1e-9)
+    assert got.ci95_hi == pytest.approx(want_mean + want_half, rel=1e-3, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("values", "want_mean"), [([], None), ([7.0], 7.0)], ids=["no-value", "one-seed"]
+)
+def test_seed_stats_leaves_spread_undefined_below_two_seeds(
+    values: list[float], want_mean: float | None
+) -> None:
+    got = seed_stats(values)
+    assert (got.mean, got.std, got.ci95_lo, got.ci95_hi) == (want_mean, None, None, None)
+
+
+def test_the_sweep_summary_has_spread_and_interval_columns_per_metric(tmp_path: Path) -> None:
+    text = SWEEP.replace("seeds = [1, 2]", "seeds = [1, 2, 3]")
+    run_sweep(load_sweep(write_sweep(tmp_path, 1, text=text)), tmp_path / "out")
+    with (tmp_path / "out/sweep.csv").open() as handle:
+        runs = list(csv.DictReader(handle))
+    with (tmp_path / "out/sweep_summary.csv").open() as handle:
+        summary = list(csv.DictReader(handle))
+    assert len(summary) == 3
+    row = next(r for r in summary if r["params"] == "caspian omega1=1.0 omega2=1.0")
+    assert row["seeds"] == "3"
+    values = [float(r["carbon_kg"]) for r in runs if r["params"] == row["params"]]
+    want = seed_stats(values)
+    for suffix in ("", "_mean", "_std", "_ci95_lo", "_ci95_hi"):
+        assert f"deadline_met_pct{suffix}" in row
+    assert float(row["carbon_kg_mean"]) == pytest.approx(want.mean)
+    assert float(row["carbon_kg"]) == pytest.approx(want.mean)
+    assert float(row["carbon_kg_std"]) == pytest.approx(want.std)
+    assert float(row["carbon_kg_ci95_lo"]) <= float(row["carbon_kg_mean"])
+    assert float(row["carbon_kg_mean"]) <= float(row["carbon_kg_ci95_hi"])
+    assert float(row["carbon_kg_ci95_hi"]) == pytest.approx(want.ci95_hi)
+    assert (tmp_path / "out/sweep.png").stat().st_size > 1000

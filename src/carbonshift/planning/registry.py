@@ -17,6 +17,7 @@ import difflib
 import importlib
 import importlib.metadata
 import inspect
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -50,6 +51,8 @@ __all__ = [
 
 #: The entry-point group an installed package declares its policies in (name = "mod:fn").
 ENTRY_POINT_GROUP = "carbonshift.policies"
+
+_LOG = logging.getLogger("carbonshift.planning")
 
 ParamValue = int | float | bool | str
 
@@ -356,9 +359,6 @@ def policy_spec(name: str, *, import_modules: bool = True) -> PolicySpec:
     spec = POLICIES.get(name)
     if spec is not None:
         return spec
-    spec = _from_entry_point(name)
-    if spec is not None:
-        return spec
     if ":" in name:
         if not import_modules:
             raise InputError(
@@ -366,7 +366,13 @@ def policy_spec(name: str, *, import_modules: bool = True) -> PolicySpec:
                 f"policies ({', '.join(POLICIES)}); its operator can load more with "
                 "--policy-module"
             )
-        return _from_path(name)
+        spec = _BY_PATH.get(name)
+        if spec is None:  # the simulator asks every round: import and inspect once
+            spec = _BY_PATH[name] = _from_path(name)
+        return spec
+    spec = _from_entry_point(name)
+    if spec is not None:
+        return spec
     close = difflib.get_close_matches(name, POLICIES, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise InputError(
@@ -418,6 +424,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: Attribute :func:`register_policy` sets on the function it registers.
 _SPEC_ATTRIBUTE = "__carbonshift_policy__"
+
+#: ``module:function`` names already resolved (kept apart from :data:`POLICIES`: a path is
+#: not a registration, and the HTTP server never looks here).
+_BY_PATH: dict[str, PolicySpec] = {}
+
+
+def _check_call(name: str, function: Callable[..., Any]) -> None:
+    """The function must take ``(instance, context)`` positionally."""
+    try:
+        listed = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: let the call tell
+        return
+    positional = [p for p in listed if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < 2 and not any(p.kind is p.VAR_POSITIONAL for p in listed):
+        raise InputError(
+            f"policy {name!r} takes {len(positional)} positional argument(s); write it as "
+            "def policy(instance, context=None, **params)"
+        )
 
 
 def _params_from_signature(name: str, function: Callable[..., Any]) -> tuple[ParamSpec, ...]:
@@ -483,6 +507,7 @@ def _spec_of(
     attached = getattr(function, _SPEC_ATTRIBUTE, None)
     if isinstance(attached, PolicySpec) and params is None and summary is None:
         return attached if attached.name == name else replace(attached, name=name)
+    _check_call(name, function)
     doc = (function.__doc__ or "").strip()
     return PolicySpec(
         name=name,
@@ -586,10 +611,17 @@ def _from_entry_point(name: str) -> PolicySpec | None:
 
 
 def available_policies() -> dict[str, PolicySpec]:
-    """Every registered policy, with the installed entry points loaded: name -> spec."""
+    """Every registered policy, with the installed entry points loaded: name -> spec.
+
+    An entry point that does not load is logged and left out (``policy_spec`` of its name
+    still raises, naming the package).
+    """
     for name in _entry_points():
         if name not in POLICIES:
-            _from_entry_point(name)
+            try:
+                _from_entry_point(name)
+            except InputError as exc:
+                _LOG.warning("%s", exc)
     return dict(POLICIES)
 
 

@@ -108,7 +108,10 @@ def with_policy(
     name = policy if policy is not None else experiment.policy
     chosen = {**(experiment.policy_params if policy is None else {}), **(params or {})}
     parse_params(name, chosen)
-    return replace(experiment, policy=name, policy_params=chosen)
+    title = experiment.title
+    if title.startswith(f"{experiment.policy} against "):  # the derived title names it
+        title = name + title[len(experiment.policy) :]
+    return replace(experiment, policy=name, policy_params=chosen, title=title)
 
 
 def simulate_file(

@@ -14,8 +14,12 @@ A sweep file (TOML) names one or more scenario files and what to vary::
     name = "fluidos"
 
 Every run keeps its scenario's baseline (same input, same seed). Results: ``sweep.csv`` (one
-row per run), ``sweep_summary.csv`` (seed means per scenario, policy and parameters) and
-``sweep.png`` (saving and deadlines met against the first swept parameter, per policy).
+row per run), ``sweep_summary.csv`` (per scenario, policy and parameters, over the seeds:
+for each metric ``<metric>_mean``, ``<metric>_std`` (sample standard deviation),
+``<metric>_ci95_lo`` and ``<metric>_ci95_hi`` (the 95 % confidence interval of the mean,
+Student t with seeds - 1 degrees of freedom), and ``<metric>``, the mean again for older
+readers) and ``sweep.png`` (saving and deadlines met against the first swept parameter, per
+policy, with the intervals as error bars).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import csv
 import difflib
 import itertools
+import math
 import os
 import statistics
 import tomllib
@@ -43,7 +48,7 @@ from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.run import build_experiment
 from carbonshift.sim.scenario import load_scenario
 
-__all__ = ["RunSpec", "SweepSpec", "load_sweep", "run_sweep"]
+__all__ = ["RunSpec", "SeedStats", "SweepSpec", "load_sweep", "run_sweep", "seed_stats"]
 
 _METRICS = (
     "carbon_kg",
@@ -239,8 +244,43 @@ def _run_on_dask(
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class SeedStats:
+    """A metric over seeds: mean, sample standard deviation and the 95 % interval of the mean.
+
+    ``std`` and the interval are None with fewer than two values (undefined, not zero).
+    """
+
+    n: int
+    mean: float | None
+    std: float | None
+    ci95_lo: float | None
+    ci95_hi: float | None
+
+
+def seed_stats(values: Sequence[float]) -> SeedStats:
+    """Mean, sample std (n - 1) and mean +/- t(0.975, n - 1) std / sqrt(n) of ``values``.
+
+    >>> s = seed_stats([1.0, 2.0, 3.0, 4.0])
+    >>> round(s.mean, 3), round(s.std, 3), round(s.ci95_lo, 3), round(s.ci95_hi, 3)
+    (2.5, 1.291, 0.446, 4.554)
+    """
+    n = len(values)
+    if n == 0:
+        return SeedStats(0, None, None, None, None)
+    mean = statistics.fmean(values)
+    if n == 1:
+        return SeedStats(1, mean, None, None, None)
+    from scipy import stats as scipy_stats  # on use: keeps the CLI's start-up light
+
+    std = statistics.stdev(values)
+    half = float(scipy_stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
+    return SeedStats(n, mean, std, mean - half, mean + half)
+
+
 def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Seed means (and the number of seeds) per scenario, policy and parameter set."""
+    """Per scenario, policy and parameter set: the number of seeds and, per metric, the
+    seed mean, standard deviation and 95 % interval (see :func:`seed_stats`)."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for row in rows:
         groups.setdefault((row["scenario"], row["params"]), []).append(row)
@@ -256,7 +296,12 @@ def summarize_sweep(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         }
         for metric in _METRICS:
             values = [float(m[metric]) for m in members if m.get(metric) is not None]
-            entry[metric] = statistics.fmean(values) if values else None
+            summary = seed_stats(values)
+            entry[metric] = summary.mean
+            entry[f"{metric}_mean"] = summary.mean
+            entry[f"{metric}_std"] = summary.std
+            entry[f"{metric}_ci95_lo"] = summary.ci95_lo
+            entry[f"{metric}_ci95_hi"] = summary.ci95_hi
         out.append(entry)
     return out
 
@@ -272,25 +317,42 @@ def _write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
             writer.writerow({k: "" if row.get(k) is None else row[k] for k in columns})
 
 
+def _error(row: Mapping[str, Any], metric: str) -> tuple[float, float]:
+    """(below, above) the mean: the 95 % interval's arms, 0 where it is undefined."""
+    mean, lo, hi = (row.get(f"{metric}{k}") for k in ("_mean", "_ci95_lo", "_ci95_hi"))
+    if mean is None or lo is None or hi is None:
+        return 0.0, 0.0
+    return float(mean) - float(lo), float(hi) - float(mean)
+
+
 def plot_sweep(summary: Sequence[Mapping[str, Any]], swept: Sequence[str], path: Path) -> Path:
-    """Saving and deadlines met per policy, against the first swept parameter (or per run)."""
+    """Saving and deadlines met per policy, against the first swept parameter (or per run),
+    with the seeds' 95 % intervals as error bars (bands for unswept reference lines)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     key = f"param_{swept[0]}" if swept else None
+    metrics = ((left, "carbon_saving_pct"), (right, "deadline_met_pct"))
     for i, policy in enumerate(dict.fromkeys(r["policy"] for r in summary)):
         mine = [r for r in summary if r["policy"] == policy]
         color = f"C{i}"
         if key and all(key in r for r in mine):
             mine = sorted(mine, key=lambda r: float(r[key]))
             xs = [float(r[key]) for r in mine]
-            left.plot(xs, [r["carbon_saving_pct"] for r in mine], "o-", color=color, label=policy)
-            right.plot(xs, [r["deadline_met_pct"] for r in mine], "o-", color=color, label=policy)
+            for ax, metric in metrics:
+                ys = [r[metric] if r[metric] is not None else math.nan for r in mine]
+                arms = [_error(r, metric) for r in mine]
+                yerr = [[a for a, _ in arms], [b for _, b in arms]]
+                ax.errorbar(xs, ys, yerr=yerr, fmt="o-", color=color, capsize=3, label=policy)
             continue
-        for row in mine:  # not swept: a reference line per parameter set
-            for ax, metric in ((left, "carbon_saving_pct"), (right, "deadline_met_pct")):
+        for row in mine:  # not swept: a reference line per parameter set, its interval a band
+            for ax, metric in metrics:
                 if row[metric] is not None:
                     ax.axhline(row[metric], color=color, ls="--", label=row["params"])
+                    below, above = _error(row, metric)
+                    if below or above:
+                        low, high = row[metric] - below, row[metric] + above
+                        ax.axhspan(low, high, color=color, alpha=0.15)
     for ax, title in ((left, "carbon saving vs baseline (%)"), (right, "deadlines met (%)")):
-        ax.set_title(title)
+        ax.set_title(title + ", 95 % CI over seeds")
         ax.set_xlabel(swept[0] if swept else "run")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="small")
