@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from carbonshift.cli._output import Column, OutputFormat, emit_rows
 from carbonshift.sim.reproduce import REPRODUCTIONS, reproduce
 
 __all__ = ["command"]
@@ -19,7 +18,9 @@ def command(
     name: str = typer.Argument(..., help=f"Which paper: {', '.join(REPRODUCTIONS)}."),
     out: Path = typer.Option(Path("out/reproduce"), "--out", help="Output folder."),
     quick: bool = typer.Option(False, "--quick", help="One seed instead of five."),
-    output_format: str = typer.Option("table", "--format", help="table or json."),
+    output_format: OutputFormat = typer.Option(
+        OutputFormat.TABLE, "--format", help="table, json or csv (machine column names)."
+    ),
     traces: Path | None = typer.Option(
         None, "--traces", help="Folder with gaia/ and pwa/ traces (default ../shared/data/traces)."
     ),
@@ -28,8 +29,6 @@ def command(
 
     Example: carbonshift reproduce caspian --quick --out out/caspian
     """
-    if output_format not in ("table", "json"):
-        raise typer.BadParameter(f"--format {output_format!r}: use table or json")
     console = Console(stderr=True)
     target = out / name
     with Progress(
@@ -46,16 +45,16 @@ def command(
             progress.update(task, completed=done, total=total, description=f"{name}: {what}")
 
         result = reproduce(name, target, quick=quick, step=step, traces=traces)
-    if output_format == "json":
-        typer.echo(json.dumps({"name": result.name, "rows": list(result.rows)}, indent=1))
+    emit_rows(
+        result.rows,
+        [Column(c, label=c, right=True, cell=_cell) for c in result.columns],
+        fmt=output_format,
+        title=f"{name} reproduction (ours beside the paper's)",
+        json_payload={"name": result.name, "rows": list(result.rows)},
+    )
+    if output_format is not OutputFormat.TABLE:
         return
-    table = Table(title=f"{name} reproduction (ours beside the paper's)")
-    for column in result.columns:
-        table.add_column(column, justify="right", overflow="fold")
-    for row in result.rows:
-        table.add_row(*(_cell(row.get(c)) for c in result.columns))
     out_console = Console()
-    out_console.print(table)
     for note in result.notes:
         out_console.print(f"- {note}")
     for path in result.files:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from carbonshift.cli._output import Column, OutputFormat, emit_rows, with_interval
 from carbonshift.sim.sweep import load_sweep, run_sweep
 
 __all__ = ["command"]
@@ -20,7 +19,9 @@ def command(
     out: Path = typer.Option(..., "--out", help="Output folder for sweep.csv, sweep.png, ..."),
     workers: int | None = typer.Option(None, "--workers", help="Processes (overrides the file)."),
     keep_runs: bool = typer.Option(False, "--keep-runs", help="Keep each run's jobs.csv etc."),
-    output_format: str = typer.Option("table", "--format", help="table or json."),
+    output_format: OutputFormat = typer.Option(
+        OutputFormat.TABLE, "--format", help="table, json or csv (machine column names)."
+    ),
     dask: str | None = typer.Option(
         None, "--dask", help="Run on the Dask scheduler at this address (the dask extra)."
     ),
@@ -38,8 +39,6 @@ def command(
 
     Your own policy against a built-in: ... --policy my_policy.greenest:greenest --policy asap
     """
-    if output_format not in ("table", "json"):
-        raise typer.BadParameter(f"--format {output_format!r}: use table or json")
     spec = load_sweep(sweep, policies=policy or None)
     if workers is not None:
         if workers < 1:
@@ -59,24 +58,23 @@ def command(
             bar.update(task, completed=done, total=total, description=f"sweep: {what}")
 
         summary = run_sweep(spec, out, step=step, keep_runs=keep_runs, dask_address=dask)
-    if output_format == "json":
-        typer.echo(json.dumps(summary, indent=1))
-        return
-    table = Table(title=f"sweep {sweep} ({len(spec.runs)} runs; seed means)")
-    columns = ("scenario", "params", "seeds", "carbon_saving_pct", "deadline_met_pct")
-    for column in (*columns, "completion"):
-        table.add_column(column, overflow="fold")
-    for row in summary:
-        cells = [_cell(row.get(c)) for c in columns]
-        table.add_row(*cells, _cell(row.get("mean_completion_ratio")))
-    console = Console()
-    console.print(table)
-    console.print(f"wrote {out}/sweep.csv, sweep_summary.csv, sweep.png")
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    columns = [
+        Column("scenario"),
+        Column("policy"),
+        Column("params"),
+        Column("seeds", right=True),
+        *(
+            Column(metric, right=True, show=with_interval(metric))
+            for metric in ("carbon_saving_pct", "deadline_met_pct", "mean_completion_ratio")
+        ),
+    ]
+    emit_rows(
+        summary,
+        columns,
+        fmt=output_format,
+        title=f"sweep {sweep} ({len(spec.runs)} runs; seed means [95 % interval])",
+        json_payload=summary,
+        csv_keys=list(dict.fromkeys(key for row in summary for key in row)),
+    )
+    if output_format is OutputFormat.TABLE:
+        Console().print(f"wrote {out}/sweep.csv, sweep_summary.csv, sweep.png")
