@@ -10,7 +10,8 @@ says what running work already holds (plan against :attr:`InstanceArrays.free_un
 Example, a policy that starts every job in the cleanest slot it fits before its deadline::
 
     import numpy as np
-    from carbonshift.policy import CapacityLedger, arrays_of, build_result, register_policy
+    from carbonshift.policy import (
+        CapacityLedger, arrays_of, build_result, register_policy, release_order)
 
     @register_policy("greenest", params={"max_wait_slots": 24})
     def greenest(instance, context=None, max_wait_slots=24):
