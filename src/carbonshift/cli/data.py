@@ -152,6 +152,7 @@ def _plot(window: SignalWindow, path: Path) -> None:
     fig.text(0.99, 0.01, ATTRIBUTION, ha="right", va="bottom", fontsize=7)
     fig.autofmt_xdate()
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=100)
     except OSError as exc:
         raise InputError(
@@ -304,6 +305,7 @@ def _plot_potential(rows: list[dict[str, Any]], title: str, path: Path) -> None:
     )
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=150)
     except OSError as exc:
         raise InputError(
