@@ -40,6 +40,7 @@ _VERBS: dict[str, str] = {
     "controller": "carbonshift.cli.controller",
     "hub": "carbonshift.cli.hub",
     "serve": "carbonshift.cli.serve",
+    "status": "carbonshift.cli.status",
     "completion": "carbonshift.cli.completion",
 }
 
