@@ -17,6 +17,7 @@ from carbonshift.domain import Instance
 from carbonshift.errors import InputError
 from carbonshift.planning.backends.highs import LpMethod
 from carbonshift.planning.policies.asap import asap
+from carbonshift.planning.policies.carbonshift import BOUND_METHODS, OBJECTIVES, carbonshift
 from carbonshift.planning.policies.caspian import caspian
 from carbonshift.planning.policies.cjps import exact, rr, srr
 from carbonshift.planning.policies.fluidos import fluidos
@@ -164,6 +165,45 @@ _SEED = ParamSpec("seed", int, 0, "random seed of the rounding", 0)
 POLICIES: dict[str, PolicySpec] = {
     spec.name: spec
     for spec in (
+        PolicySpec(
+            "carbonshift",
+            lambda inst, ctx, p: carbonshift(
+                inst,
+                ctx,
+                objective=p.get_str("objective"),
+                bound=p.get_str("bound"),
+                dual_iterations=p.get_int("dual_iterations"),
+                improve_passes=p.get_int("improve_passes"),
+                lp_max_columns=p.get_int("lp_max_columns"),
+                lp_time_limit_s=p.get_float("lp_time_limit_s"),
+            ),
+            (
+                ParamSpec(
+                    "objective",
+                    str,
+                    "carbon",
+                    "carbon: operational + embodied grams; operational: operational grams only",
+                    choices=OBJECTIVES,
+                ),
+                ParamSpec(
+                    "bound",
+                    str,
+                    "auto",
+                    "lower bound: auto (class LP when small, and Lagrangian), lagrangian, lp, none",
+                    choices=BOUND_METHODS,
+                ),
+                ParamSpec(
+                    "dual_iterations", int, 300, "subgradient steps on the Lagrangian prices", 0
+                ),
+                ParamSpec("improve_passes", int, 3, "re-insertion passes after the greedy", 0),
+                ParamSpec(
+                    "lp_max_columns", int, 60_000, "solve the class LP up to this many columns", 0
+                ),
+                ParamSpec("lp_time_limit_s", float, 60.0, "HiGHS limit on the class LP (s)", 0.001),
+            ),
+            "least grams with every deadline kept, certified lower bound (the default)",
+            carbonshift,
+        ),
         PolicySpec(
             "asap",
             lambda inst, ctx, p: asap(inst, ctx),
