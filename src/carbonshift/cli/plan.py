@@ -15,7 +15,7 @@ from carbonshift.errors import InputError
 from carbonshift.formats import read_instance, write_plan
 from carbonshift.planning import POLICIES, PolicyResult, explain, run_policy
 
-__all__ = ["DEFAULT_POLICY", "DEFAULT_NOTICE", "command"]
+__all__ = ["DEFAULT_NOTICE", "DEFAULT_POLICY", "command"]
 
 #: The policy of ``carbonshift plan`` without ``--policy`` (CHANGELOG.md, 0.2.0).
 DEFAULT_POLICY = "carbonshift"
