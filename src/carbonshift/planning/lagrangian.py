@@ -244,6 +244,8 @@ def dual_ascent(
     prices: FloatArray | None = None,
     deadline_s: float = float("inf"),
     target_gap: float = 1e-4,
+    patience: int = 20,
+    deflection: float = 0.8,
 ) -> DualResult:
     """Projected subgradient ascent on ``L`` with Polyak steps towards ``upper_g`` (the grams
     of a known plan), halving the step factor after 10 steps without progress. Stops after
@@ -252,23 +254,25 @@ def dual_ascent(
     lam = np.zeros(free.shape) if prices is None else prices.copy()
     best_value, best_lam = -np.inf, lam.copy()
     theta, stall, done = 1.0, 0, 0
+    direction = np.zeros(free.shape)
     for done in range(1, iterations + 1):
         ev = evaluate(classes, base, lam, free)
         if done == 1 or ev.value_g > best_value + 1e-12 * max(1.0, abs(best_value)):
             best_value, best_lam, stall = ev.value_g, lam.copy(), 0
         else:
             stall += 1
-            if stall >= 10:
+            if stall >= patience:
                 theta, stall = theta / 2, 0
-                lam = best_lam.copy()
         if upper_g - best_value <= target_gap * max(abs(upper_g), 1e-12):
             break
-        if time.perf_counter() > deadline_s or theta < 1e-4:
+        if time.perf_counter() > deadline_s or theta < 1e-5:
             break
         g = np.where((lam <= 0) & (ev.subgradient < 0), 0.0, ev.subgradient)
-        norm2 = float(np.sum(g * g))
-        if norm2 <= 0:
+        # deflected direction (Camerini, Fratta and Maffioli 1975): damps the zig-zag
+        direction = g + deflection * direction
+        norm2 = float(np.sum(direction * direction))
+        if float(np.sum(g * g)) <= 0 or norm2 <= 0:
             break  # the relaxed optimum respects capacity: L is the LP optimum
         gap = max(upper_g - ev.value_g, 1e-9 * max(abs(upper_g), 1.0))
-        lam = np.maximum(lam + theta * gap / norm2 * g, 0.0)
+        lam = np.maximum(lam + theta * gap / norm2 * direction, 0.0)
     return DualResult(bound_g=float(best_value), prices=best_lam, iterations=done)

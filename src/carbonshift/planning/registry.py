@@ -176,6 +176,8 @@ POLICIES: dict[str, PolicySpec] = {
                 improve_passes=p.get_int("improve_passes"),
                 lp_max_columns=p.get_int("lp_max_columns"),
                 lp_time_limit_s=p.get_float("lp_time_limit_s"),
+                exact_max_starts=p.get_int("exact_max_starts"),
+                exact_time_limit_s=p.get_float("exact_time_limit_s"),
             ),
             (
                 ParamSpec(
@@ -200,6 +202,14 @@ POLICIES: dict[str, PolicySpec] = {
                     "lp_max_columns", int, 60_000, "solve the class LP up to this many columns", 0
                 ),
                 ParamSpec("lp_time_limit_s", float, 60.0, "HiGHS limit on the class LP (s)", 0.001),
+                ParamSpec(
+                    "exact_max_starts",
+                    int,
+                    400,
+                    "up to this many starts, also try the exact MILP (0: never)",
+                    0,
+                ),
+                ParamSpec("exact_time_limit_s", float, 2.0, "limit of that MILP (s)", 0.001),
             ),
             "least grams with every deadline kept, certified lower bound (the default)",
             carbonshift,
