@@ -57,6 +57,10 @@ BOUND_METHODS = ("auto", "lagrangian", "lp", "none")
 #: prefix sums can never lift it over the true dual value.
 _BOUND_MARGIN = 1e-9
 
+#: Up to this many jobs the planner re-prices and re-places three times and improves the
+#: first greedy plan too; above it, once (the 1 s target at 10,000 jobs).
+_SMALL_JOBS = 3000
+
 
 @dataclass(slots=True)
 class _State:
@@ -67,6 +71,15 @@ class _State:
     start: IntArray
 
 
+def _window_min(window: FloatArray, runtime: int, width: int) -> FloatArray:
+    """``min(window[..., s : s + runtime])`` for ``s`` in ``0 .. width - 1`` (last axis):
+    ``runtime - 1`` elementwise minima (measured faster than strided views for short runs)."""
+    least = window[..., :width].copy()
+    for k in range(1, runtime):
+        np.minimum(least, window[..., k : k + width], out=least)
+    return least
+
+
 class _Placer:
     """Start choices for one job at a time, vectorised over (cluster, start)."""
 
@@ -74,18 +87,25 @@ class _Placer:
         self.a = arrays
         self.c = classes
         self.s = state
+        self.single = arrays.demand_units.shape[1] == 1
         self.nz = [np.flatnonzero(row > 0) for row in arrays.demand_units]
+        self.need = [arrays.demand_units[j, nz] for j, nz in enumerate(self.nz)]
+        self.amount = arrays.demand_units[:, 0].tolist()
+        self.runtime = arrays.runtime_slots.tolist()
+        self.every: list[bool] = [bool(v) for v in np.all(arrays.allowed, axis=1)]
 
     def room(self, j: int, lo: int, hi: int) -> npt.NDArray[np.bool_]:
         """Where job ``j`` fits for starts ``lo .. hi`` on each cluster: ``(m, hi-lo+1)``."""
-        r = int(self.a.runtime_slots[j])
-        nz = self.nz[j]
-        need = self.a.demand_units[j, nz]
-        window = self.s.free[:, nz, lo : hi + r]
-        short = (window + CAPACITY_TOLERANCE < need[None, :, None]).any(axis=1)
-        count = np.zeros((short.shape[0], short.shape[1] + 1), dtype=np.int64)
-        np.cumsum(short, axis=1, out=count[:, 1:])
-        ok: npt.NDArray[np.bool_] = (count[:, r:] - count[:, : count.shape[1] - r]) == 0
+        r = self.runtime[j]
+        width = hi - lo + 1
+        if self.single:
+            least = _window_min(self.s.free[:, 0, lo : hi + r], r, width)
+            ok: npt.NDArray[np.bool_] = least + CAPACITY_TOLERANCE >= self.amount[j]
+        else:
+            least = _window_min(self.s.free[:, self.nz[j], lo : hi + r], r, width)
+            ok = np.all(least + CAPACITY_TOLERANCE >= self.need[j][None, :, None], axis=1)
+        if self.every[j]:
+            return ok
         result: npt.NDArray[np.bool_] = ok & self.a.allowed[j][:, None]
         return result
 
@@ -105,7 +125,7 @@ class _Placer:
     def earliest(self, j: int, table: FloatArray) -> tuple[int, int] | None:
         """The earliest start with room in the horizon, ties to the least ``table`` cost."""
         lo = int(self.a.release_slot[j])
-        hi = self.a.horizon_slots - int(self.a.runtime_slots[j])
+        hi = self.a.horizon_slots - self.runtime[j]
         if hi < lo:
             return None
         ok = self.room(j, lo, hi)
@@ -119,24 +139,34 @@ class _Placer:
 
     def place(self, j: int, where: tuple[int, int]) -> None:
         m, s = where
-        r = int(self.a.runtime_slots[j])
-        nz = self.nz[j]
-        self.s.free[m, nz, s : s + r] -= self.a.demand_units[j, nz][:, None]
+        r = self.runtime[j]
+        if self.single:
+            self.s.free[m, 0, s : s + r] -= self.amount[j]
+        else:
+            self.s.free[m, self.nz[j], s : s + r] -= self.need[j][:, None]
         self.s.cluster[j], self.s.start[j] = m, s
 
     def remove(self, j: int) -> None:
         m, s = int(self.s.cluster[j]), int(self.s.start[j])
-        r = int(self.a.runtime_slots[j])
-        nz = self.nz[j]
-        self.s.free[m, nz, s : s + r] += self.a.demand_units[j, nz][:, None]
+        r = self.runtime[j]
+        if self.single:
+            self.s.free[m, 0, s : s + r] += self.amount[j]
+        else:
+            self.s.free[m, self.nz[j], s : s + r] += self.need[j][:, None]
         self.s.cluster[j] = self.s.start[j] = -1
 
 
 def _place_all(
-    arrays: InstanceArrays, classes: JobClasses, guide: FloatArray, true: FloatArray
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    guide: FloatArray,
+    true: FloatArray,
+    *,
+    tight_first: bool = False,
 ) -> _State:
-    """Critical jobs at their earliest start, then the rest, largest first, at their on-time
-    start of least ``guide`` cost; those with no on-time room at their earliest start."""
+    """Critical jobs at their earliest start, then the rest, largest first (``tight_first``:
+    fewest on-time (cluster, start) options first, then largest), at their on-time start
+    of least ``guide`` cost; those with no on-time room at their earliest start."""
     n = arrays.n_jobs
     state = _State(
         free=arrays.free_units.copy(),
@@ -151,8 +181,13 @@ def _place_all(
             placer.place(int(j), where)
     rest = np.flatnonzero(~arrays.critical)
     size = classes.weight[rest] * arrays.runtime_slots[rest]
+    if tight_first:
+        options = (classes.hi - classes.lo + 1)[rest] * arrays.allowed[rest].sum(axis=1)
+        order = rest[np.lexsort((-size, options))]
+    else:
+        order = rest[np.argsort(-size, kind="stable")]
     deferred = []
-    for j in rest[np.argsort(-size, kind="stable")]:
+    for j in order:
         where = placer.cheapest(int(j), guide)
         if where is None:
             deferred.append(int(j))
@@ -209,6 +244,76 @@ def _improve(
         if where is not None:
             placer.place(int(j), where)
     return moves
+
+
+def _repair_lateness(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    state: _State,
+    true: FloatArray,
+    guide: FloatArray,
+    tries: int = 8,
+    max_moved: int = 24,
+) -> int:
+    """Put late jobs on time by making room: for a late job, over its on-time (cluster,
+    start) options with the least demand in the way, take out the non-critical jobs in the
+    way (at most ``max_moved``), place the late job, and put them back at their cheapest
+    on-time start with room (by ``guide``); undone unless every one of them goes back on time. Returns the jobs
+    put on time."""
+    placer = _Placer(arrays, classes, state)
+    runtime = arrays.runtime_slots
+    fixed = 0
+    late = np.flatnonzero((state.cluster >= 0) & (state.start + runtime > arrays.deadline_slot))
+    for j in late[np.argsort(-(classes.weight[late] * runtime[late]), kind="stable")]:
+        j = int(j)
+        if not classes.on_time[j] or arrays.critical[j]:
+            continue
+        lo, hi, r = int(classes.lo[j]), int(classes.hi[j]), int(runtime[j])
+        old_j = (int(state.cluster[j]), int(state.start[j]))
+        placer.remove(j)
+        # demand already in the way of each on-time option (first resource's shortfall)
+        used = arrays.free_units[:, :, lo : hi + r] - state.free[:, :, lo : hi + r]
+        blocked = _window_min(-used.sum(axis=1), r, hi - lo + 1)  # -(max use in the run)
+        blocked = np.where(arrays.allowed[j][:, None], -blocked, np.inf)
+        done = False
+        for flat in np.argsort(blocked, axis=None, kind="stable")[:tries]:
+            m, s = int(flat // (hi - lo + 1)), lo + int(flat % (hi - lo + 1))
+            if not np.isfinite(blocked.flat[flat]):
+                break
+            way = np.flatnonzero(
+                (state.cluster == m)
+                & (state.start < s + r)
+                & (state.start + runtime > s)
+                & ~arrays.critical
+            )
+            if way.size > max_moved:
+                continue
+            olds = [(int(k), int(state.cluster[k]), int(state.start[k])) for k in way]
+            for k in way:
+                placer.remove(int(k))
+            if bool(placer.room(j, s, s)[m, 0]):
+                placer.place(j, (m, s))
+                back = True
+                for k in way[np.argsort(-(classes.weight[way] * runtime[way]), kind="stable")]:
+                    where = placer.cheapest(int(k), guide)
+                    if where is None:
+                        back = False
+                        break
+                    placer.place(int(k), where)
+                if back:
+                    done = True
+                    break
+                for k in way:
+                    if state.cluster[k] >= 0:
+                        placer.remove(int(k))
+                placer.remove(j)
+            for kk, mk, sk in olds:
+                placer.place(kk, (mk, sk))
+        if done:
+            fixed += 1
+        else:
+            placer.place(j, old_j)
+    return fixed
 
 
 def _unit_cost(
@@ -428,9 +533,26 @@ def carbonshift(
     def score(state: _State) -> tuple[int, float]:
         return (_lateness_slots(arrays, state), _grams(arrays, classes, state, true_table))
 
+    small = arrays.n_jobs <= _SMALL_JOBS
     best = _place_all(arrays, classes, true_table, true_table)
-    _improve(arrays, classes, best, true_table, own, improve_passes)
+    if small:
+        _improve(arrays, classes, best, true_table, own, improve_passes)
     best_key = score(best)
+
+    def consider(trial: _State) -> None:
+        nonlocal best, best_key
+        _improve(arrays, classes, trial, true_table, own, improve_passes)
+        key = score(trial)
+        if key < best_key:
+            best, best_key = trial, key
+
+    def place_guided(guide: FloatArray) -> None:
+        trial = _place_all(arrays, classes, guide, true_table)
+        if small and _lateness_slots(arrays, trial):
+            _repair_lateness(arrays, classes, trial, true_table, guide)
+        consider(trial)
+        if best_key[0] > 0:  # still late: the jobs with fewest options first
+            consider(_place_all(arrays, classes, guide, true_table, tight_first=True))
 
     lower: float | None = None  # a bound on the planning objective's grams
     lp: _ClassLp | None = None
@@ -460,8 +582,9 @@ def carbonshift(
     infeasible = lp is not None and lp.infeasible
     if all_on_time_possible and not infeasible and bound != "none" and dual_iterations > 0:
         prices = None
-        per_round = max(1, dual_iterations // 3)
-        for _ in range(3):
+        rounds = 3 if small else 1
+        per_round = max(1, dual_iterations // rounds)
+        for _ in range(rounds):
             if close_enough():
                 break
             dual = dual_ascent(
@@ -473,20 +596,14 @@ def carbonshift(
             guide = shape_costs(classes, base + prices.transpose(1, 0, 2))
             if lp is not None and lp.optimum_g is not None and not lp_rounded:
                 # the LP's starts, and the prices where they have no room
-                trial = _place_from_lp(arrays, classes, lp.columns, lp.share, true_table, guide)
+                consider(_place_from_lp(arrays, classes, lp.columns, lp.share, true_table, guide))
                 lp_rounded = True
             else:
-                trial = _place_all(arrays, classes, guide, true_table)
-            _improve(arrays, classes, trial, true_table, own, improve_passes)
-            key = score(trial)
-            if key < best_key:
-                best, best_key = trial, key
+                place_guided(guide)
     if lp is not None and lp.optimum_g is not None and not lp_rounded and not close_enough():
-        trial = _place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table)
-        _improve(arrays, classes, trial, true_table, own, improve_passes)
-        key = score(trial)
-        if key < best_key:
-            best, best_key = trial, key
+        consider(_place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table))
+    if best_key[0] > 0 and dual_done == 0:
+        place_guided(true_table)
     stats["dual_iterations"] = float(dual_done)
 
     n_starts = int(
