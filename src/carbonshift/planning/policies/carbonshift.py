@@ -258,8 +258,8 @@ def _repair_lateness(
     """Put late jobs on time by making room: for a late job, over its on-time (cluster,
     start) options with the least demand in the way, take out the non-critical jobs in the
     way (at most ``max_moved``), place the late job, and put them back at their cheapest
-    on-time start with room (by ``guide``); undone unless every one of them goes back on time. Returns the jobs
-    put on time."""
+    on-time start with room (by ``guide``); undone unless every one of them goes back on
+    time. Returns the jobs put on time."""
     placer = _Placer(arrays, classes, state)
     runtime = arrays.runtime_slots
     fixed = 0
