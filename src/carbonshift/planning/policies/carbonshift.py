@@ -88,7 +88,8 @@ class _Placer:
         self.c = classes
         self.s = state
         self.single = arrays.demand_units.shape[1] == 1
-        self.nz = [np.flatnonzero(row > 0) for row in arrays.demand_units]
+        rows = [] if self.single else list(arrays.demand_units)
+        self.nz = [np.flatnonzero(row > 0) for row in rows]
         self.need = [arrays.demand_units[j, nz] for j, nz in enumerate(self.nz)]
         self.amount = arrays.demand_units[:, 0].tolist()
         self.runtime = arrays.runtime_slots.tolist()
@@ -534,14 +535,34 @@ def carbonshift(
         return (_lateness_slots(arrays, state), _grams(arrays, classes, state, true_table))
 
     small = arrays.n_jobs <= _SMALL_JOBS
-    best = _place_all(arrays, classes, true_table, true_table)
-    if small:
-        _improve(arrays, classes, best, true_table, own, improve_passes)
+    passes = improve_passes if small else min(improve_passes, 1)
+    lower: float | None = None  # a bound on the planning objective's grams
+    lp: _ClassLp | None = None
+    columns = class_columns(classes) if all_on_time_possible else None
+    use_lp = (
+        columns is not None
+        and bound in ("auto", "lp")
+        and (bound == "lp" or len(columns) <= lp_max_columns)
+        and bool(np.any(base > 0))
+    )
+    if use_lp and columns is not None:
+        lp = _solve_class_lp(arrays, classes, true_table, columns, lp_time_limit_s)
+        stats["lp_seconds"] = lp.seconds
+        if lp.optimum_g is not None:
+            lower = lp.optimum_g
+            stats["lp_bound_g"] = lp.optimum_g
+    if lp is not None and lp.optimum_g is not None:
+        best = _place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table)
+        _improve(arrays, classes, best, true_table, own, passes)
+    else:
+        best = _place_all(arrays, classes, true_table, true_table)
+        if small:
+            _improve(arrays, classes, best, true_table, own, passes)
     best_key = score(best)
 
     def consider(trial: _State) -> None:
         nonlocal best, best_key
-        _improve(arrays, classes, trial, true_table, own, improve_passes)
+        _improve(arrays, classes, trial, true_table, own, passes)
         key = score(trial)
         if key < best_key:
             best, best_key = trial, key
@@ -554,21 +575,8 @@ def carbonshift(
         if best_key[0] > 0:  # still late: the jobs with fewest options first
             consider(_place_all(arrays, classes, guide, true_table, tight_first=True))
 
-    lower: float | None = None  # a bound on the planning objective's grams
-    lp: _ClassLp | None = None
-    columns = class_columns(classes) if all_on_time_possible else None
-    use_lp = (
-        columns is not None
-        and bound in ("auto", "lp")
-        and (bound == "lp" or len(columns) <= lp_max_columns)
-        and best_key[1] > 0
-    )
-    if use_lp and columns is not None:
-        lp = _solve_class_lp(arrays, classes, true_table, columns, lp_time_limit_s)
-        stats["lp_seconds"] = lp.seconds
-        if lp.optimum_g is not None:
-            lower = lp.optimum_g
-            stats["lp_bound_g"] = lp.optimum_g
+    if small and lp is not None and lp.optimum_g is not None:
+        consider(_place_all(arrays, classes, true_table, true_table))
 
     def close_enough() -> bool:
         return (
@@ -600,8 +608,6 @@ def carbonshift(
                 lp_rounded = True
             else:
                 place_guided(guide)
-    if lp is not None and lp.optimum_g is not None and not lp_rounded and not close_enough():
-        consider(_place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table))
     if best_key[0] > 0 and dual_done == 0:
         place_guided(true_table)
     stats["dual_iterations"] = float(dual_done)
