@@ -147,5 +147,30 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_missing_instance_is_an_input_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan"]) == 2
     assert "--instance is missing" in capsys.readouterr().err
-    assert main(["plan", "--instance", "x.json"]) == 2
-    assert "--policy is missing; give one of: asap" in capsys.readouterr().err
+
+
+def test_without_policy_carbonshift_plans_says_so_and_writes_its_bound(
+    instance_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "p.json"
+    assert main(["plan", "-i", str(instance_file), "-o", str(out), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "notice: no --policy given; planning with 'carbonshift'" in captured.err
+    assert captured.err.count("\n") == 1
+    printed = json.loads(captured.out)
+    written = json.loads(out.read_text(encoding="utf-8"))
+    assert printed["policy"] == written["policy"] == "carbonshift"
+    # job c (9 gpu) fits nowhere, so no plan puts every job on time: no bound, no gap
+    assert written["bound"] == {"lower_bound_g": None, "gap": None}
+    assert printed["lower_bound_g"] is None
+    assert read_plan(out).policy == "carbonshift"
+
+
+def test_list_policies_shows_carbonshift_with_its_parameters(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["plan", "--list-policies", "--format", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    want_params = {"objective", "bound", "dual_iterations", "improve_passes", "lp_max_columns"}
+    assert want_params <= set(listed["carbonshift"]["params"])
+    assert listed["carbonshift"]["params"]["objective"]["default"] == "carbon"

@@ -13,10 +13,17 @@ from rich.table import Table
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.errors import InputError
 from carbonshift.formats import read_instance, write_plan
-from carbonshift.planning import POLICIES, PolicyResult, explain, run_policy
+from carbonshift.planning import PolicyResult, explain, run_policy
 from carbonshift.planning.registry import available_policies
 
-__all__ = ["command"]
+__all__ = ["DEFAULT_NOTICE", "DEFAULT_POLICY", "command"]
+
+#: The policy of ``carbonshift plan`` without ``--policy`` (CHANGELOG.md, 0.2.0).
+DEFAULT_POLICY = "carbonshift"
+DEFAULT_NOTICE = (
+    "notice: no --policy given; planning with 'carbonshift', the new default (least grams "
+    "with every deadline kept, certified lower bound; see CHANGELOG.md)"
+)
 
 
 class Format(StrEnum):
@@ -84,6 +91,9 @@ def _report(
         "plan": str(out),
         **{f"stats.{k}": v for k, v in result.stats.items()},
     }
+    if result.bound is not None:
+        summary["lower_bound_g"] = result.bound.lower_bound_g
+        summary["gap"] = result.bound.gap
     reasons = explain(instance, result) if with_explain else {}
     if fmt is Format.JSON:
         payload: dict[str, object] = {**summary, "violations": [v.message for v in violations]}
@@ -97,6 +107,10 @@ def _report(
     table.add_column("value", justify="right")
     for key, value in summary.items():
         shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+        if key == "gap" and isinstance(value, float):
+            shown = f"{100 * value:.3f} %"
+        elif value is None and key in ("lower_bound_g", "gap"):
+            shown = "none (no plan may put every job on time)"
         table.add_row(key, shown)
     console.print(table)
     for violation in violations[:10]:
@@ -118,7 +132,8 @@ def command(
         None,
         "--policy",
         "-p",
-        help="Policy name (see --list-policies) or your own as package.module:function.",
+        help=f"Policy name (see --list-policies; default {DEFAULT_POLICY}) or your own as "
+        "package.module:function.",
     ),
     param: list[str] = typer.Option(
         [], "--param", help="A policy parameter KEY=VALUE, repeatable (e.g. samples=50)."
@@ -134,6 +149,9 @@ def command(
 ) -> None:
     """Plan an instance with one policy; print the scores and write the plan JSON.
 
+    Without --policy the `carbonshift` policy plans (least grams with every deadline kept)
+    and the plan carries its certified lower bound.
+
     Example: carbonshift plan --instance inst.json --policy srr --param samples=50 --out plan.json
 
     Your own policy: --policy my_policy.greenest:greenest (docs/python-api.md)
@@ -144,8 +162,9 @@ def command(
     if instance is None:
         raise InputError("--instance is missing; give a planning instance JSON file")
     if policy is None:
-        raise InputError("--policy is missing; give one of: " + ", ".join(POLICIES))
+        typer.echo(DEFAULT_NOTICE, err=True)
+        policy = DEFAULT_POLICY
     problem = read_instance(instance)
     result = run_policy(policy, problem, _parse_params(param))
-    write_plan(result.plan, out, score_plan(problem, result.plan))
+    write_plan(result.plan, out, score_plan(problem, result.plan), result.bound)
     _report(problem, result, out, fmt, with_explain)

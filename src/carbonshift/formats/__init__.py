@@ -6,9 +6,10 @@ from carbonshift.formats.instance import (
     read_instance,
     write_instance,
 )
-from carbonshift.formats.plan import plan_from_dict, plan_to_dict, read_plan, write_plan
+from carbonshift.formats.plan import PlanBound, plan_from_dict, plan_to_dict, read_plan, write_plan
 
 __all__ = [
+    "PlanBound",
     "instance_from_dict",
     "instance_to_dict",
     "plan_from_dict",

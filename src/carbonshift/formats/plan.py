@@ -1,9 +1,13 @@
-"""Plan JSON (CONTRACTS.md section 2, ``version: 1``), with optional ``scores``."""
+"""Plan JSON (CONTRACTS.md section 2, ``version: 1``), with optional ``scores`` and ``bound``.
+
+Written as strict JSON: a non-finite number is refused (an undefined ratio is ``null``).
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+import math
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,7 +17,26 @@ from carbonshift.domain import Assignment, ClusterName, JobId, Plan, Scores
 from carbonshift.errors import InputError
 from carbonshift.formats._common import describe_validation_error, read_json, warn_unknown_fields
 
-__all__ = ["plan_from_dict", "plan_to_dict", "read_plan", "write_plan"]
+__all__ = ["PlanBound", "plan_from_dict", "plan_to_dict", "read_plan", "write_plan"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanBound:
+    """The optional ``bound`` object of a plan: ``lower_bound_g`` is a proven lower bound on
+    ``operational_g + embodied_g`` over every feasible plan that puts every job on time
+    (None when no such plan may exist); ``gap = (plan grams - lower_bound_g) /
+    lower_bound_g`` (None when the bound is None or 0)."""
+
+    lower_bound_g: float | None
+    gap: float | None
+
+    @classmethod
+    def of(cls, lower_bound_g: float | None, plan_g: float) -> PlanBound:
+        """The bound and the gap of a plan of ``plan_g`` grams (operational + embodied)."""
+        if lower_bound_g is None or not math.isfinite(lower_bound_g):
+            return cls(None, None)
+        gap = (plan_g - lower_bound_g) / lower_bound_g if lower_bound_g > 0 else None
+        return cls(lower_bound_g, gap)
 
 
 class _Wire(BaseModel):
@@ -42,6 +65,7 @@ def plan_from_dict(data: Any, *, what: str = "plan") -> Plan:
         raise InputError(describe_validation_error(exc, what)) from exc
     wire_extra = dict(wire.model_extra or {})
     wire_extra.pop("scores", None)
+    wire_extra.pop("bound", None)
     wire.__pydantic_extra__ = wire_extra
     warn_unknown_fields(wire, what)
     return Plan(
@@ -54,8 +78,10 @@ def plan_from_dict(data: Any, *, what: str = "plan") -> Plan:
     )
 
 
-def plan_to_dict(plan: Plan, scores: Scores | None = None) -> dict[str, Any]:
-    """The CONTRACTS.md JSON object of ``plan``; ``scores`` added when given."""
+def plan_to_dict(
+    plan: Plan, scores: Scores | None = None, bound: PlanBound | None = None
+) -> dict[str, Any]:
+    """The CONTRACTS.md JSON object of ``plan``; ``scores`` and ``bound`` added when given."""
     out: dict[str, Any] = {
         "version": 1,
         "policy": plan.policy,
@@ -68,6 +94,8 @@ def plan_to_dict(plan: Plan, scores: Scores | None = None) -> dict[str, Any]:
     }
     if scores is not None:
         out["scores"] = asdict(scores)
+    if bound is not None:
+        out["bound"] = {"lower_bound_g": bound.lower_bound_g, "gap": bound.gap}
     return out
 
 
@@ -76,6 +104,9 @@ def read_plan(path: Path) -> Plan:
     return plan_from_dict(read_json(path, "plan"), what=f"plan {str(path)!r}")
 
 
-def write_plan(plan: Plan, path: Path, scores: Scores | None = None) -> None:
-    """Write ``plan`` (and optional ``scores``) as CONTRACTS.md JSON."""
-    path.write_text(json.dumps(plan_to_dict(plan, scores), indent=1) + "\n", encoding="utf-8")
+def write_plan(
+    plan: Plan, path: Path, scores: Scores | None = None, bound: PlanBound | None = None
+) -> None:
+    """Write ``plan`` (and optional ``scores`` and ``bound``) as strict CONTRACTS.md JSON."""
+    text = json.dumps(plan_to_dict(plan, scores, bound), indent=1, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")

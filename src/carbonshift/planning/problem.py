@@ -47,6 +47,7 @@ __all__ = [
     "future_gru",
     "gru",
     "linear_program",
+    "on_time_program",
 ]
 
 FloatArray = npt.NDArray[np.float64]
@@ -375,13 +376,15 @@ def _future_columns_empty() -> FutureColumns:
 @dataclass(frozen=True, slots=True, eq=False)
 class LinearProgram:
     """``max/min c.x`` s.t. ``row_lower <= A x <= row_upper``, ``0 <= x <= 1``; the first
-    ``n_integer`` columns are binary when solved as a MILP."""
+    ``n_integer`` columns are binary when solved as a MILP. ``row_lower`` None: no lower
+    bounds (``-inf``)."""
 
     objective: FloatArray
     matrix: sp.csc_matrix
     row_upper: FloatArray
     maximise: bool
     n_integer: int
+    row_lower: FloatArray | None = None
 
     @property
     def n_columns(self) -> int:
@@ -408,4 +411,25 @@ def linear_program(
         row_upper=problem.row_upper,
         maximise=maximise,
         n_integer=len(problem.starts),
+    )
+
+
+def on_time_program(problem: StartProblem, grams: FloatArray) -> LinearProgram:
+    """The time-indexed LP of the ``carbonshift`` bound: minimise ``grams . x`` with every
+    job started exactly once (job rows ``= 1``) over the starts of ``problem`` (build it
+    with ``on_time_only=True``), capacity rows as built. Infeasible when some job has no
+    on-time start or capacity cannot hold every job on time."""
+    if len(problem.future):
+        raise InputError("on_time_program takes a problem built without future-demand columns")
+    lp = linear_program(problem, grams, maximise=False)
+    n_cap = problem.capacity_key.shape[0]
+    lower = np.full(lp.row_upper.shape[0], -np.inf)
+    lower[n_cap : n_cap + problem.arrays.n_jobs] = 1.0
+    return LinearProgram(
+        objective=lp.objective,
+        matrix=lp.matrix,
+        row_upper=lp.row_upper,
+        maximise=False,
+        n_integer=lp.n_integer,
+        row_lower=lower,
     )

@@ -28,6 +28,7 @@ from carbonshift.errors import InputError
 from carbonshift.planning.backends.highs import LpMethod
 from carbonshift.planning.critical import critical_first
 from carbonshift.planning.policies.asap import asap
+from carbonshift.planning.policies.carbonshift import BOUND_METHODS, OBJECTIVES, carbonshift
 from carbonshift.planning.policies.caspian import caspian
 from carbonshift.planning.policies.cjps import exact, rr, srr
 from carbonshift.planning.policies.fluidos import fluidos
@@ -189,6 +190,55 @@ def _critical_first(runner: Runner) -> Runner:
 POLICIES: dict[str, PolicySpec] = {
     spec.name: spec
     for spec in (
+        PolicySpec(
+            "carbonshift",
+            lambda inst, ctx, p: carbonshift(
+                inst,
+                ctx,
+                objective=p.get_str("objective"),
+                bound=p.get_str("bound"),
+                dual_iterations=p.get_int("dual_iterations"),
+                improve_passes=p.get_int("improve_passes"),
+                lp_max_columns=p.get_int("lp_max_columns"),
+                lp_time_limit_s=p.get_float("lp_time_limit_s"),
+                exact_max_starts=p.get_int("exact_max_starts"),
+                exact_time_limit_s=p.get_float("exact_time_limit_s"),
+            ),
+            (
+                ParamSpec(
+                    "objective",
+                    str,
+                    "carbon",
+                    "carbon: operational + embodied grams; operational: operational grams only",
+                    choices=OBJECTIVES,
+                ),
+                ParamSpec(
+                    "bound",
+                    str,
+                    "auto",
+                    "lower bound: auto (class LP when small, and Lagrangian), lagrangian, lp, none",
+                    choices=BOUND_METHODS,
+                ),
+                ParamSpec(
+                    "dual_iterations", int, 300, "subgradient steps on the Lagrangian prices", 0
+                ),
+                ParamSpec("improve_passes", int, 3, "re-insertion passes after the greedy", 0),
+                ParamSpec(
+                    "lp_max_columns", int, 60_000, "solve the class LP up to this many columns", 0
+                ),
+                ParamSpec("lp_time_limit_s", float, 60.0, "HiGHS limit on the class LP (s)", 0.001),
+                ParamSpec(
+                    "exact_max_starts",
+                    int,
+                    400,
+                    "up to this many starts, also try the exact MILP (0: never)",
+                    0,
+                ),
+                ParamSpec("exact_time_limit_s", float, 2.0, "limit of that MILP (s)", 0.001),
+            ),
+            "least grams with every deadline kept, certified lower bound (the default)",
+            carbonshift,
+        ),
         PolicySpec(
             "asap",
             lambda inst, ctx, p: asap(inst, ctx),

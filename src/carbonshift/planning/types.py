@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from carbonshift.domain import JobId, Plan
+from carbonshift.formats.plan import PlanBound
 
 __all__ = ["PlanContext", "PlanStatus", "PolicyResult", "SolveStatus"]
 
@@ -69,3 +70,6 @@ class PolicyResult:
     status: PlanStatus
     notes: Mapping[JobId, str] = field(default_factory=dict)
     stats: Mapping[str, float] = field(default_factory=dict)
+    #: the plan's certified ``bound`` object (CONTRACTS.md section 2), for the policies that
+    #: prove one (``carbonshift``); None for the others
+    bound: PlanBound | None = None

@@ -130,7 +130,11 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     model.col_cost_ = np.ascontiguousarray(lp.objective, dtype=np.float64)
     model.col_lower_ = np.zeros(n_col)
     model.col_upper_ = np.ones(n_col)
-    model.row_lower_ = np.full(model.num_row_, -highspy.kHighsInf)
+    if lp.row_lower is None:
+        model.row_lower_ = np.full(model.num_row_, -highspy.kHighsInf)
+    else:
+        lower = np.ascontiguousarray(lp.row_lower, dtype=np.float64)
+        model.row_lower_ = np.where(np.isfinite(lower), lower, -highspy.kHighsInf)
     model.row_upper_ = np.ascontiguousarray(lp.row_upper, dtype=np.float64)
     model.sense_ = highspy.ObjSense.kMaximize if lp.maximise else highspy.ObjSense.kMinimize
     matrix = lp.matrix.tocsc()

@@ -1,0 +1,278 @@
+"""Lagrangian prices on (cluster, resource, slot) and the certified lower bound they give.
+
+Relax the capacity rows of the time-indexed LP (every on-time start ``x[j, m, s]`` in
+[0, 1], one start per job, capacity per cluster, resource and slot) with prices
+``lambda >= 0``. For ANY such prices
+
+    L(lambda) = sum_j min over on-time (m, s) of [c_jms + sum_k d_jk sum_{t=s}^{s+r_j-1}
+                lambda[m, k, t]] - sum lambda * free_capacity
+
+is at most the LP optimum, hence at most the grams of every feasible plan that puts every
+job on time (weak duality; Fisher, "The Lagrangian relaxation method for solving integer
+programming problems", Management Science 1981). The relaxed problem splits per job and has
+the integrality property, so ``max L`` equals the LP optimum; :func:`dual_ascent`
+approaches it with projected subgradient steps of Polyak's rule (Held, Wolfe and Crowder,
+"Validation of subgradient optimization", Math. Programming 1974). See
+docs/design/0002-carbonshift-planner.md.
+
+Speed: a job's option cost is ``w_j * (dir_j . U[m, r_j, s])`` with ``w_j`` the job's summed
+demand and ``dir_j = d_j / w_j``. Jobs of one *shape* (runtime, demand mix) share the table
+``U``; jobs of one *class* (shape, on-time window, allowed clusters) share the minimum. The
+minimum over a window of starts is a range-minimum query on a sparse table, so one
+evaluation costs O(shapes x clusters x slots x log slots + classes x clusters), not
+O(jobs x clusters x slots).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from carbonshift.planning.problem import InstanceArrays
+
+__all__ = [
+    "DualResult",
+    "JobClasses",
+    "classes_of",
+    "dual_ascent",
+    "evaluate",
+    "range_min",
+    "shape_costs",
+    "unit_grams",
+]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+def unit_grams(arrays: InstanceArrays, *, embodied: bool = True) -> FloatArray:
+    """Grams of one unit of each resource held one slot: ``(resources, clusters, slots)``.
+
+    ``watts / 1000 * pue * slot_h * ci`` (operational) plus ``embodied_g_per_unit_hour *
+    slot_h`` (CONTRACTS.md section 2); without ``embodied`` the second term is left out.
+    """
+    h = arrays.slot_hours
+    op = (arrays.watts_per_unit * arrays.pue[:, None] / 1000.0 * h).T[:, :, None] * (
+        arrays.ci_g_per_kwh[None, :, :]
+    )
+    if embodied:
+        op = op + (arrays.embodied_g_per_unit_hour.T * h)[:, :, None]
+    result: FloatArray = np.ascontiguousarray(op)
+    return result
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class JobClasses:
+    """Jobs grouped for pricing. Per job: ``weight`` (summed demand), ``shape``, ``klass``
+    (-1: no start in the horizon on an allowed cluster), ``lo``/``hi`` the window priced
+    (the on-time starts, or every start when the job has no on-time one) and ``on_time``
+    (whether that window is on time). Per shape: runtime and demand mix. Per class: shape,
+    window, allowed clusters, summed weight and summed demand per resource."""
+
+    weight: FloatArray  # (n,)
+    shape: IntArray  # (n,)
+    klass: IntArray  # (n,)
+    lo: IntArray  # (n,)
+    hi: IntArray  # (n,)
+    on_time: BoolArray  # (n,)
+    shape_runtime: IntArray  # (G,)
+    shape_mix: FloatArray  # (G, k)
+    class_shape: IntArray  # (C,)
+    class_lo: IntArray  # (C,)
+    class_hi: IntArray  # (C,)
+    class_allowed: BoolArray  # (C, m)
+    class_weight: FloatArray  # (C,)
+    class_demand: FloatArray  # (C, k)
+
+    @property
+    def every_job_can_be_on_time(self) -> bool:
+        """Whether every job has an on-time start on some allowed cluster (ignoring room)."""
+        return bool(np.all(self.on_time))
+
+
+def classes_of(arrays: InstanceArrays) -> JobClasses:
+    """Group the jobs of ``arrays`` into shapes and classes (see the module docstring)."""
+    n, h = arrays.n_jobs, arrays.horizon_slots
+    demand = arrays.demand_units
+    weight = demand.sum(axis=1)
+    mix = demand / np.where(weight > 0, weight, 1.0)[:, None]
+    runtime = arrays.runtime_slots
+    lo = arrays.release_slot.copy()
+    last = h - runtime
+    on_time_hi = np.minimum(last, arrays.latest_on_time_start)
+    any_allowed = arrays.allowed.any(axis=1)
+    on_time = (on_time_hi >= lo) & any_allowed
+    hi = np.where(on_time, on_time_hi, last)
+    usable = (hi >= lo) & any_allowed
+    shape_key = np.column_stack([runtime.astype(float), mix])
+    shape_rows, shape = np.unique(shape_key, axis=0, return_inverse=True)
+    shape = shape.reshape(-1).astype(np.int64)
+    klass = np.full(n, -1, dtype=np.int64)
+    idx = np.flatnonzero(usable)
+    bits = arrays.allowed[idx].astype(np.int64)
+    key = np.column_stack([shape[idx], lo[idx], hi[idx], bits])
+    rows, inverse = np.unique(key, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1).astype(np.int64)
+    klass[idx] = inverse
+    c = rows.shape[0]
+    class_weight = np.bincount(inverse, weights=weight[idx], minlength=c).astype(float)
+    class_demand = np.zeros((c, demand.shape[1]))
+    for r in range(demand.shape[1]):
+        class_demand[:, r] = np.bincount(inverse, weights=demand[idx, r], minlength=c)
+    return JobClasses(
+        weight=weight,
+        shape=shape,
+        klass=klass,
+        lo=lo,
+        hi=hi,
+        on_time=on_time,
+        shape_runtime=shape_rows[:, 0].astype(np.int64),
+        shape_mix=np.ascontiguousarray(shape_rows[:, 1:]),
+        class_shape=rows[:, 0].astype(np.int64),
+        class_lo=rows[:, 1].astype(np.int64),
+        class_hi=rows[:, 2].astype(np.int64),
+        class_allowed=rows[:, 3:].astype(bool),
+        class_weight=class_weight,
+        class_demand=class_demand,
+    )
+
+
+def shape_costs(classes: JobClasses, price: FloatArray) -> FloatArray:
+    """Cost per unit of weight of each shape started at each (cluster, slot): ``(G, m, h)``,
+    ``+inf`` where the run would pass the horizon. ``price`` is ``(k, m, h)`` per unit-slot."""
+    k, m, h = price.shape
+    prefix = np.zeros((k, m, h + 1))
+    np.cumsum(price, axis=2, out=prefix[:, :, 1:])
+    mixed = np.tensordot(classes.shape_mix, prefix, axes=(1, 0))  # (G, m, h + 1)
+    runtime = classes.shape_runtime
+    end = np.arange(h)[None, :] + runtime[:, None]  # (G, h)
+    inside = end <= h
+    end = np.minimum(end, h)
+    stop = np.take_along_axis(mixed, np.broadcast_to(end[:, None, :], mixed[:, :, :h].shape), 2)
+    cost: FloatArray = np.where(inside[:, None, :], stop - mixed[:, :, :h], np.inf)
+    return cost
+
+
+def range_min(
+    table: FloatArray, shape: IntArray, lo: IntArray, hi: IntArray
+) -> tuple[FloatArray, IntArray]:
+    """Minimum of ``table[shape[c], m, lo[c] .. hi[c]]`` and its slot, for every class ``c``
+    and cluster ``m`` (sparse table, O(1) per query): ``(C, m)`` values and slots."""
+    _, m, h = table.shape
+    levels_v = [table]
+    levels_i = [np.broadcast_to(np.arange(h), table.shape)]
+    width = 1
+    while 2 * width <= h:
+        prev_v, prev_i = levels_v[-1], levels_i[-1]
+        a_v, b_v = prev_v[:, :, : h - 2 * width + 1], prev_v[:, :, width : h - width + 1]
+        a_i, b_i = prev_i[:, :, : h - 2 * width + 1], prev_i[:, :, width : h - width + 1]
+        take_b = b_v < a_v
+        levels_v.append(np.where(take_b, b_v, a_v))
+        levels_i.append(np.where(take_b, b_i, a_i))
+        width *= 2
+    length = hi - lo + 1
+    level = np.floor(np.log2(np.maximum(length, 1))).astype(np.int64)
+    values = np.empty((shape.shape[0], m))
+    slots = np.empty((shape.shape[0], m), dtype=np.int64)
+    for lv in np.unique(level):
+        sel = np.flatnonzero(level == lv)
+        span = 1 << int(lv)
+        v, i = levels_v[lv], levels_i[lv]
+        gs, a, b = shape[sel], lo[sel], hi[sel] - span + 1
+        va, vb = v[gs, :, a], v[gs, :, b]  # (sel, m)
+        ia, ib = i[gs, :, a], i[gs, :, b]
+        take_b = vb < va
+        values[sel] = np.where(take_b, vb, va)
+        slots[sel] = np.where(take_b, ib, ia)
+    return values, slots
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Evaluation:
+    """``L(lambda)`` and a subgradient at ``lambda`` (``(m, k, h)``)."""
+
+    value_g: float
+    subgradient: FloatArray
+
+
+def evaluate(
+    classes: JobClasses, base: FloatArray, prices: FloatArray, free: FloatArray
+) -> Evaluation:
+    """``L(prices)`` over the classes (jobs without a start in the horizon left out) and the
+    subgradient ``usage - free`` of the relaxed capacity rows. ``base`` is ``(k, m, h)``
+    grams per unit-slot, ``prices`` and ``free`` are ``(m, k, h)``."""
+    m, k, h = free.shape
+    price = base + prices.transpose(1, 0, 2)
+    table = shape_costs(classes, price)
+    values, slots = range_min(table, classes.class_shape, classes.class_lo, classes.class_hi)
+    values = np.where(classes.class_allowed, values, np.inf)
+    cluster = np.argmin(values, axis=1)
+    rows = np.arange(values.shape[0])
+    best = values[rows, cluster]
+    start = slots[rows, cluster]
+    value = float(classes.class_weight @ best) - float(np.sum(prices * free))
+    end = start + classes.shape_runtime[classes.class_shape]
+    diff = np.zeros((m, k, h + 1))
+    for r in range(k):
+        np.add.at(diff[:, r, :], (cluster, start), classes.class_demand[:, r])
+        np.add.at(diff[:, r, :], (cluster, end), -classes.class_demand[:, r])
+    usage = np.cumsum(diff, axis=2)[:, :, :h]
+    return Evaluation(value_g=value, subgradient=usage - free)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DualResult:
+    """The best ``L`` found (a lower bound on every on-time plan's grams, when every job
+    has an on-time start) and its prices ``(m, k, h)``."""
+
+    bound_g: float
+    prices: FloatArray
+    iterations: int
+
+
+def dual_ascent(
+    classes: JobClasses,
+    base: FloatArray,
+    free: FloatArray,
+    *,
+    upper_g: float,
+    iterations: int,
+    prices: FloatArray | None = None,
+    deadline_s: float = float("inf"),
+    target_gap: float = 1e-4,
+    patience: int = 20,
+    deflection: float = 0.8,
+) -> DualResult:
+    """Projected subgradient ascent on ``L`` with Polyak steps towards ``upper_g`` (the grams
+    of a known plan), halving the step factor after 10 steps without progress. Stops after
+    ``iterations``, at ``deadline_s`` (``time.perf_counter`` clock) or when the bound is
+    within ``target_gap`` of ``upper_g``."""
+    lam = np.zeros(free.shape) if prices is None else prices.copy()
+    best_value, best_lam = -np.inf, lam.copy()
+    theta, stall, done = 1.0, 0, 0
+    direction = np.zeros(free.shape)
+    for done in range(1, iterations + 1):
+        ev = evaluate(classes, base, lam, free)
+        if done == 1 or ev.value_g > best_value + 1e-12 * max(1.0, abs(best_value)):
+            best_value, best_lam, stall = ev.value_g, lam.copy(), 0
+        else:
+            stall += 1
+            if stall >= patience:
+                theta, stall = theta / 2, 0
+        if upper_g - best_value <= target_gap * max(abs(upper_g), 1e-12):
+            break
+        if time.perf_counter() > deadline_s or theta < 1e-5:
+            break
+        g = np.where((lam <= 0) & (ev.subgradient < 0), 0.0, ev.subgradient)
+        # deflected direction (Camerini, Fratta and Maffioli 1975): damps the zig-zag
+        direction = g + deflection * direction
+        norm2 = float(np.sum(direction * direction))
+        if float(np.sum(g * g)) <= 0 or norm2 <= 0:
+            break  # the relaxed optimum respects capacity: L is the LP optimum
+        gap = max(upper_g - ev.value_g, 1e-9 * max(abs(upper_g), 1.0))
+        lam = np.maximum(lam + theta * gap / norm2 * direction, 0.0)
+    return DualResult(bound_g=float(best_value), prices=best_lam, iterations=done)

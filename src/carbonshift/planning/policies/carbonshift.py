@@ -1,0 +1,696 @@
+"""``carbonshift``: the least grams with every deadline kept, with a certified lower bound.
+
+docs/design/0002-carbonshift-planner.md describes the method; in short:
+
+1. price: Lagrangian prices on (cluster, resource, slot) by subgradient ascent
+   (:mod:`carbonshift.planning.lagrangian`); the best dual value is the certified bound;
+2. place: critical jobs first at their earliest start with room; then every other job, the
+   largest first, at its on-time start with room of least *priced* grams (true grams plus
+   the prices of the cells it occupies: a price-guided greedy in the manner of primal
+   heuristics from a convex relaxation); a job with no on-time start with room takes its
+   earliest start with room (least lateness), ties to fewer grams;
+3. improve: jobs not at their own cheapest on-time start are taken out and put back at the
+   start with room of least true grams (late jobs at their earliest), until a pass gains
+   nothing or the pass limit is reached.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from carbonshift.domain import Instance
+from carbonshift.formats import PlanBound
+from carbonshift.planning.aggregate import ClassColumns, class_columns, class_program
+from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
+from carbonshift.planning.lagrangian import (
+    JobClasses,
+    classes_of,
+    dual_ascent,
+    range_min,
+    shape_costs,
+    unit_grams,
+)
+from carbonshift.planning.policies._common import result_of
+from carbonshift.planning.problem import (
+    CAPACITY_TOLERANCE,
+    InstanceArrays,
+    arrays_of,
+    build_problem,
+    linear_program,
+    on_time_program,
+)
+from carbonshift.planning.types import PlanContext, PolicyResult, SolveStatus
+
+__all__ = ["BOUND_METHODS", "OBJECTIVES", "carbonshift"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+OBJECTIVES = ("carbon", "operational")
+BOUND_METHODS = ("auto", "lagrangian", "lp", "none")
+
+#: The reported bound is taken down by this relative margin, so that float rounding in the
+#: prefix sums can never lift it over the true dual value.
+_BOUND_MARGIN = 1e-9
+
+#: Up to this many jobs the planner re-prices and re-places three times and improves the
+#: first greedy plan too; above it, once (the 1 s target at 10,000 jobs).
+_SMALL_JOBS = 3000
+
+
+@dataclass(slots=True)
+class _State:
+    """Placement state: free units ``(m, k, h)``, each job's (cluster, start) or -1."""
+
+    free: FloatArray
+    cluster: IntArray
+    start: IntArray
+
+
+def _window_min(window: FloatArray, runtime: int, width: int) -> FloatArray:
+    """``min(window[..., s : s + runtime])`` for ``s`` in ``0 .. width - 1`` (last axis):
+    ``runtime - 1`` elementwise minima (measured faster than strided views for short runs)."""
+    least = window[..., :width].copy()
+    for k in range(1, runtime):
+        np.minimum(least, window[..., k : k + width], out=least)
+    return least
+
+
+class _Placer:
+    """Start choices for one job at a time, vectorised over (cluster, start)."""
+
+    def __init__(self, arrays: InstanceArrays, classes: JobClasses, state: _State) -> None:
+        self.a = arrays
+        self.c = classes
+        self.s = state
+        self.single = arrays.demand_units.shape[1] == 1
+        rows = [] if self.single else list(arrays.demand_units)
+        self.nz = [np.flatnonzero(row > 0) for row in rows]
+        self.need = [arrays.demand_units[j, nz] for j, nz in enumerate(self.nz)]
+        self.amount = arrays.demand_units[:, 0].tolist()
+        self.runtime = arrays.runtime_slots.tolist()
+        self.every: list[bool] = [bool(v) for v in np.all(arrays.allowed, axis=1)]
+
+    def room(self, j: int, lo: int, hi: int) -> npt.NDArray[np.bool_]:
+        """Where job ``j`` fits for starts ``lo .. hi`` on each cluster: ``(m, hi-lo+1)``."""
+        r = self.runtime[j]
+        width = hi - lo + 1
+        if self.single:
+            least = _window_min(self.s.free[:, 0, lo : hi + r], r, width)
+            ok: npt.NDArray[np.bool_] = least + CAPACITY_TOLERANCE >= self.amount[j]
+        else:
+            least = _window_min(self.s.free[:, self.nz[j], lo : hi + r], r, width)
+            ok = np.all(least + CAPACITY_TOLERANCE >= self.need[j][None, :, None], axis=1)
+        if self.every[j]:
+            return ok
+        result: npt.NDArray[np.bool_] = ok & self.a.allowed[j][:, None]
+        return result
+
+    def cheapest(self, j: int, table: FloatArray) -> tuple[int, int] | None:
+        """The on-time start with room of least ``table`` cost, or None."""
+        if not self.c.on_time[j]:
+            return None
+        lo, hi = int(self.c.lo[j]), int(self.c.hi[j])
+        ok = self.room(j, lo, hi)
+        cost = np.where(ok, table[self.c.shape[j], :, lo : hi + 1], np.inf)
+        flat = int(np.argmin(cost))
+        width = hi - lo + 1
+        if not np.isfinite(cost.flat[flat]):
+            return None
+        return flat // width, lo + flat % width
+
+    def earliest(self, j: int, table: FloatArray) -> tuple[int, int] | None:
+        """The earliest start with room in the horizon, ties to the least ``table`` cost."""
+        lo = int(self.a.release_slot[j])
+        hi = self.a.horizon_slots - self.runtime[j]
+        if hi < lo:
+            return None
+        ok = self.room(j, lo, hi)
+        cols = np.flatnonzero(ok.any(axis=0))
+        if cols.size == 0:
+            return None
+        s = lo + int(cols[0])
+        rows = np.flatnonzero(ok[:, cols[0]])
+        costs = table[self.c.shape[j], rows, s]
+        return int(rows[int(np.argmin(costs))]), s
+
+    def place(self, j: int, where: tuple[int, int]) -> None:
+        m, s = where
+        r = self.runtime[j]
+        if self.single:
+            self.s.free[m, 0, s : s + r] -= self.amount[j]
+        else:
+            self.s.free[m, self.nz[j], s : s + r] -= self.need[j][:, None]
+        self.s.cluster[j], self.s.start[j] = m, s
+
+    def remove(self, j: int) -> None:
+        m, s = int(self.s.cluster[j]), int(self.s.start[j])
+        r = self.runtime[j]
+        if self.single:
+            self.s.free[m, 0, s : s + r] += self.amount[j]
+        else:
+            self.s.free[m, self.nz[j], s : s + r] += self.need[j][:, None]
+        self.s.cluster[j] = self.s.start[j] = -1
+
+
+def _place_all(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    guide: FloatArray,
+    true: FloatArray,
+    *,
+    tight_first: bool = False,
+) -> _State:
+    """Critical jobs at their earliest start, then the rest, largest first (``tight_first``:
+    fewest on-time (cluster, start) options first, then largest), at their on-time start
+    of least ``guide`` cost; those with no on-time room at their earliest start."""
+    n = arrays.n_jobs
+    state = _State(
+        free=arrays.free_units.copy(),
+        cluster=np.full(n, -1, dtype=np.int64),
+        start=np.full(n, -1, dtype=np.int64),
+    )
+    placer = _Placer(arrays, classes, state)
+    critical = np.flatnonzero(arrays.critical)
+    for j in critical[np.argsort(arrays.release_slot[critical], kind="stable")]:
+        where = placer.earliest(int(j), true)
+        if where is not None:
+            placer.place(int(j), where)
+    rest = np.flatnonzero(~arrays.critical)
+    size = classes.weight[rest] * arrays.runtime_slots[rest]
+    if tight_first:
+        options = (classes.hi - classes.lo + 1)[rest] * arrays.allowed[rest].sum(axis=1)
+        order = rest[np.lexsort((-size, options))]
+    else:
+        order = rest[np.argsort(-size, kind="stable")]
+    deferred = []
+    for j in order:
+        where = placer.cheapest(int(j), guide)
+        if where is None:
+            deferred.append(int(j))
+        else:
+            placer.place(int(j), where)
+    for j in sorted(deferred, key=lambda i: (int(arrays.deadline_slot[i]), i)):
+        where = placer.earliest(j, true)
+        if where is not None:
+            placer.place(j, where)
+    return state
+
+
+def _improve(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    state: _State,
+    true: FloatArray,
+    own_best: FloatArray,
+    passes: int,
+) -> int:
+    """Re-insert jobs not at their own cheapest on-time start; returns the moves made."""
+    placer = _Placer(arrays, classes, state)
+    moves = 0
+    for _ in range(passes):
+        placed = state.cluster >= 0
+        cost = _unit_cost(arrays, classes, state, true)
+        late = placed & (state.start + arrays.runtime_slots > arrays.deadline_slot)
+        candidates = np.flatnonzero(
+            (placed & ~arrays.critical & (cost > own_best * (1 + 1e-12) + 1e-12)) | late
+        )
+        gained = 0
+        excess = np.where(np.isfinite(own_best), cost, np.inf) - np.where(
+            np.isfinite(own_best), own_best, 0.0
+        )
+        for j in candidates[np.argsort(-excess[candidates], kind="stable")]:
+            j = int(j)
+            before = (int(state.cluster[j]), int(state.start[j]))
+            placer.remove(j)
+            if arrays.critical[j]:
+                where = placer.earliest(j, true)
+            else:
+                where = placer.cheapest(j, true) or placer.earliest(j, true)
+            if where is None:
+                where = before
+            placer.place(j, where)
+            if where != before:
+                gained += 1
+        moves += gained
+        if gained == 0:
+            break
+    # jobs left out before may fit now
+    for j in np.flatnonzero(state.cluster < 0):
+        where = placer.cheapest(int(j), true) or placer.earliest(int(j), true)
+        if where is not None:
+            placer.place(int(j), where)
+    return moves
+
+
+def _repair_lateness(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    state: _State,
+    true: FloatArray,
+    guide: FloatArray,
+    tries: int = 8,
+    max_moved: int = 24,
+) -> int:
+    """Put late jobs on time by making room: for a late job, over its on-time (cluster,
+    start) options with the least demand in the way, take out the non-critical jobs in the
+    way (at most ``max_moved``), place the late job, and put them back at their cheapest
+    on-time start with room (by ``guide``); undone unless every one of them goes back on
+    time. Returns the jobs put on time."""
+    placer = _Placer(arrays, classes, state)
+    runtime = arrays.runtime_slots
+    fixed = 0
+    late = np.flatnonzero((state.cluster >= 0) & (state.start + runtime > arrays.deadline_slot))
+    for j in late[np.argsort(-(classes.weight[late] * runtime[late]), kind="stable")]:
+        j = int(j)
+        if not classes.on_time[j] or arrays.critical[j]:
+            continue
+        lo, hi, r = int(classes.lo[j]), int(classes.hi[j]), int(runtime[j])
+        old_j = (int(state.cluster[j]), int(state.start[j]))
+        placer.remove(j)
+        # demand already in the way of each on-time option (first resource's shortfall)
+        used = arrays.free_units[:, :, lo : hi + r] - state.free[:, :, lo : hi + r]
+        blocked = _window_min(-used.sum(axis=1), r, hi - lo + 1)  # -(max use in the run)
+        blocked = np.where(arrays.allowed[j][:, None], -blocked, np.inf)
+        done = False
+        for flat in np.argsort(blocked, axis=None, kind="stable")[:tries]:
+            m, s = int(flat // (hi - lo + 1)), lo + int(flat % (hi - lo + 1))
+            if not np.isfinite(blocked.flat[flat]):
+                break
+            way = np.flatnonzero(
+                (state.cluster == m)
+                & (state.start < s + r)
+                & (state.start + runtime > s)
+                & ~arrays.critical
+            )
+            if way.size > max_moved:
+                continue
+            olds = [(int(k), int(state.cluster[k]), int(state.start[k])) for k in way]
+            for k in way:
+                placer.remove(int(k))
+            if bool(placer.room(j, s, s)[m, 0]):
+                placer.place(j, (m, s))
+                back = True
+                for k in way[np.argsort(-(classes.weight[way] * runtime[way]), kind="stable")]:
+                    where = placer.cheapest(int(k), guide)
+                    if where is None:
+                        back = False
+                        break
+                    placer.place(int(k), where)
+                if back:
+                    done = True
+                    break
+                for k in way:
+                    if state.cluster[k] >= 0:
+                        placer.remove(int(k))
+                placer.remove(j)
+            for kk, mk, sk in olds:
+                placer.place(kk, (mk, sk))
+        if done:
+            fixed += 1
+        else:
+            placer.place(j, old_j)
+    return fixed
+
+
+def _unit_cost(
+    arrays: InstanceArrays, classes: JobClasses, state: _State, table: FloatArray
+) -> FloatArray:
+    """Cost per unit of weight of each job's current start (``inf`` when unplaced)."""
+    placed = state.cluster >= 0
+    out = np.full(arrays.n_jobs, np.inf)
+    idx = np.flatnonzero(placed)
+    out[idx] = table[classes.shape[idx], state.cluster[idx], state.start[idx]]
+    return out
+
+
+def _own_best_fast(arrays: InstanceArrays, classes: JobClasses, table: FloatArray) -> FloatArray:
+    """:func:`_own_best` through the classes (one query per class, allowed clusters kept)."""
+    values, _ = range_min(table, classes.class_shape, classes.class_lo, classes.class_hi)
+    values = np.where(classes.class_allowed, values, np.inf).min(axis=1)
+    out = np.full(arrays.n_jobs, np.inf)
+    has = (classes.klass >= 0) & classes.on_time
+    out[has] = values[classes.klass[has]]
+    return out
+
+
+def _grams(arrays: InstanceArrays, classes: JobClasses, state: _State, table: FloatArray) -> float:
+    placed = np.flatnonzero(state.cluster >= 0)
+    unit = table[classes.shape[placed], state.cluster[placed], state.start[placed]]
+    return float(classes.weight[placed] @ unit)
+
+
+def _lateness_slots(arrays: InstanceArrays, state: _State) -> int:
+    placed = state.cluster >= 0
+    late = np.maximum(0, state.start + arrays.runtime_slots - arrays.deadline_slot)
+    return int(late[placed].sum())
+
+
+def _place_from_lp(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    columns: ClassColumns,
+    share: FloatArray,
+    true: FloatArray,
+    guide: FloatArray,
+) -> _State:
+    """Round the class LP: each job, the largest first, takes the LP start of its class with
+    the most weight left to place there and room; otherwise its cheapest on-time start with
+    room; otherwise (late) its earliest start with room. Critical jobs go first, earliest."""
+    n = arrays.n_jobs
+    state = _State(
+        free=arrays.free_units.copy(),
+        cluster=np.full(n, -1, dtype=np.int64),
+        start=np.full(n, -1, dtype=np.int64),
+    )
+    placer = _Placer(arrays, classes, state)
+    critical = np.flatnonzero(arrays.critical)
+    for j in critical[np.argsort(arrays.release_slot[critical], kind="stable")]:
+        where = placer.earliest(int(j), true)
+        if where is not None:
+            placer.place(int(j), where)
+    quota = share * classes.class_weight[columns.klass]
+    bounds = np.searchsorted(columns.klass, np.arange(classes.class_shape.shape[0] + 1))
+    rest = np.flatnonzero(~arrays.critical)
+    size = classes.weight[rest] * arrays.runtime_slots[rest]
+    deferred = []
+    for j in rest[np.argsort(-size, kind="stable")]:
+        j = int(j)
+        c = int(classes.klass[j])
+        if c < 0 or not classes.on_time[j]:
+            deferred.append(j)
+            continue
+        lo, hi = int(bounds[c]), int(bounds[c + 1])
+        support = lo + np.flatnonzero(quota[lo:hi] > 1e-9)
+        if support.size:
+            first = int(classes.lo[j])
+            ok = placer.room(j, first, int(classes.hi[j]))
+            cand = support[ok[columns.cluster[support], columns.start_slot[support] - first]]
+            if cand.size:
+                pick = int(cand[int(np.argmax(quota[cand]))])
+                placer.place(j, (int(columns.cluster[pick]), int(columns.start_slot[pick])))
+                quota[pick] -= classes.weight[j]
+                continue
+        where = placer.cheapest(j, guide)
+        if where is None:
+            deferred.append(j)
+        else:
+            placer.place(j, where)
+    for j in sorted(deferred, key=lambda i: (int(arrays.deadline_slot[i]), i)):
+        where = placer.earliest(j, true)
+        if where is not None:
+            placer.place(j, where)
+    return state
+
+
+def _exact_plan(
+    arrays: InstanceArrays, base: FloatArray, time_limit_s: float, *, on_time: bool
+) -> _State | None:
+    """Small instances, by the HiGHS MILP. ``on_time``: the least grams with every job on
+    time (the LP of the bound with integral starts). Otherwise the MILP over every start,
+    late ones too, with the lexicographic objective placed jobs, then total lateness (slots),
+    then grams, as weights: grams scaled under 1, a slot of lateness costs 1, leaving a job
+    out more than all lateness together. None when HiGHS finds no solution in
+    ``time_limit_s`` (or none exists). Critical jobs are not special here: the caller skips
+    instances that have any."""
+    problem = build_problem(arrays, on_time_only=on_time)
+    starts = problem.starts
+    if len(starts) == 0:
+        return None
+    grams = _start_grams(arrays, base, starts.job, starts.cluster, starts.start_slot)
+    if on_time:
+        program = on_time_program(problem, grams)
+    else:
+        scale = float(np.sum(np.maximum(grams, 0.0))) + 1.0
+        late = np.maximum(
+            0,
+            starts.start_slot + arrays.runtime_slots[starts.job] - arrays.deadline_slot[starts.job],
+        ).astype(float)
+        reward = float(np.sum(arrays.horizon_slots + arrays.runtime_slots)) + 2.0
+        program = linear_program(problem, grams / scale + late - reward, maximise=False)
+    solution = solve(program, SolveOptions(integer=True, time_limit_s=time_limit_s, mip_gap=0.0))
+    if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+        return None
+    chosen = np.flatnonzero(solution.values[: len(starts)] > 0.5)
+    n = arrays.n_jobs
+    state = _State(
+        free=arrays.free_units.copy(),
+        cluster=np.full(n, -1, dtype=np.int64),
+        start=np.full(n, -1, dtype=np.int64),
+    )
+    for col in chosen:
+        j, m, s = int(starts.job[col]), int(starts.cluster[col]), int(starts.start_slot[col])
+        r = int(arrays.runtime_slots[j])
+        state.free[m, :, s : s + r] -= arrays.demand_units[j][:, None]
+        state.cluster[j], state.start[j] = m, s
+    return state
+
+
+def _start_grams(
+    arrays: InstanceArrays, base: FloatArray, job: IntArray, cluster: IntArray, start: IntArray
+) -> FloatArray:
+    """Grams of each (job, cluster, start) under ``base`` (``(k, m, h)`` per unit-slot)."""
+    _, _, h = base.shape
+    prefix = np.zeros((base.shape[0], base.shape[1], h + 1))
+    np.cumsum(base, axis=2, out=prefix[:, :, 1:])
+    end = start + arrays.runtime_slots[job]
+    per_unit = prefix[:, cluster, end] - prefix[:, cluster, start]  # (k, starts)
+    result: FloatArray = np.einsum("sk,ks->s", arrays.demand_units[job], per_unit)
+    return result
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _ClassLp:
+    """The class LP's outcome: its optimum (None unless proved) and start shares."""
+
+    optimum_g: float | None
+    infeasible: bool
+    columns: ClassColumns
+    share: FloatArray
+    seconds: float
+
+
+def _solve_class_lp(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    columns: ClassColumns,
+    time_limit_s: float,
+) -> _ClassLp:
+    program = class_program(arrays, classes, table, columns)
+    solution = solve(program, SolveOptions(method=LpMethod.SIMPLEX, time_limit_s=time_limit_s))
+    if solution.status is SolveStatus.OPTIMAL:
+        share = np.clip(solution.values, 0.0, 1.0)
+        return _ClassLp(solution.objective, False, columns, share, solution.seconds)
+    infeasible = solution.status is SolveStatus.INFEASIBLE
+    return _ClassLp(None, infeasible, columns, np.zeros(0), solution.seconds)
+
+
+def carbonshift(
+    instance: Instance,
+    context: PlanContext | None = None,
+    *,
+    objective: str = "carbon",
+    bound: str = "auto",
+    dual_iterations: int = 300,
+    improve_passes: int = 3,
+    lp_max_columns: int = 60_000,
+    lp_time_limit_s: float = 60.0,
+    exact_max_starts: int = 400,
+    exact_time_limit_s: float = 2.0,
+) -> PolicyResult:
+    """The least operational + embodied grams (CONTRACTS.md scores; ``objective =
+    operational``: operational grams only) with every deadline kept as a hard constraint,
+    and a certified lower bound on the grams of any feasible all-on-time plan.
+
+    Method (docs/design/0002-carbonshift-planner.md): the time-indexed LP relaxation,
+    aggregated over classes of interchangeable jobs and solved by HiGHS (dual simplex) when
+    it has at most ``lp_max_columns`` columns, rounded class by class; and the Lagrangian
+    relaxation of its capacity rows (Fisher 1981) by subgradient ascent with Polyak steps
+    (Held, Wolfe and Crowder 1974), whose prices guide a greedy placement (largest jobs
+    first, least priced grams among on-time starts with room). Either is followed by
+    re-insertion moves at least true grams; the best plan (least lateness, then grams) wins.
+    The bound is the larger of the LP optimum and the best dual value (``bound``: ``auto``
+    both, ``lagrangian`` the dual only, ``lp`` the LP whatever its size, ``none``). When no
+    on-time start has room a job takes its earliest start with room (least lateness, then
+    fewer grams); critical jobs take their earliest start with room over all allowed
+    clusters (ties: fewer grams). A job is left out only when no start of it fits.
+    """
+    began = time.perf_counter()
+    arrays = arrays_of(instance, context)
+    classes = classes_of(arrays)
+    free = arrays.free_units
+    full = unit_grams(arrays, embodied=True)
+    base = full if objective == "carbon" else unit_grams(arrays, embodied=False)
+    true_table = shape_costs(classes, base)
+    own = _own_best_fast(arrays, classes, true_table)
+    all_on_time_possible = classes.every_job_can_be_on_time
+    stats: dict[str, float] = {}
+
+    def score(state: _State) -> tuple[int, float]:
+        return (_lateness_slots(arrays, state), _grams(arrays, classes, state, true_table))
+
+    small = arrays.n_jobs <= _SMALL_JOBS
+    passes = improve_passes if small else min(improve_passes, 1)
+    lower: float | None = None  # a bound on the planning objective's grams
+    lp: _ClassLp | None = None
+    columns = class_columns(classes) if all_on_time_possible else None
+    use_lp = (
+        columns is not None
+        and bound in ("auto", "lp")
+        and (bound == "lp" or len(columns) <= lp_max_columns)
+        and bool(np.any(base > 0))
+    )
+    if use_lp and columns is not None:
+        lp = _solve_class_lp(arrays, classes, true_table, columns, lp_time_limit_s)
+        stats["lp_seconds"] = lp.seconds
+        if lp.optimum_g is not None:
+            lower = lp.optimum_g
+            stats["lp_bound_g"] = lp.optimum_g
+    if lp is not None and lp.optimum_g is not None:
+        best = _place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table)
+        _improve(arrays, classes, best, true_table, own, passes)
+    else:
+        best = _place_all(arrays, classes, true_table, true_table)
+        if small:
+            _improve(arrays, classes, best, true_table, own, passes)
+    best_key = score(best)
+
+    def consider(trial: _State) -> None:
+        nonlocal best, best_key
+        _improve(arrays, classes, trial, true_table, own, passes)
+        key = score(trial)
+        if key < best_key:
+            best, best_key = trial, key
+
+    def place_guided(guide: FloatArray) -> None:
+        trial = _place_all(arrays, classes, guide, true_table)
+        if small and _lateness_slots(arrays, trial):
+            _repair_lateness(arrays, classes, trial, true_table, guide)
+        consider(trial)
+        if best_key[0] > 0:  # still late: the jobs with fewest options first
+            consider(_place_all(arrays, classes, guide, true_table, tight_first=True))
+
+    if small and lp is not None and lp.optimum_g is not None:
+        consider(_place_all(arrays, classes, true_table, true_table))
+
+    def close_enough() -> bool:
+        return (
+            best_key[0] == 0
+            and lower is not None
+            and best_key[1] - lower <= 1e-3 * abs(best_key[1])
+        )
+
+    dual_done = 0
+    lp_rounded = False
+    infeasible = lp is not None and lp.infeasible
+    if all_on_time_possible and not infeasible and bound != "none" and dual_iterations > 0:
+        prices = None
+        rounds = 3 if small else 1
+        per_round = max(1, dual_iterations // rounds)
+        for _ in range(rounds):
+            if close_enough():
+                break
+            dual = dual_ascent(
+                classes, base, free, upper_g=best_key[1], iterations=per_round, prices=prices
+            )
+            dual_done += dual.iterations
+            prices = dual.prices
+            lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
+            guide = shape_costs(classes, base + prices.transpose(1, 0, 2))
+            if lp is not None and lp.optimum_g is not None and not lp_rounded:
+                # the LP's starts, and the prices where they have no room
+                consider(_place_from_lp(arrays, classes, lp.columns, lp.share, true_table, guide))
+                lp_rounded = True
+            else:
+                place_guided(guide)
+    if best_key[0] > 0 and dual_done == 0:
+        place_guided(true_table)
+    stats["dual_iterations"] = float(dual_done)
+
+    n_starts = int(
+        np.sum(
+            arrays.allowed.sum(axis=1)
+            * np.maximum(arrays.horizon_slots - arrays.runtime_slots - arrays.release_slot + 1, 0)
+        )
+    )
+    if 0 < n_starts <= exact_max_starts and not np.any(arrays.critical):
+        for stage_on_time in (False, True):
+            complete = best_key[0] == 0 and not np.any(best.cluster < 0)
+            if stage_on_time != complete or (complete and close_enough()):
+                continue
+            exact = _exact_plan(arrays, base, exact_time_limit_s, on_time=stage_on_time)
+            if exact is not None:
+                key = score(exact)
+                if (int(np.sum(exact.cluster < 0)), *key) < (
+                    int(np.sum(best.cluster < 0)),
+                    *best_key,
+                ):
+                    best, best_key = exact, key
+                    stats["exact_used"] = 1.0
+
+    placed = best.cluster >= 0
+    full_table = true_table if objective == "carbon" else shape_costs(classes, full)
+    plan_g = _grams(arrays, classes, best, full_table)
+    on_time = bool(
+        np.all(placed) and np.all(best.start + arrays.runtime_slots <= arrays.deadline_slot)
+    )
+    plan_bound: PlanBound | None = None
+    if bound != "none":
+        value = lower if on_time else None
+        if value is not None and objective != "carbon":
+            # a bound on operational grams bounds operational + embodied too; the dual on
+            # the full grams is usually tighter
+            full_dual = dual_ascent(
+                classes, full, free, upper_g=plan_g, iterations=max(dual_iterations, 1)
+            )
+            value = max(value, full_dual.bound_g)
+        if value is not None:
+            value = max(0.0, value - _BOUND_MARGIN * abs(value))
+        plan_bound = PlanBound.of(value, plan_g)
+    if plan_bound is not None and plan_bound.lower_bound_g is not None:
+        stats["lower_bound_g"] = plan_bound.lower_bound_g
+    chosen = {int(j): (int(best.cluster[j]), int(best.start[j])) for j in np.flatnonzero(placed)}
+    notes = _notes(arrays, best, own, true_table, classes)
+    result = result_of(
+        instance,
+        "carbonshift",
+        chosen,
+        seconds=time.perf_counter() - began,
+        notes=notes,
+        stats=stats,
+    )
+    return PolicyResult(
+        plan=result.plan,
+        status=result.status,
+        notes=result.notes,
+        stats=result.stats,
+        bound=plan_bound,
+    )
+
+
+def _notes(
+    arrays: InstanceArrays,
+    state: _State,
+    own: FloatArray,
+    table: FloatArray,
+    classes: JobClasses,
+) -> dict[int, str]:
+    cost = _unit_cost(arrays, classes, state, table)
+    notes: dict[int, str] = {}
+    for j in range(arrays.n_jobs):
+        if state.cluster[j] < 0:
+            notes[j] = "carbonshift: no start of it fits on an allowed cluster in the horizon"
+        elif arrays.critical[j]:
+            notes[j] = "carbonshift: critical, earliest start with room (ties: fewer grams)"
+        elif state.start[j] + arrays.runtime_slots[j] > arrays.deadline_slot[j]:
+            notes[j] = "carbonshift: no on-time start had room; earliest start with room (late)"
+        elif cost[j] <= own[j] * (1 + 1e-12) + 1e-12:
+            notes[j] = "carbonshift: its cleanest on-time start"
+        else:
+            notes[j] = "carbonshift: cleanest on-time start with room once the others were placed"
+    return notes
