@@ -223,3 +223,16 @@ def test_instance_json_round_trip(data: dict[str, Any]) -> None:
     first = instance_from_dict(data)
     again = instance_from_dict(json.loads(json.dumps(instance_to_dict(first))))
     assert again == first
+
+
+def test_write_plan_makes_the_folder_and_names_an_unwritable_path(tmp_path: Path) -> None:
+    from carbonshift.formats import write_plan
+
+    plan = Plan.of("asap", [Assignment(JobId("j1"), ClusterName("c"), 0)])
+    target = tmp_path / "new" / "folder" / "plan.json"
+    write_plan(plan, target)
+    assert json.loads(target.read_text())["assignments"][0]["job"] == "j1"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(InputError, match="cannot write the plan to .*choose a writable --out"):
+        write_plan(plan, blocker / "plan.json")

@@ -109,4 +109,10 @@ def write_plan(
 ) -> None:
     """Write ``plan`` (and optional ``scores`` and ``bound``) as strict CONTRACTS.md JSON."""
     text = json.dumps(plan_to_dict(plan, scores, bound), indent=1, allow_nan=False)
-    path.write_text(text + "\n", encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the plan to {str(path)!r} ({exc.strerror}); choose a writable --out"
+        ) from exc
