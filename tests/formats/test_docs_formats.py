@@ -12,6 +12,7 @@ import pytest
 
 from carbonshift.domain import score_plan
 from carbonshift.formats import instance_from_dict, plan_from_dict
+from carbonshift.planning import run_policy
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "formats.md"
 
@@ -39,3 +40,14 @@ def test_the_plan_example_scores_are_those_of_the_instance_example() -> None:
     # bound equals the plan's grams and the gap is 0
     assert plan_doc["bound"]["lower_bound_g"] == pytest.approx(got.operational_g + got.embodied_g)
     assert plan_doc["bound"]["gap"] == 0.0
+
+
+def test_the_default_policy_plans_the_instance_example_as_the_page_says() -> None:
+    instance_doc, plan_doc = json_blocks()[:2]
+    result = run_policy("carbonshift", instance_from_dict(instance_doc))
+    assert [(a.job, a.cluster, a.start_slot) for a in result.plan.assignments] == [
+        (a["job"], a["cluster"], a["start_slot"]) for a in plan_doc["assignments"]
+    ]
+    assert result.bound is not None
+    assert result.bound.lower_bound_g == pytest.approx(plan_doc["bound"]["lower_bound_g"])
+    assert result.bound.gap == pytest.approx(plan_doc["bound"]["gap"], abs=1e-6)

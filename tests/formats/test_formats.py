@@ -234,5 +234,5 @@ def test_write_plan_makes_the_folder_and_names_an_unwritable_path(tmp_path: Path
     assert json.loads(target.read_text())["assignments"][0]["job"] == "j1"
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    with pytest.raises(InputError, match="cannot write the plan to .*choose a writable --out"):
+    with pytest.raises(InputError, match=r"cannot write the plan to .*choose a writable --out"):
         write_plan(plan, blocker / "plan.json")
