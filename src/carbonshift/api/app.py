@@ -49,7 +49,14 @@ from carbonshift.api.models import (
     Provenance,
     RunOption,
 )
-from carbonshift.carbon.providers import Answer, ChainSet, Clock, SystemClock, unit_of
+from carbonshift.carbon.providers import (
+    Answer,
+    ChainSet,
+    Clock,
+    SystemClock,
+    check_zone_name,
+    unit_of,
+)
 from carbonshift.carbon.series import CiKind
 from carbonshift.errors import CarbonshiftError, InputError, PermanentError, TemporaryError
 from carbonshift.units import format_utc, parse_duration, to_utc
@@ -331,7 +338,7 @@ def create_app(
             raise InputError(
                 f"{len(location)} locations asked; at most {cfg.max_locations} per request"
             )
-        return location
+        return [check_zone_name(zone, "location") for zone in location]
 
     @app.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from carbonshift.carbon.providers.zones import ZONE_PATTERN
 from carbonshift.carbon.series import CiKind
 
 __all__ = [
@@ -85,7 +86,8 @@ class EmissionsData(Provenance):
     duration: str
 
 
-Zone = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_\-:.]+$")]
+#: a zone name: letters, digits, '-' and '_' (never a path; see ``ZONE_PATTERN``)
+Zone = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^" + ZONE_PATTERN.pattern + "$")]
 
 
 class AdviseRequest(BaseModel):
