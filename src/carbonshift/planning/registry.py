@@ -148,7 +148,12 @@ _LP_METHOD = ParamSpec(
     "HiGHS LP algorithm (auto: interior point, crossover to a vertex up to 50k columns)",
     choices=tuple(m.value for m in LpMethod),
 )
-_LP_LIMIT = ParamSpec("lp_time_limit_s", float, 60.0, "wall-time limit of each LP (s)", 0.001)
+_DAY_S = 86_400.0
+_YEAR_H = 8_760.0
+_WEIGHT_MAX = 1e6
+_LP_LIMIT = ParamSpec(
+    "lp_time_limit_s", float, 60.0, "wall-time limit of each LP (s)", 0.001, _DAY_S
+)
 _FUTURE = ParamSpec(
     "future_weight", float, 1.0, "weight f of reserved future demand in GRU (CJPS gamma)", 0, 1
 )
@@ -158,7 +163,7 @@ _LATE = ParamSpec(
     True,
     "a job that can no longer finish on time takes its earliest start with room (fail open)",
 )
-_SEED = ParamSpec("seed", int, 0, "random seed of the rounding", 0)
+_SEED = ParamSpec("seed", int, 0, "random seed of the rounding", 0, 2**32 - 1)
 
 
 POLICIES: dict[str, PolicySpec] = {
@@ -185,6 +190,8 @@ POLICIES: dict[str, PolicySpec] = {
                     float,
                     -1.0,
                     "start when the forecast is at or under this (g/kWh); < 0: quantile",
+                    -1.0,
+                    1e5,
                 ),
                 ParamSpec(
                     "quantile",
@@ -210,11 +217,24 @@ POLICIES: dict[str, PolicySpec] = {
                 load_factor=p.get_float("load_factor"),
             ),
             (
-                ParamSpec("window_hours", float, 6.0, "length W of the clean window (h)", 0),
-                ParamSpec("lookahead_hours", float, 24.0, "where the window is sought (h)", 0),
-                ParamSpec("max_wait_hours", float, 24.0, "a job never waits longer (h)", 0),
+                ParamSpec(
+                    "window_hours", float, 6.0, "length W of the clean window (h)", 0, _YEAR_H
+                ),
+                ParamSpec(
+                    "lookahead_hours", float, 24.0, "where the window is sought (h)", 0, _YEAR_H
+                ),
+                ParamSpec(
+                    "max_wait_hours", float, 24.0, "a job never waits longer (h)", 0, _YEAR_H
+                ),
                 ParamSpec("base_limit", float, 0.95, "use limit without predicted load", 0, 1),
-                ParamSpec("load_factor", float, 0.1, "limit falls by this x predicted load", 0),
+                ParamSpec(
+                    "load_factor",
+                    float,
+                    0.1,
+                    "limit falls by this x predicted load",
+                    0,
+                    _WEIGHT_MAX,
+                ),
             ),
             "CO2 scheduler (Piontek): wait for the cleanest W-hour window, bounded",
             window,
@@ -245,9 +265,16 @@ POLICIES: dict[str, PolicySpec] = {
                 lp_time_limit_s=p.get_float("lp_time_limit_s"),
             ),
             (
-                ParamSpec("omega1", float, 1.0, "weight of sustainability Z1 (0: baseline)", 0),
-                ParamSpec("omega2", float, 1.0, "weight of lateness Z2", 0),
-                ParamSpec("omega3", float, 1.0, "weight of completion time Z3", 0),
+                ParamSpec(
+                    "omega1",
+                    float,
+                    1.0,
+                    "weight of sustainability Z1 (0: baseline)",
+                    0,
+                    _WEIGHT_MAX,
+                ),
+                ParamSpec("omega2", float, 1.0, "weight of lateness Z2", 0, _WEIGHT_MAX),
+                ParamSpec("omega3", float, 1.0, "weight of completion time Z3", 0, _WEIGHT_MAX),
                 _LP_METHOD,
                 _LP_LIMIT,
             ),
@@ -281,7 +308,7 @@ POLICIES: dict[str, PolicySpec] = {
                 late_fallback=p.get_bool("late_fallback"),
             ),
             (
-                ParamSpec("samples", int, 20, "number S of roundings", 1),
+                ParamSpec("samples", int, 20, "number S of roundings", 1, 100_000),
                 _FUTURE,
                 _SEED,
                 _LP_METHOD,
@@ -304,7 +331,7 @@ POLICIES: dict[str, PolicySpec] = {
             (
                 _FUTURE,
                 _LATE,
-                ParamSpec("time_limit_s", float, 60.0, "MILP wall-time limit (s)", 0.001),
+                ParamSpec("time_limit_s", float, 60.0, "MILP wall-time limit (s)", 0.001, _DAY_S),
                 ParamSpec("mip_gap", float, 1e-4, "relative MIP gap to stop at", 0, 0.999),
             ),
             "CJPS-MILP optimum of GRU by HiGHS, with time limit and gap",
