@@ -1,6 +1,12 @@
 """Readers and writers of the contract files (CONTRACTS.md v1): instance and plan JSON."""
 
-from carbonshift.formats._common import dumps_strict, loads_json, null_if_undefined
+from carbonshift.formats._common import (
+    amount_in,
+    check_depth,
+    dumps_strict,
+    loads_json,
+    null_if_undefined,
+)
 from carbonshift.formats.instance import (
     instance_from_dict,
     instance_to_dict,
@@ -10,6 +16,8 @@ from carbonshift.formats.instance import (
 from carbonshift.formats.plan import plan_from_dict, plan_to_dict, read_plan, write_plan
 
 __all__ = [
+    "amount_in",
+    "check_depth",
     "dumps_strict",
     "instance_from_dict",
     "instance_to_dict",
