@@ -407,11 +407,16 @@ def create_app(
             where = ".".join(str(p) for p in error.get("loc", ()))
             parts.append(f"{where}: {error.get('msg', 'invalid')}")
         more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        # the offending inputs are left out: they may be huge, or NaN (not JSON)
+        listed = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+            for e in errors[:20]
+        ]
         body = {
             "title": "Unprocessable Entity",
             "status": 422,
-            "detail": "; ".join(parts) + more,
-            "errors": jsonable_encoder(errors, custom_encoder={Exception: str}),
+            "detail": " ".join(("; ".join(parts) + more).split())[:1000],
+            "errors": jsonable_encoder(listed),
         }
         return JSONResponse(body, status_code=422)
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from carbonshift.carbon.providers.zones import ZONE_PATTERN
 from carbonshift.carbon.series import CiKind
+from carbonshift.formats import whole_number
 
 __all__ = [
     "AdviseRequest",
@@ -104,20 +105,23 @@ class AdviseRequest(BaseModel):
     )
     deadline: datetime | None = Field(None, description="finish by this time (instead of within)")
     earliest: datetime | None = Field(None, description="start no earlier (default now)")
-    demand: dict[str, Annotated[float, Field(ge=0, le=1e9)]] = Field(
+    demand: dict[str, Annotated[float, Field(ge=0, le=1e9, strict=True)]] = Field(
         default_factory=dict, examples=[{"cpu": 4}], max_length=32
     )
-    watts_per_unit: dict[str, Annotated[float, Field(ge=0, le=1e9)]] = Field(
+    watts_per_unit: dict[str, Annotated[float, Field(ge=0, le=1e9, strict=True)]] = Field(
         default_factory=dict, description="W per unit of each demanded resource", max_length=32
     )
     power_w: float | None = Field(
         None,
         ge=0,
         le=1e12,
+        strict=True,
         description="total power in W (default: demand x watts_per_unit, else 1000)",
     )
     kind: CiKind | None = Field(None, description="signal kind (default: the server's)")
-    slot_minutes: int = Field(60, ge=5, le=1440, description="start times are slot starts")
+    slot_minutes: Annotated[int, BeforeValidator(whole_number)] = Field(
+        60, ge=5, le=1440, description="start times are slot starts"
+    )
 
 
 class RunOption(BaseModel):

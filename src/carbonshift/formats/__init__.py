@@ -6,6 +6,8 @@ from carbonshift.formats._common import (
     dumps_strict,
     loads_json,
     null_if_undefined,
+    strict_number,
+    whole_number,
 )
 from carbonshift.formats.instance import (
     instance_from_dict,
@@ -27,6 +29,8 @@ __all__ = [
     "plan_to_dict",
     "read_instance",
     "read_plan",
+    "strict_number",
+    "whole_number",
     "write_instance",
     "write_plan",
 ]
