@@ -91,6 +91,19 @@ class EmissionsData(Provenance):
 Zone = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^" + ZONE_PATTERN.pattern + "$")]
 
 
+def _iso_time(value: object) -> object:
+    """An ISO 8601 text (or null): numbers, and texts of digits, are not times here."""
+    if value is None or isinstance(value, datetime):
+        return value
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or value.strip().lstrip("-").replace(".", "", 1).isdigit()
+    ):
+        raise ValueError("must be an ISO 8601 time text like 2026-11-22T14:00Z")
+    return value
+
+
 class AdviseRequest(BaseModel):
     """When and where should a job of this length and size run?"""
 
@@ -103,8 +116,12 @@ class AdviseRequest(BaseModel):
     within: str | None = Field(
         None, description="finish within this long from earliest (default 24h)", examples=["24h"]
     )
-    deadline: datetime | None = Field(None, description="finish by this time (instead of within)")
-    earliest: datetime | None = Field(None, description="start no earlier (default now)")
+    deadline: Annotated[datetime | None, BeforeValidator(_iso_time)] = Field(
+        None, description="finish by this time (instead of within)"
+    )
+    earliest: Annotated[datetime | None, BeforeValidator(_iso_time)] = Field(
+        None, description="start no earlier (default now)"
+    )
     demand: dict[str, Annotated[float, Field(ge=0, le=1e9, strict=True)]] = Field(
         default_factory=dict, examples=[{"cpu": 4}], max_length=32
     )
