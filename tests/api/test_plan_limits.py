@@ -5,6 +5,7 @@ leaves, the budget is spent or the server stops; a streamed body over the limit 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -174,3 +175,95 @@ def test_a_streamed_body_over_the_limit_is_413(runner: SolveRunner) -> None:
     assert "content-length" not in {k.lower() for k in response.request.headers}
     assert response.status_code == 413, response.text
     assert "larger than 10000 bytes" in response.json()["detail"]
+
+
+def _body(old: str, new: str) -> bytes:
+    text = json.dumps(instance())
+    assert old in text
+    return text.replace(old, new, 1).encode()
+
+
+@pytest.mark.parametrize(
+    ("raw", "want_status", "want_detail"),
+    [
+        pytest.param(
+            _body('"runtime_slots": 1', '"runtime_slots": 1, "release_slot": 9223372036854775808'),
+            400,
+            "jobs.0.release_slot",
+            id="slot-outside-int64-was-500",
+        ),
+        pytest.param(
+            _body('"runtime_slots": 1', '"runtime_slots": 1, "release_slot": ' + "9" * 4301),
+            400,
+            "jobs.0.release_slot",
+            id="integer-of-4301-digits",
+        ),
+        pytest.param(
+            b'{"version": 1, "jobs": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+            422,
+            "nested more than 32 deep",
+            id="nesting-1000-deep",
+        ),
+        pytest.param(b'{"version": 1, "x": "\xff"}', 422, "not UTF-8", id="non-utf8"),
+        pytest.param(
+            _body('"watts_per_unit": {"gpu": 300}', '"watts_per_unit": {"gpu": 1e308}'),
+            400,
+            "watts_per_unit.gpu",
+            id="watts-1e308-gave-infinity",
+        ),
+        pytest.param(
+            _body('"capacity": {"gpu": 8}', '"capacity": {"gpu": 5e-324}'),
+            400,
+            "too small",
+            id="capacity-5e-324-stalled-caspian",
+        ),
+        pytest.param(
+            _body('"runtime_slots": 1', '"runtime_slots": true'),
+            400,
+            "runtime_slots",
+            id="boolean-runtime",
+        ),
+        pytest.param(
+            _body('"runtime_slots": 1', '"runtime_slots": "1"'),
+            400,
+            "runtime_slots",
+            id="numeric-string-runtime",
+        ),
+        pytest.param(_body("100.0", "Infinity"), 400, "carbon_g_per_kwh", id="infinite-slot"),
+        pytest.param(_body("100.0", "NaN"), 400, "carbon_g_per_kwh", id="nan-slot"),
+    ],
+)
+def test_hostile_plan_bodies_are_4xx_naming_the_field(
+    runner: SolveRunner, raw: bytes, want_status: int, want_detail: str
+) -> None:
+    """Issue 12 items 8 and 9 over HTTP: each used to be a 500, a traceback or accepted."""
+    client = _client(runner)
+    response = client.post(
+        "/v1/plan",
+        params={"policy": "caspian"},
+        content=raw,
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == want_status, response.text
+    detail = response.json()["detail"]
+    assert want_detail in detail
+    assert "\n" not in detail
+    assert runner.running == 0
+
+
+def test_integral_float_runtime_is_planned_and_the_answer_is_strict_json(
+    runner: SolveRunner,
+) -> None:
+    client = _client(runner)
+    response = client.post(
+        "/v1/plan",
+        params={"policy": "caspian"},
+        content=_body('"runtime_slots": 1', '"runtime_slots": 1.0'),
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"non-JSON constant {constant}")
+
+    json.loads(response.text, parse_constant=refuse)

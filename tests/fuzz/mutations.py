@@ -10,6 +10,16 @@ from typing import Any
 from hypothesis import strategies as st
 
 
+class Huge:
+    """An integer literal of ``digits`` nines (Python refuses to print one past 4,300)."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"Huge({self.digits})"
+
+
 class Deep:
     """Arrays nested ``depth`` deep, written into JSON or TOML text as brackets."""
 
@@ -40,7 +50,7 @@ SPECIAL: list[Any] = [
     2**63,
     -(2**63) - 1,
     10**30,
-    10**4400,
+    Huge(4400),
     1e308,
     -1e308,
     5e-324,
@@ -89,17 +99,20 @@ def mutate(data: Any, path: tuple[Any, ...], value: Any, *, delete: bool = False
 
 def to_json(data: Any) -> str:
     """JSON text of ``data``: NaN and Infinity as their literals, Deep as brackets."""
-    deeps: list[Deep] = []
+    literals: list[str] = []
 
     def default(value: Any) -> Any:
         if isinstance(value, Deep):
-            deeps.append(value)
-            return f"__deep_{len(deeps) - 1}__"
-        raise TypeError(type(value).__name__)
+            literals.append("[" * value.depth + "]" * value.depth)
+        elif isinstance(value, Huge):
+            literals.append("9" * value.digits)
+        else:
+            raise TypeError(type(value).__name__)
+        return f"__literal_{len(literals) - 1}__"
 
     text = json.dumps(data, default=default)
-    for index, deep in enumerate(deeps):
-        text = text.replace(f'"__deep_{index}__"', "[" * deep.depth + "]" * deep.depth)
+    for index, literal in enumerate(literals):
+        text = text.replace(f'"__literal_{index}__"', literal)
     return text
 
 
@@ -112,6 +125,8 @@ def names_of(path: tuple[Any, ...]) -> tuple[str, ...]:
 def _toml_value(value: Any) -> str:
     if isinstance(value, Deep):
         return "[" * value.depth + "]" * value.depth
+    if isinstance(value, Huge):
+        return "9" * value.digits
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):

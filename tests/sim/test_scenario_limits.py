@@ -138,3 +138,12 @@ def test_a_10kb_scenario_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "Traceback" not in err
     assert "scenario file" in err
     assert len(err) < 1_000
+
+
+def test_a_generator_refusal_names_the_file_and_the_table(tmp_path: Path) -> None:
+    """Found by the fuzz tier: the generator's own check named neither."""
+    path = tmp_path / "s.toml"
+    path.write_text(_edit('generator = "caspian"', 'generator = "caspian"\ndemand_max = -1'))
+    with pytest.raises(InputError) as caught:
+        load_scenario(path).load_workload()
+    assert str(caught.value).startswith(f"{path}: [workload] generator 'caspian': demand range")

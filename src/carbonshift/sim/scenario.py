@@ -300,7 +300,12 @@ class Scenario(BaseModel):
         if "resource" in spec.model_fields_set:
             params.setdefault("resource", spec.resource)
         seed = None if "seed" in params else self.simulation.seed
-        return generate(spec.generator, params, seed=seed)
+        try:
+            return generate(spec.generator, params, seed=seed)
+        except InputError as exc:
+            raise InputError(
+                f"{self.source}: [workload] generator {spec.generator!r}: {exc}"
+            ) from None
 
 
 def _path_of(value: object) -> object:
