@@ -51,7 +51,9 @@ def instances(draw: st.DrawFn) -> dict[str, Any]:
                 st.lists(st.sampled_from(names), min_size=1, max_size=len(names), unique=True)
             )
         jobs.append(job)
-    carbon = st.lists(st.floats(0, 800, allow_nan=False), min_size=horizon, max_size=horizon)
+    # 0 or at least MIN_POSITIVE (1e-9): smaller positive values are refused as "use a unit"
+    value = st.one_of(st.just(0.0), st.floats(1e-9, 800))
+    carbon = st.lists(value, min_size=horizon, max_size=horizon)
     return {
         "version": 1,
         "slot_minutes": draw(st.sampled_from([30, 60])),

@@ -174,3 +174,91 @@ def test_list_policies_shows_carbonshift_with_its_parameters(
     want_params = {"objective", "bound", "dual_iterations", "improve_passes", "lp_max_columns"}
     assert want_params <= set(listed["carbonshift"]["params"])
     assert listed["carbonshift"]["params"]["objective"]["default"] == "carbon"
+
+
+def _mutated(instance_file: Path, old: str, new: str) -> bytes:
+    text = json.dumps(json.loads(instance_file.read_text()))
+    assert old in text
+    return text.replace(old, new, 1).encode()
+
+
+@pytest.mark.parametrize(
+    ("make_bytes", "want_message"),
+    [
+        pytest.param(
+            lambda f: _mutated(f, '"release_slot": 0', '"release_slot": 9223372036854775808'),
+            "jobs.0.release_slot",
+            id="slot-outside-int64",
+        ),
+        pytest.param(
+            lambda f: _mutated(f, '"release_slot": 0', '"release_slot": ' + "7" * 4301),
+            "jobs.0.release_slot",
+            id="integer-of-4301-digits",
+        ),
+        pytest.param(lambda f: b"\xc3\x28" + f.read_bytes(), "not UTF-8 text", id="non-utf8"),
+        pytest.param(
+            lambda f: b'{"version": 1, "jobs": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+            "nested more than 32 deep",
+            id="nesting-1000-deep",
+        ),
+        pytest.param(
+            lambda f: _mutated(
+                f, '"watts_per_unit": {"gpu": 1000.0}', '"watts_per_unit": {"gpu": 1e308}'
+            ),
+            "watts_per_unit.gpu",
+            id="watts-1e308",
+        ),
+        pytest.param(
+            lambda f: _mutated(f, '"capacity": {"gpu": 4.0}', '"capacity": {"gpu": 5e-324}'),
+            "capacity.gpu",
+            id="capacity-5e-324",
+        ),
+        pytest.param(
+            lambda f: _mutated(f, '"runtime_slots": 2', '"runtime_slots": true'),
+            "runtime_slots",
+            id="boolean-runtime",
+        ),
+        pytest.param(
+            lambda f: _mutated(f, '"runtime_slots": 2', '"runtime_slots": "2"'),
+            "runtime_slots",
+            id="string-runtime",
+        ),
+        pytest.param(
+            lambda f: _mutated(f, "100.0", "Infinity"),
+            "carbon_g_per_kwh.c1.0",
+            id="infinite-carbon-slot",
+        ),
+    ],
+)
+def test_hostile_instance_files_are_one_line_and_exit_2(
+    instance_file: Path,
+    tmp_path: Path,
+    make_bytes: Any,
+    want_message: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 12 items 8 and 9: no traceback, no plan written, the field named."""
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(make_bytes(instance_file))
+    out = tmp_path / "p.json"
+    assert main(["plan", "-i", str(bad), "-o", str(out), "-p", "fluidos"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0, err
+    assert "Traceback" not in err
+    assert want_message in err
+    assert not out.exists()
+
+
+def test_integral_float_runtime_plans_and_output_is_strict_json(
+    instance_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.json"
+    good.write_bytes(_mutated(instance_file, '"runtime_slots": 2', '"runtime_slots": 2.0'))
+    out = tmp_path / "p.json"
+    assert main(["plan", "-i", str(good), "-o", str(out), "-p", "srr", "--format", "json"]) == 0
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"non-JSON constant {constant} in the output")
+
+    json.loads(out.read_text(), parse_constant=refuse)
+    json.loads(capsys.readouterr().out, parse_constant=refuse)

@@ -228,7 +228,7 @@ BAD = [
         id="unknown-cluster-key",
     ),
     pytest.param(
-        ("gpu = 32", "gpu = -32"), "[[clusters]] #1 capacity = {'gpu': -32}", id="negative-cap"
+        ("gpu = 32", "gpu = -32"), "[[clusters]] #1 capacity.gpu = -32", id="negative-cap"
     ),
     pytest.param(
         ('zone = "CA-ON"', 'zone = "CA-ON"\nci_kind = "lcaa"'), "did you mean 'lca'?", id="ci-kind"

@@ -9,16 +9,18 @@ unexpected error is a 500 without a traceback (the server log has it).
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Query, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -49,7 +51,16 @@ from carbonshift.api.models import (
     Provenance,
     RunOption,
 )
-from carbonshift.carbon.providers import Answer, ChainSet, Clock, SystemClock, unit_of
+from carbonshift.api.solves import BusyError, ClientGoneError, SolveRunner
+from carbonshift.carbon.providers import (
+    Answer,
+    ChainSet,
+    Clock,
+    Secret,
+    SystemClock,
+    check_zone_name,
+    unit_of,
+)
 from carbonshift.carbon.series import CiKind
 from carbonshift.errors import CarbonshiftError, InputError, PermanentError, TemporaryError
 from carbonshift.units import format_utc, parse_duration, to_utc
@@ -74,8 +85,21 @@ class ApiSettings:
     max_body_bytes: int = 2_000_000
     #: most jobs in one ``/v1/plan`` instance
     max_jobs: int = 2_000
-    #: most jobs x clusters x slots in one ``/v1/plan`` instance
+    #: most jobs x clusters x slots in one ``/v1/plan`` instance, times the policy's cost
+    #: weight (:data:`POLICY_COST`: 1 for greedy policies, more for LP and MILP ones)
     max_plan_cells: int = 2_000_000
+    #: wall-time budget of one ``/v1/plan`` solve, seconds; the worker is killed past it
+    max_solve_s: float = 30.0
+    #: most ``/v1/plan`` solves running at once (each in a worker process); more: 429
+    max_solves: int = 2
+    #: largest srr ``samples`` this server accepts (the CLI allows more)
+    max_samples: int = 1_000
+    #: bearer token every request needs, except ``/healthz`` and ``/metrics`` (None: open)
+    token: Secret | None = None
+    #: requests per minute one client address may make, bursts included (0: no limit, the
+    #: library default; ``carbonshift serve`` sets 300); ``/healthz`` and ``/metrics`` are
+    #: not counted
+    rate_per_minute: int = 0
     #: most locations in one request
     max_locations: int = 50
     #: longest time range one request may ask about, hours
@@ -84,13 +108,22 @@ class ApiSettings:
     default_horizon_hours: int = 24
 
 
+#: cost weight of a policy per job x cluster x slot cell, against ``max_plan_cells``: greedy
+#: passes cost 1; LP-based policies (an interior point solve) 10; the MILP 50
+POLICY_COST: dict[str, int] = {"carbonshift": 2, "caspian": 10, "rr": 10, "srr": 10, "exact": 50}
+#: policy parameters that are wall-time limits: capped at the request budget
+_TIME_LIMIT_PARAMS = ("time_limit_s", "lp_time_limit_s")
+
+
 def _problem(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
     titles = {
+        401: "Unauthorized",
         404: "Not Found",
         405: "Method Not Allowed",
         400: "Bad Request",
         413: "Payload Too Large",
         422: "Unprocessable Entity",
+        429: "Too Many Requests",
         500: "Internal Server Error",
         502: "Bad Gateway",
         503: "Service Unavailable",
@@ -100,7 +133,11 @@ def _problem(status: int, detail: str, headers: dict[str, str] | None = None) ->
 
 
 class _BodyLimit:
-    """Refuse request bodies larger than ``limit`` bytes with 413, streamed or not."""
+    """Refuse request bodies larger than ``limit`` bytes with 413, streamed or not.
+
+    The body is read here, up to the limit, before the app sees it, so a chunked body without
+    a Content-Length gets the same 413 as a declared one; the app then reads it from memory,
+    and later ``receive`` calls (disconnect detection) go to the server."""
 
     def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], limit: int) -> None:
         self.app = app
@@ -110,33 +147,102 @@ class _BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        detail = (
+        too_large = _problem(
+            413,
             f"request body is larger than {self.limit} bytes; send a smaller instance or split "
-            "the jobs"
+            "the jobs",
         )
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                await _problem(413, detail)(scope, receive, send)
+                await too_large(scope, receive, send)
                 return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.limit:
-                    raise _TooLargeError(detail)
-            return message
+            if message["type"] != "http.request":
+                return  # the client went away before its body was complete
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.limit:
+                await too_large(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        replayed = False
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLargeError as exc:
-            await _problem(413, str(exc))(scope, receive, send)
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
-class _TooLargeError(Exception):
-    pass
+#: paths probes and scrapers reach without a token and outside the rate limit
+_OPEN_PATHS = frozenset({"/healthz", "/metrics"})
+
+
+class _Guard:
+    """Bearer token and per-client rate limit (a token bucket of ``rate_per_minute``)."""
+
+    def __init__(
+        self,
+        app: Callable[[Scope, Receive, Send], Awaitable[None]],
+        token: Secret | None,
+        rate_per_minute: int,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.expected = b"Bearer " + token.reveal().encode() if token else None
+        self.rate_per_s = rate_per_minute / 60.0
+        self.burst = float(rate_per_minute)
+        self.monotonic = monotonic
+        self.buckets: dict[str, tuple[float, float]] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") in _OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        if self.expected is not None:
+            given = dict(scope.get("headers", [])).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = _problem(
+                    401,
+                    "this server needs 'Authorization: Bearer <token>' (CARBONSHIFT_API_TOKEN)",
+                    {"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        if self.rate_per_s > 0:
+            wait_s = self._take(str((scope.get("client") or ("?",))[0]))
+            if wait_s > 0:
+                response = _problem(
+                    429,
+                    f"more than {self.burst:g} requests per minute from this client; retry in "
+                    f"{math.ceil(wait_s)} s",
+                    {"Retry-After": str(math.ceil(wait_s))},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _take(self, client: str) -> float:
+        """0 when ``client`` may go on (one token taken), else seconds until it may."""
+        now = self.monotonic()
+        if len(self.buckets) > 10_000:  # forget clients whose bucket has filled up again
+            full_s = self.burst / self.rate_per_s
+            self.buckets = {k: v for k, v in self.buckets.items() if now - v[1] < full_s}
+        tokens, last = self.buckets.get(client, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - last) * self.rate_per_s)
+        if tokens < 1:
+            self.buckets[client] = (tokens, now)
+            return (1 - tokens) / self.rate_per_s
+        self.buckets[client] = (tokens - 1, now)
+        return 0.0
 
 
 class _Measure:
@@ -200,8 +306,10 @@ class _Metrics:
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": Problem, "description": "a bad value; detail says which and the fix"},
+    401: {"model": Problem, "description": "a bearer token is needed (server started with one)"},
     413: {"model": Problem, "description": "the request body is too large"},
     422: {"model": Problem, "description": "the request does not match the schema"},
+    429: {"model": Problem, "description": "too many requests or solves; see Retry-After"},
     502: {"model": Problem, "description": "a carbon source refused our credentials"},
     503: {"model": Problem, "description": "no carbon source can answer now; see Retry-After"},
 }
@@ -238,13 +346,26 @@ def _timespan(minutes: int) -> str:
 
 
 def create_app(
-    chains: ChainSet, *, settings: ApiSettings | None = None, clock: Clock | None = None
+    chains: ChainSet,
+    *,
+    settings: ApiSettings | None = None,
+    clock: Clock | None = None,
+    solves: SolveRunner | None = None,
 ) -> FastAPI:
-    """The advice API over ``chains`` (one fall-back chain per signal kind)."""
+    """The advice API over ``chains`` (one fall-back chain per signal kind); ``solves`` runs
+    ``/v1/plan`` solves (its ``stop_all`` is called when the app shuts down)."""
     cfg = settings or ApiSettings()
     clk = clock or SystemClock()
     metrics = _Metrics()
+    runner = solves or SolveRunner(max_solves=cfg.max_solves)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        runner.stop_all()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="carbonshift advice API",
         version="1",
         description=(
@@ -254,12 +375,17 @@ def create_app(
         ),
     )
     app.add_middleware(_BodyLimit, limit=cfg.max_body_bytes)
+    app.add_middleware(_Guard, token=cfg.token, rate_per_minute=cfg.rate_per_minute)
     app.add_middleware(_Measure, metrics=metrics)
 
     @app.exception_handler(CarbonshiftError)
     async def _carbonshift_error(request: Request, exc: CarbonshiftError) -> JSONResponse:
         if isinstance(exc, InputError):
             return _problem(400, str(exc))
+        if isinstance(exc, BusyError):
+            return _problem(429, str(exc), {"Retry-After": str(max(1, math.ceil(exc.delay_s)))})
+        if isinstance(exc, ClientGoneError):
+            return _problem(499, str(exc))
         if isinstance(exc, TemporaryError):
             return _problem(503, str(exc), {"Retry-After": str(max(1, math.ceil(exc.delay_s)))})
         if isinstance(exc, PermanentError):
@@ -281,11 +407,16 @@ def create_app(
             where = ".".join(str(p) for p in error.get("loc", ()))
             parts.append(f"{where}: {error.get('msg', 'invalid')}")
         more = f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""
+        # the offending inputs are left out: they may be huge, or NaN (not JSON)
+        listed = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+            for e in errors[:20]
+        ]
         body = {
             "title": "Unprocessable Entity",
             "status": 422,
-            "detail": "; ".join(parts) + more,
-            "errors": jsonable_encoder(errors, custom_encoder={Exception: str}),
+            "detail": " ".join(("; ".join(parts) + more).split())[:1000],
+            "errors": jsonable_encoder(listed),
         }
         return JSONResponse(body, status_code=422)
 
@@ -331,7 +462,7 @@ def create_app(
             raise InputError(
                 f"{len(location)} locations asked; at most {cfg.max_locations} per request"
             )
-        return location
+        return [check_zone_name(zone, "location") for zone in location]
 
     @app.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, Any]:
@@ -489,49 +620,98 @@ def create_app(
             provenance={r.zone: Provenance(**_provenance(r.answer)) for r in advice.per_zone},
         )
 
-    @app.post("/v1/plan", tags=["planning"], responses=_ERRORS)
-    def plan(
-        instance: Annotated[
-            dict[str, Any],
-            Body(description="a CONTRACTS.md v1 planning instance", examples=[{"version": 1}]),
-        ],
-        policy: Annotated[str, Query(description="a policy name, see /v1/policies")] = "caspian",
+    @app.post(
+        "/v1/plan",
+        tags=["planning"],
+        responses=_ERRORS,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "description": "a CONTRACTS.md v1 planning instance",
+                "content": {
+                    "application/json": {
+                        "schema": {"type": "object"},
+                        "example": {"version": 1},
+                    }
+                },
+            }
+        },
+    )
+    async def plan(
+        request: Request,
+        policy: Annotated[
+            str, Query(description="a policy name, see /v1/policies")
+        ] = "carbonshift",
         param: Annotated[
             list[str] | None, Query(description="policy parameter key=value, repeatable")
         ] = None,
     ) -> dict[str, Any]:
-        """A CONTRACTS.md plan (with ``scores``, ``status`` and ``feasible``) for an instance."""
-        from carbonshift.domain import check_feasibility, score_plan
-        from carbonshift.formats import instance_from_dict, plan_to_dict
-        from carbonshift.planning import policy_spec, run_policy
+        """A CONTRACTS.md plan (with ``scores``, ``status`` and ``feasible``) for an instance.
+
+        The solve runs in a worker process with a wall-time budget; it is stopped when the
+        client disconnects, when the budget is spent and when the server stops."""
+        from carbonshift.formats import instance_from_dict, loads_json
+        from carbonshift.planning import policy_spec
 
         policy_spec(policy, import_modules=False)  # never a module named in a request
-        jobs = instance.get("jobs")
+        params = _plan_params(policy, param or [])
+        try:
+            data = loads_json(await request.body(), "the request body")
+        except InputError as exc:
+            raise RequestValidationError(
+                [{"loc": ("body",), "msg": str(exc), "type": "json_invalid"}]
+            ) from None
+        if not isinstance(data, dict):
+            raise InputError("the request body must be a JSON object (a planning instance)")
+        jobs = data.get("jobs")
         if isinstance(jobs, list) and len(jobs) > cfg.max_jobs:
             raise InputError(
                 f"the instance has {len(jobs)} jobs; this server plans at most {cfg.max_jobs} "
                 "per request"
             )
-        parsed = instance_from_dict(instance, what="instance")
+        parsed = instance_from_dict(data, what="instance")
         cells = len(parsed.jobs) * len(parsed.clusters) * parsed.grid.horizon_slots
-        if cells > cfg.max_plan_cells:
+        weight = POLICY_COST.get(policy, 1)
+        if cells * weight > cfg.max_plan_cells:
             raise InputError(
-                f"the instance has {cells} job x cluster x slot cells; at most "
-                f"{cfg.max_plan_cells} per request: shorten the horizon or send fewer jobs"
+                f"the instance has {cells} job x cluster x slot cells; policy {policy!r} may "
+                f"plan at most {cfg.max_plan_cells // weight} per request on this server: "
+                "shorten the horizon, send fewer jobs, or use a cheaper policy (asap, fluidos)"
             )
+        return await runner.solve(
+            parsed,
+            policy,
+            params,
+            budget_s=cfg.max_solve_s,
+            is_disconnected=request.is_disconnected,
+        )
+
+    def _plan_params(policy: str, items: list[str]) -> dict[str, str]:
+        from carbonshift.planning import parse_params
+
         params: dict[str, str] = {}
-        for item in param or []:
+        for item in items:
             key, sep, value = item.partition("=")
             if not sep or not key:
                 raise InputError(f"param {item!r} is not key=value; write it like omega1=0.5")
             params[key.strip()] = value.strip()
-        result = run_policy(policy, parsed, params, import_modules=False)
-        body = plan_to_dict(result.plan, score_plan(parsed, result.plan))
-        body["status"] = str(result.status)
-        body["feasible"] = not check_feasibility(parsed, result.plan)
-        body["stats"] = {k: float(v) for k, v in result.stats.items()}
-        decoded: dict[str, Any] = json.loads(json.dumps(body, default=str))
-        return decoded
+        checked = parse_params(policy, params).as_dict()
+        samples = checked.get("samples")
+        if isinstance(samples, int) and samples > cfg.max_samples:
+            raise InputError(
+                f"param samples={samples} of policy {policy!r} is above this server's limit of "
+                f"{cfg.max_samples}; ask fewer samples"
+            )
+        for name in _TIME_LIMIT_PARAMS:
+            limit = checked.get(name)
+            if isinstance(limit, int | float) and limit > cfg.max_solve_s:
+                if name in params:
+                    raise InputError(
+                        f"param {name}={params[name]} of policy {policy!r} is above this "
+                        f"server's budget of {cfg.max_solve_s:g} s per request; ask at most that"
+                    )
+                params[name] = f"{cfg.max_solve_s:g}"
+        return params
 
     @app.get("/v1/policies", tags=["planning"])
     def policies() -> dict[str, Any]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from carbonshift.carbon.providers.zones import ZONE_PATTERN
 from carbonshift.carbon.series import CiKind
+from carbonshift.formats import whole_number
 
 __all__ = [
     "AdviseRequest",
@@ -85,7 +87,21 @@ class EmissionsData(Provenance):
     duration: str
 
 
-Zone = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_\-:.]+$")]
+#: a zone name: letters, digits, '-' and '_' (never a path; see ``ZONE_PATTERN``)
+Zone = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^" + ZONE_PATTERN.pattern + "$")]
+
+
+def _iso_time(value: object) -> object:
+    """An ISO 8601 text (or null): numbers, and texts of digits, are not times here."""
+    if value is None or isinstance(value, datetime):
+        return value
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or value.strip().lstrip("-").replace(".", "", 1).isdigit()
+    ):
+        raise ValueError("must be an ISO 8601 time text like 2026-11-22T14:00Z")
+    return value
 
 
 class AdviseRequest(BaseModel):
@@ -100,22 +116,29 @@ class AdviseRequest(BaseModel):
     within: str | None = Field(
         None, description="finish within this long from earliest (default 24h)", examples=["24h"]
     )
-    deadline: datetime | None = Field(None, description="finish by this time (instead of within)")
-    earliest: datetime | None = Field(None, description="start no earlier (default now)")
-    demand: dict[str, Annotated[float, Field(ge=0, le=1e9)]] = Field(
+    deadline: Annotated[datetime | None, BeforeValidator(_iso_time)] = Field(
+        None, description="finish by this time (instead of within)"
+    )
+    earliest: Annotated[datetime | None, BeforeValidator(_iso_time)] = Field(
+        None, description="start no earlier (default now)"
+    )
+    demand: dict[str, Annotated[float, Field(ge=0, le=1e9, strict=True)]] = Field(
         default_factory=dict, examples=[{"cpu": 4}], max_length=32
     )
-    watts_per_unit: dict[str, Annotated[float, Field(ge=0, le=1e9)]] = Field(
+    watts_per_unit: dict[str, Annotated[float, Field(ge=0, le=1e9, strict=True)]] = Field(
         default_factory=dict, description="W per unit of each demanded resource", max_length=32
     )
     power_w: float | None = Field(
         None,
         ge=0,
         le=1e12,
+        strict=True,
         description="total power in W (default: demand x watts_per_unit, else 1000)",
     )
     kind: CiKind | None = Field(None, description="signal kind (default: the server's)")
-    slot_minutes: int = Field(60, ge=5, le=1440, description="start times are slot starts")
+    slot_minutes: Annotated[int, BeforeValidator(whole_number)] = Field(
+        60, ge=5, le=1440, description="start times are slot starts"
+    )
 
 
 class RunOption(BaseModel):

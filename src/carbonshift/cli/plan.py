@@ -12,7 +12,7 @@ from rich.table import Table
 
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.errors import InputError
-from carbonshift.formats import read_instance, write_plan
+from carbonshift.formats import dumps_strict, null_if_undefined, read_instance, write_plan
 from carbonshift.planning import PolicyResult, explain, run_policy
 from carbonshift.planning.registry import available_policies
 
@@ -99,7 +99,7 @@ def _report(
         payload: dict[str, object] = {**summary, "violations": [v.message for v in violations]}
         if with_explain:
             payload["explain"] = reasons
-        typer.echo(json.dumps(payload, indent=1))
+        typer.echo(dumps_strict(null_if_undefined(payload), indent=1))
         return
     console = Console()
     table = Table(title=f"plan: {result.plan.policy}")

@@ -7,19 +7,68 @@ rules. Unknown fields are ignored with a warning.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 from carbonshift.errors import InputError
-from carbonshift.formats._common import describe_validation_error, read_json, warn_unknown_fields
+from carbonshift.formats._common import (
+    amount_in,
+    check_depth,
+    describe_validation_error,
+    dumps_strict,
+    read_json,
+    strict_bool,
+    strict_number,
+    warn_unknown_fields,
+    whole_in,
+    whole_number,
+)
 
 __all__ = ["instance_from_dict", "instance_to_dict", "read_instance", "write_instance"]
 
-NonNegative = float
+
+def _version(value: Any) -> Any:
+    if value != 1 or isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be 1 (this reader speaks CONTRACTS.md v1)")
+    return 1
+
+
+#: limits of every number in an instance (docs/reliability.md); inside them no score overflows
+MAX_AMOUNT_UNITS = 1e12
+MAX_WATTS_PER_UNIT = 1e6
+MAX_PUE = 100.0
+MAX_EMBODIED_G_PER_UNIT_HOUR = 1e6
+MAX_CARBON_G_PER_KWH = 1e5
+MAX_SLOT_MINUTES = 7 * 24 * 60
+MAX_HORIZON_SLOTS = 1_000_000
+MAX_SLOT_INDEX = 1_000_000_000
+
+_NUMBER = BeforeValidator(strict_number)
+_WHOLE = BeforeValidator(whole_number)
+Units = Annotated[float, _NUMBER, AfterValidator(amount_in("units", MAX_AMOUNT_UNITS))]
+Watts = Annotated[float, _NUMBER, AfterValidator(amount_in("W per unit", MAX_WATTS_PER_UNIT))]
+Pue = Annotated[float, _NUMBER, AfterValidator(amount_in("(PUE)", MAX_PUE))]
+Embodied = Annotated[
+    float, _NUMBER, AfterValidator(amount_in("g per unit hour", MAX_EMBODIED_G_PER_UNIT_HOUR))
+]
+Intensity = Annotated[float, _NUMBER, AfterValidator(amount_in("g/kWh", MAX_CARBON_G_PER_KWH))]
+Minutes = Annotated[int, _WHOLE, AfterValidator(whole_in(1, MAX_SLOT_MINUTES, "minutes"))]
+Slots = Annotated[int, _WHOLE, AfterValidator(whole_in(1, MAX_HORIZON_SLOTS, "slots"))]
+Release = Annotated[int, _WHOLE, AfterValidator(whole_in(0, MAX_SLOT_INDEX, "(a slot index)"))]
+Deadline = Annotated[
+    int, _WHOLE, AfterValidator(whole_in(-MAX_SLOT_INDEX, MAX_SLOT_INDEX, "(a slot index)"))
+]
+StrictBool = Annotated[bool, BeforeValidator(strict_bool)]
 
 
 class _Wire(BaseModel):
@@ -27,37 +76,38 @@ class _Wire(BaseModel):
 
 
 class ClusterWire(_Wire):
-    name: str = Field(min_length=1)
-    zone: str | None = None
-    capacity: dict[str, float | list[float]]
-    watts_per_unit: dict[str, float]
-    pue: float = 1.0
-    embodied_g_per_unit_hour: dict[str, float] = Field(default_factory=dict)
+    name: str = Field(min_length=1, max_length=256)
+    zone: str | None = Field(None, max_length=256)
+    capacity: dict[str, Units | list[Units]]
+    watts_per_unit: dict[str, Watts]
+    pue: Pue = 1.0
+    embodied_g_per_unit_hour: dict[str, Embodied] = Field(default_factory=dict)
 
 
 class JobWire(_Wire):
-    id: str = Field(min_length=1)
-    demand: dict[str, float]
-    runtime_slots: int
-    release_slot: int = 0
-    deadline_slot: int | None = None
+    id: str = Field(min_length=1, max_length=256)
+    demand: dict[str, Units]
+    runtime_slots: Slots
+    release_slot: Release = 0
+    deadline_slot: Deadline | None = None
     allowed_clusters: list[str] | None = None
-    critical: bool = False
+    critical: StrictBool = False
 
 
 class InstanceWire(_Wire):
-    version: Literal[1]
-    slot_minutes: int
-    horizon_slots: int
+    version: Annotated[Literal[1], BeforeValidator(_version)]
+    slot_minutes: Minutes
+    horizon_slots: Slots
     resources: list[str]
     clusters: list[ClusterWire]
-    carbon_g_per_kwh: dict[str, list[float]]
+    carbon_g_per_kwh: dict[str, list[Intensity]]
     jobs: list[JobWire]
-    future_demand: dict[str, list[float]] | None = None
+    future_demand: dict[str, list[Units]] | None = None
 
 
 def instance_from_dict(data: Any, *, what: str = "instance") -> Instance:
     """Validate a decoded JSON object and build the domain instance."""
+    check_depth(data, what)
     try:
         wire = InstanceWire.model_validate(data)
     except ValidationError as exc:
@@ -155,4 +205,4 @@ def read_instance(path: Path) -> Instance:
 
 def write_instance(instance: Instance, path: Path) -> None:
     """Write ``instance`` as CONTRACTS.md JSON (full float precision)."""
-    path.write_text(json.dumps(instance_to_dict(instance), indent=1) + "\n", encoding="utf-8")
+    path.write_text(dumps_strict(instance_to_dict(instance), indent=1) + "\n", encoding="utf-8")

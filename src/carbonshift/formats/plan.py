@@ -5,17 +5,33 @@ Written as strict JSON: a non-finite number is refused (an undefined ratio is ``
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+)
 
 from carbonshift.domain import Assignment, ClusterName, JobId, Plan, Scores
 from carbonshift.errors import InputError
-from carbonshift.formats._common import describe_validation_error, read_json, warn_unknown_fields
+from carbonshift.formats._common import (
+    check_depth,
+    describe_validation_error,
+    dumps_strict,
+    null_if_undefined,
+    read_json,
+    strict_number,
+    warn_unknown_fields,
+    whole_in,
+    whole_number,
+)
 
 __all__ = ["PlanBound", "plan_from_dict", "plan_to_dict", "read_plan", "write_plan"]
 
@@ -46,7 +62,11 @@ class _Wire(BaseModel):
 class AssignmentWire(_Wire):
     job: str = Field(min_length=1)
     cluster: str = Field(min_length=1)
-    start_slot: int
+    start_slot: Annotated[
+        int,
+        BeforeValidator(whole_number),
+        AfterValidator(whole_in(0, 1_000_000_000, "(a slot index)")),
+    ]
 
 
 class PlanWire(_Wire):
@@ -54,11 +74,12 @@ class PlanWire(_Wire):
     policy: str
     assignments: list[AssignmentWire]
     unscheduled: list[str] = Field(default_factory=list)
-    solve_seconds: float = 0.0
+    solve_seconds: Annotated[float, BeforeValidator(strict_number)] = 0.0
 
 
 def plan_from_dict(data: Any, *, what: str = "plan") -> Plan:
     """Validate a decoded JSON object and build the domain plan (``scores`` are not read)."""
+    check_depth(data, what)
     try:
         wire = PlanWire.model_validate(data)
     except ValidationError as exc:
@@ -96,7 +117,8 @@ def plan_to_dict(
         out["scores"] = asdict(scores)
     if bound is not None:
         out["bound"] = {"lower_bound_g": bound.lower_bound_g, "gap": bound.gap}
-    return out
+    result: dict[str, Any] = null_if_undefined(out)
+    return result
 
 
 def read_plan(path: Path) -> Plan:
@@ -108,7 +130,7 @@ def write_plan(
     plan: Plan, path: Path, scores: Scores | None = None, bound: PlanBound | None = None
 ) -> None:
     """Write ``plan`` (and optional ``scores`` and ``bound``) as strict CONTRACTS.md JSON."""
-    text = json.dumps(plan_to_dict(plan, scores, bound), indent=1, allow_nan=False)
+    text = dumps_strict(plan_to_dict(plan, scores, bound), indent=1)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text + "\n", encoding="utf-8")

@@ -169,7 +169,12 @@ _LP_METHOD = ParamSpec(
     "HiGHS LP algorithm (auto: interior point, crossover to a vertex up to 50k columns)",
     choices=tuple(m.value for m in LpMethod),
 )
-_LP_LIMIT = ParamSpec("lp_time_limit_s", float, 60.0, "wall-time limit of each LP (s)", 0.001)
+_DAY_S = 86_400.0
+_YEAR_H = 8_760.0
+_WEIGHT_MAX = 1e6
+_LP_LIMIT = ParamSpec(
+    "lp_time_limit_s", float, 60.0, "wall-time limit of each LP (s)", 0.001, _DAY_S
+)
 _FUTURE = ParamSpec(
     "future_weight", float, 1.0, "weight f of reserved future demand in GRU (CJPS gamma)", 0, 1
 )
@@ -179,7 +184,7 @@ _LATE = ParamSpec(
     True,
     "a job that can no longer finish on time takes its earliest start with room (fail open)",
 )
-_SEED = ParamSpec("seed", int, 0, "random seed of the rounding", 0)
+_SEED = ParamSpec("seed", int, 0, "random seed of the rounding", 0, 2**32 - 1)
 
 
 def _critical_first(runner: Runner) -> Runner:
@@ -261,6 +266,8 @@ POLICIES: dict[str, PolicySpec] = {
                     float,
                     -1.0,
                     "start when the forecast is at or under this (g/kWh); < 0: quantile",
+                    -1.0,
+                    1e5,
                 ),
                 ParamSpec(
                     "quantile",
@@ -286,11 +293,24 @@ POLICIES: dict[str, PolicySpec] = {
                 load_factor=p.get_float("load_factor"),
             ),
             (
-                ParamSpec("window_hours", float, 6.0, "length W of the clean window (h)", 0),
-                ParamSpec("lookahead_hours", float, 24.0, "where the window is sought (h)", 0),
-                ParamSpec("max_wait_hours", float, 24.0, "a job never waits longer (h)", 0),
+                ParamSpec(
+                    "window_hours", float, 6.0, "length W of the clean window (h)", 0, _YEAR_H
+                ),
+                ParamSpec(
+                    "lookahead_hours", float, 24.0, "where the window is sought (h)", 0, _YEAR_H
+                ),
+                ParamSpec(
+                    "max_wait_hours", float, 24.0, "a job never waits longer (h)", 0, _YEAR_H
+                ),
                 ParamSpec("base_limit", float, 0.95, "use limit without predicted load", 0, 1),
-                ParamSpec("load_factor", float, 0.1, "limit falls by this x predicted load", 0),
+                ParamSpec(
+                    "load_factor",
+                    float,
+                    0.1,
+                    "limit falls by this x predicted load",
+                    0,
+                    _WEIGHT_MAX,
+                ),
             ),
             "CO2 scheduler (Piontek): wait for the cleanest W-hour window, bounded",
             window,
@@ -325,9 +345,16 @@ POLICIES: dict[str, PolicySpec] = {
                 )
             ),
             (
-                ParamSpec("omega1", float, 1.0, "weight of sustainability Z1 (0: baseline)", 0),
-                ParamSpec("omega2", float, 1.0, "weight of lateness Z2", 0),
-                ParamSpec("omega3", float, 1.0, "weight of completion time Z3", 0),
+                ParamSpec(
+                    "omega1",
+                    float,
+                    1.0,
+                    "weight of sustainability Z1 (0: baseline)",
+                    0,
+                    _WEIGHT_MAX,
+                ),
+                ParamSpec("omega2", float, 1.0, "weight of lateness Z2", 0, _WEIGHT_MAX),
+                ParamSpec("omega3", float, 1.0, "weight of completion time Z3", 0, _WEIGHT_MAX),
                 _LP_METHOD,
                 _LP_LIMIT,
             ),
@@ -365,7 +392,7 @@ POLICIES: dict[str, PolicySpec] = {
                 )
             ),
             (
-                ParamSpec("samples", int, 20, "number S of roundings", 1),
+                ParamSpec("samples", int, 20, "number S of roundings", 1, 100_000),
                 _FUTURE,
                 _SEED,
                 _LP_METHOD,
@@ -390,7 +417,7 @@ POLICIES: dict[str, PolicySpec] = {
             (
                 _FUTURE,
                 _LATE,
-                ParamSpec("time_limit_s", float, 60.0, "MILP wall-time limit (s)", 0.001),
+                ParamSpec("time_limit_s", float, 60.0, "MILP wall-time limit (s)", 0.001, _DAY_S),
                 ParamSpec("mip_gap", float, 1e-4, "relative MIP gap to stop at", 0, 0.999),
             ),
             "CJPS-MILP optimum of GRU by HiGHS, with time limit and gap",
@@ -675,6 +702,16 @@ def available_policies() -> dict[str, PolicySpec]:
     return dict(POLICIES)
 
 
+#: What :func:`load_policy_module` loaded in this process, in order (server workers load
+#: the same again: they are forked from a clean process).
+_OPERATOR_MODULES: list[str] = []
+
+
+def operator_policy_modules() -> tuple[str, ...]:
+    """The policy modules the operator named at start-up (``serve --policy-module``)."""
+    return tuple(_OPERATOR_MODULES)
+
+
 def load_policy_module(ref: str) -> list[str]:
     """Import ``ref`` so its policies are registered; return the names it added.
 
@@ -683,6 +720,8 @@ def load_policy_module(ref: str) -> list[str]:
     ``--policy-module`` its operator names at start-up.
     """
     before = set(POLICIES)
+    if ref not in _OPERATOR_MODULES:
+        _OPERATOR_MODULES.append(ref)
     if ":" in ref:
         POLICIES[ref] = _from_path(ref)
     else:

@@ -20,13 +20,15 @@ parameters; they may also be written directly in ``[workload]``, where, next to 
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -38,6 +40,7 @@ from pydantic import (
 from carbonshift.carbon.forecast import make_forecaster
 from carbonshift.carbon.zones import resolve_zone
 from carbonshift.errors import InputError
+from carbonshift.formats import amount_in, check_depth
 from carbonshift.planning.registry import parse_params
 from carbonshift.units import parse_utc, to_utc
 from carbonshift.workloads import (
@@ -60,6 +63,20 @@ __all__ = [
 ]
 
 _FROZEN = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+#: limits of a scenario (docs/reliability.md): inside them nothing overflows a date or a float
+MAX_HOURS = 87_600.0  # ten years of arrivals, or of drain
+MAX_SLOT_MINUTES = 7 * 24 * 60
+MAX_SLOTS = 10_000
+MAX_SEED = 2**63 - 1
+MAX_PATH_CHARS = 4_096
+#: generator parameters: numbers are finite and at most this large (n_jobs: MAX_GENERATED_JOBS)
+MAX_GENERATOR_NUMBER = 1e6
+MAX_GENERATED_JOBS = 100_000
+
+Units = Annotated[float, AfterValidator(amount_in("units", 1e12))]
+Watts = Annotated[float, AfterValidator(amount_in("W per unit", 1e6))]
+Embodied = Annotated[float, AfterValidator(amount_in("g per unit hour", 1e6))]
 
 #: Unit and fix named in error messages, per key.
 _HINTS: dict[str, str] = {
@@ -106,20 +123,20 @@ class SimulationSpec(BaseModel):
     model_config = _FROZEN
 
     start: datetime
-    hours: float = Field(gt=0)
-    max_drain_hours: float = Field(168.0, ge=0)
+    hours: float = Field(gt=0, le=MAX_HOURS)
+    max_drain_hours: float = Field(168.0, ge=0, le=MAX_HOURS)
     allow_replay: bool = False
-    slot_minutes: int = Field(60, ge=1)
-    horizon_slots: int = Field(24, ge=1)
-    replan_every_slots: int = Field(1, ge=1)
-    policy: str = Field(min_length=1)
-    baseline: str = "asap"
-    forecast: str = "oracle"
-    seed: int = 1
+    slot_minutes: int = Field(60, ge=1, le=MAX_SLOT_MINUTES)
+    horizon_slots: int = Field(24, ge=1, le=MAX_SLOTS)
+    replan_every_slots: int = Field(1, ge=1, le=MAX_SLOTS)
+    policy: str = Field(min_length=1, max_length=64)
+    baseline: str = Field("asap", max_length=64)
+    forecast: str = Field("oracle", max_length=64)
+    seed: int = Field(1, ge=0, le=MAX_SEED)
     demand_forecast: str | None = None
     title: str | None = None
     interruptible: bool = False
-    interrupt_overhead_minutes: float = Field(0.0, ge=0)
+    interrupt_overhead_minutes: float = Field(0.0, ge=0, le=MAX_SLOT_MINUTES)
 
     @field_validator("start", mode="before")
     @classmethod
@@ -146,20 +163,20 @@ class ClusterSpec(BaseModel):
 
     model_config = _FROZEN
 
-    name: str = Field(min_length=1)
-    zone: str | None = None
+    name: str = Field(min_length=1, max_length=256)
+    zone: str | None = Field(None, max_length=64)
     carbon_csv: Path | None = None
     ci_kind: str = "direct"
-    capacity: dict[str, float] = Field(min_length=1)
-    watts_per_unit: dict[str, float]
-    pue: float = Field(1.0, ge=0)
-    embodied_g_per_unit_hour: dict[str, float] = Field(default_factory=dict)
-    idle_watts: float = Field(0.0, ge=0)
+    capacity: dict[str, Units] = Field(min_length=1)
+    watts_per_unit: dict[str, Watts]
+    pue: Annotated[float, AfterValidator(amount_in("(PUE)", 100.0))] = 1.0
+    embodied_g_per_unit_hour: dict[str, Embodied] = Field(default_factory=dict)
+    idle_watts: Annotated[float, AfterValidator(amount_in("W", 1e9))] = 0.0
 
     @field_validator("carbon_csv", mode="before")
     @classmethod
     def _path(cls, value: object) -> object:
-        return Path(value) if isinstance(value, str) else value
+        return _path_of(value)
 
     @field_validator("ci_kind")
     @classmethod
@@ -187,7 +204,7 @@ class WorkloadSpec(BaseModel):
     generator: str | None = None
     time_unit: str = "hours"
     resource: str = "gpu"
-    deadline_factor: float = Field(3.0, ge=0)
+    deadline_factor: float = Field(3.0, ge=0, le=1_000)
     strict: bool = True
     params: dict[str, Any] = Field(default_factory=dict)
 
@@ -209,7 +226,7 @@ class WorkloadSpec(BaseModel):
     @field_validator("trace_csv", "trace", mode="before")
     @classmethod
     def _path(cls, value: object) -> object:
-        return Path(value) if isinstance(value, str) else value
+        return _path_of(value)
 
     @field_validator("time_unit")
     @classmethod
@@ -283,22 +300,63 @@ class Scenario(BaseModel):
         if "resource" in spec.model_fields_set:
             params.setdefault("resource", spec.resource)
         seed = None if "seed" in params else self.simulation.seed
-        return generate(spec.generator, params, seed=seed)
+        try:
+            return generate(spec.generator, params, seed=seed)
+        except InputError as exc:
+            raise InputError(
+                f"{self.source}: [workload] generator {spec.generator!r}: {exc}"
+            ) from None
+
+
+def _path_of(value: object) -> object:
+    """A TOML string as a Path; an overlong one is refused before the file system sees it."""
+    if isinstance(value, str):
+        if len(value) > MAX_PATH_CHARS or any(len(p) > 255 for p in Path(value).parts):
+            raise ValueError(
+                f"a path of {len(value)} characters is too long; give at most {MAX_PATH_CHARS}, "
+                "with no part longer than 255"
+            )
+        if "\x00" in value:
+            raise ValueError("a path may not hold a NUL character")
+        return Path(value)
+    return value
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate the scenario TOML at ``path``."""
     file = Path(path)
+    shown = _short(str(file))
     try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputError(f"scenario file {str(file)!r} does not exist; check the path") from exc
-    except OSError as exc:
-        raise InputError(f"scenario file {str(file)!r} cannot be read: {exc}") from exc
+        text = file.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise InputError(f"scenario file {shown!r} does not exist; check the path") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"scenario file {shown!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
+        ) from None
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise InputError(f"scenario file {shown!r} cannot be read: {reason}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{file}: not valid TOML ({exc}); fix the syntax there") from exc
+        raise InputError(f"{shown}: not valid TOML ({exc}); fix the syntax there") from None
+    except RecursionError:
+        raise InputError(
+            f"{shown}: arrays or tables are nested too deep; a scenario needs at most 3 levels"
+        ) from None
+    check_depth(data, shown, most=16)
     return parse_scenario(data, base_dir=file.resolve().parent, source=str(file))
 
 
@@ -309,6 +367,7 @@ def parse_scenario(
     data: Mapping[str, Any], *, base_dir: Path | None = None, source: str = "scenario"
 ) -> Scenario:
     """Validate a scenario already parsed from TOML; relative paths are joined to ``base_dir``."""
+    check_depth(data, source, most=16)
     for key in data:
         if key not in _TOP:
             raise InputError(
@@ -374,7 +433,7 @@ def _check_meaning(scenario: Scenario, source: str) -> None:
                 f'{where}: needs zone (embedded carbon data, like "DE") or carbon_csv (a file in '
                 "the Electricity Maps hourly export format)"
             )
-        if cluster.carbon_csv is not None and not cluster.carbon_csv.is_file():
+        if cluster.carbon_csv is not None and not _is_file(cluster.carbon_csv):
             raise InputError(
                 f"{where}: carbon_csv {str(cluster.carbon_csv)!r} does not exist; paths are "
                 "relative to the scenario file"
@@ -409,7 +468,7 @@ def _check_meaning(scenario: Scenario, source: str) -> None:
             )
         trace = spec.trace_csv or spec.trace
         assert trace is not None
-        if not trace.is_file():
+        if not _is_file(trace):
             raise InputError(
                 f"{source}: [workload] trace {str(trace)!r} does not exist; paths are relative "
                 "to the scenario file"
@@ -429,8 +488,10 @@ def _check_meaning(scenario: Scenario, source: str) -> None:
                     f"{source}: [workload] key {key!r} is neither a workload key nor a parameter "
                     f"of generator {spec.generator!r}; {_choices_hint(key, known)}"
                 )
+        for key, value in extra.items():
+            _check_generator_value(source, key, value)
         trace_param = extra.get("trace")
-        if isinstance(trace_param, str) and not Path(trace_param).is_file():
+        if isinstance(trace_param, str) and not _is_file(Path(trace_param)):
             raise InputError(
                 f"{source}: [workload] trace {trace_param!r} (the generator's pattern source) "
                 "does not exist; paths are relative to the scenario file"
@@ -442,6 +503,22 @@ def _check_meaning(scenario: Scenario, source: str) -> None:
             f"of it (clusters have {scenario.resources}); set [workload] resource or the "
             "clusters' capacity"
         )
+
+
+def _check_generator_value(source: str, key: str, value: object) -> None:
+    """Generator parameters: finite numbers of bounded size, short strings."""
+    where = f"{source}: [workload] {key} = {value!r:.60}"
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int | float):
+        most = MAX_GENERATED_JOBS if key == "n_jobs" else MAX_GENERATOR_NUMBER
+        if not (math.isfinite(value) and abs(value) <= most):
+            raise InputError(f"{where}: must be a finite number of at most {most:g} in size")
+    elif isinstance(value, str):
+        if len(value) > MAX_PATH_CHARS:
+            raise InputError(f"{where}: is {len(value)} characters; give at most {MAX_PATH_CHARS}")
+    else:
+        raise InputError(f"{where}: must be a number, a string or true/false")
 
 
 def _location(loc: tuple[int | str, ...]) -> tuple[str, str]:
@@ -483,7 +560,8 @@ def _describe(exc: ValidationError, data: Mapping[str, Any], source: str) -> str
         message = str(error["msg"]).removeprefix("Value error, ")
         value = error.get("input")
         fix = f"; give {hint}" if hint and "write it like" not in message else ""
-        parts.append(f"{where} = {value!r}: {message}{fix}")
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        parts.append(f"{where} = {shown}: {message}{fix}")
     return f"{source}: " + "; ".join(parts)
 
 

@@ -41,10 +41,11 @@ from carbonshift.carbon.providers.electricitymaps import ElectricityMapsProvider
 from carbonshift.carbon.providers.gb import GbCarbonIntensityProvider
 from carbonshift.carbon.providers.secrets import Secret, read_secret
 from carbonshift.carbon.providers.watttime import WattTimeProvider
-from carbonshift.carbon.providers.zones import ZoneTable
+from carbonshift.carbon.providers.zones import ZONE_PATTERN, ZoneTable, check_zone_name
 
 __all__ = [
     "SOURCE_NAMES",
+    "ZONE_PATTERN",
     "Answer",
     "Attempt",
     "AuthError",
@@ -74,6 +75,7 @@ __all__ = [
     "ZoneTable",
     "build_chains",
     "build_source",
+    "check_zone_name",
     "read_secret",
     "single_source_chain",
     "unit_of",

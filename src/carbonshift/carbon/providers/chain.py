@@ -27,6 +27,7 @@ from typing import Protocol
 from carbonshift.carbon.providers._http import AuthError
 from carbonshift.carbon.providers.base import check_window_args, unit_of
 from carbonshift.carbon.providers.clock import Clock, SystemClock
+from carbonshift.carbon.providers.zones import check_zone_name
 from carbonshift.carbon.series import CiKind, Signal, SignalWindow
 from carbonshift.carbon.signal import EmbeddedSignal
 from carbonshift.errors import CarbonshiftError, InputError, PermanentError, TemporaryError
@@ -227,6 +228,7 @@ class FallbackChain:
         self, zone: str, start: datetime, end: datetime, *, slot_minutes: int = 60
     ) -> Answer:
         """The first answer in chain order, with the trail of attempts."""
+        check_zone_name(zone)
         start, end = to_utc(start), to_utc(end)
         check_window_args(start, end, slot_minutes)
         trail: list[Attempt] = []

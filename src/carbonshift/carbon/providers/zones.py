@@ -16,6 +16,7 @@ name works too); a zone missing from the GB table is not a GB zone.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,32 @@ from typing import Any
 
 from carbonshift.errors import InputError
 
-__all__ = ["GB_REGIONS", "ZoneTable"]
+__all__ = ["GB_REGIONS", "ZONE_PATTERN", "ZoneTable", "check_zone_name"]
+
+#: What a zone name may look like wherever one enters carbonshift (API query, request body,
+#: CLI flag, CSV folder lookup): Electricity Maps ids (``US-CAL-CISO``, ``DE-LU``, ``IN-WE``),
+#: WattTime regions (``CAISO_NORTH``) and Carbon Aware SDK locations (``westus2``). No dots,
+#: slashes or spaces, so a zone name can never name a path.
+ZONE_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+
+
+def check_zone_name(zone: object, what: str = "zone") -> str:
+    """``zone`` when it matches :data:`ZONE_PATTERN`, else an :class:`InputError`.
+
+    The message shows at most 40 characters of the refused value, never a file's content.
+    """
+    if isinstance(zone, str) and ZONE_PATTERN.fullmatch(zone):
+        return zone
+    shown = (
+        repr(zone[:40] + ("..." if len(zone) > 40 else ""))
+        if isinstance(zone, str)
+        else (type(zone).__name__)
+    )
+    raise InputError(
+        f"{what} {shown} is not a zone name; use 1-64 letters, digits, '-' or '_' starting "
+        "with a letter or digit, like DE, US-CAL-CISO or IN-WE"
+    )
+
 
 #: GB Carbon Intensity API region ids (``/regional/regionid/{id}``) and their short names.
 GB_REGIONS: dict[int, str] = {
