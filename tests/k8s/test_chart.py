@@ -145,20 +145,36 @@ def test_the_image_defaults_to_the_app_version(helm: Any) -> None:
 # -- offline schema validation --------------------------------------------------------------
 
 
+def is_built_in(doc: Doc) -> bool:
+    """A kind of Kubernetes itself: the core group, a group without a dot, or *.k8s.io."""
+    group = doc["apiVersion"].rpartition("/")[0]
+    return "." not in group or group.endswith(".k8s.io")
+
+
+def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
+    """(apiVersion, kind) -> openAPIV3Schema of the CRDs the checks install."""
+    out = {}
+    for path in [*CI_CRDS, CHART / "crds" / "carboncluster.yaml"]:
+        crd = yaml.safe_load(path.read_text())
+        for version in crd["spec"]["versions"]:
+            api_version = f"{crd['spec']['group']}/{version['name']}"
+            out[api_version, crd["spec"]["names"]["kind"]] = version["schema"]["openAPIV3Schema"]
+    return out
+
+
 @pytest.mark.parametrize("values_file", CI_VALUES, ids=lambda p: p.stem)
 def test_rendered_objects_validate_against_the_kubernetes_schemas(
     helm: Any, values_file: Path
 ) -> None:
     kubernetes_validate = pytest.importorskip("kubernetes_validate")
-    built_in = [
-        d
-        for d in render(helm, values_file)
-        if "." not in d["apiVersion"].split("/")[0]
-        or d["apiVersion"].split("/")[0].endswith(".k8s.io")
-    ]
-    assert built_in
-    for doc in built_in:
+    jsonschema = pytest.importorskip("jsonschema")
+    docs = render(helm, values_file)
+    for doc in filter(is_built_in, docs):
         kubernetes_validate.validate(doc, "1.32", strict=True)
+    schemas = crd_schemas()
+    for doc in (d for d in docs if not is_built_in(d)):
+        schema = schemas[doc["apiVersion"], doc["kind"]]
+        jsonschema.Draft7Validator(schema).validate(doc)
 
 
 # -- the chart and the kustomize bases agree -------------------------------------------------
