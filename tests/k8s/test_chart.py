@@ -7,6 +7,7 @@ installs it in CI. Without it these tests skip, except under CI where they fail.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import shutil
@@ -471,3 +472,54 @@ def test_an_upgrade_keeps_the_generated_certificate(helm: Any, fakekube: FakeKub
         assert webhook["webhooks"][0]["clientConfig"]["caBundle"] == before["ca.crt"]
     finally:
         config.close()
+
+
+@pytest.mark.e2e
+async def test_the_installed_webhook_holds_a_pod_with_the_charts_certificate(
+    helm: Any, fakekube: FakeKube, tmp_path: Path
+) -> None:
+    """Helm installs the chart; a controller runs with the chart's config.yaml and generated
+    certificate; the fake API server calls it through the chart's webhook configuration,
+    verifying TLS against the chart's caBundle for carbonshift-webhook.<ns>.svc."""
+    from carbonshift.k8s.clock import ExternalClock
+    from tests.k8s.certs import Certs
+    from tests.k8s.harness import Harness
+    from tests.k8s.objects import pod
+
+    def install() -> None:
+        config = helm.Config(
+            kubeconfig_path=str(fakekube.kubeconfig), namespace=NAMESPACE, storage_driver="memory"
+        )
+        try:
+            config.install(
+                str(CHART), RELEASE, {}, namespace=NAMESPACE, create_namespace=True, timeout=60
+            )
+        finally:
+            config.close()
+
+    await asyncio.to_thread(install)
+    await asyncio.to_thread(
+        fakekube.create, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "batch"}}
+    )
+    secret = (await asyncio.to_thread(fakekube.get, "Secret", "carbonshift-tls", NAMESPACE))["data"]
+    cert_file, key_file = tmp_path / "tls.crt", tmp_path / "tls.key"
+    cert_file.write_bytes(base64.b64decode(secret["tls.crt"]))
+    key_file.write_bytes(base64.b64decode(secret["tls.key"]))
+    config_map = await asyncio.to_thread(fakekube.get, "ConfigMap", "carbonshift-config", NAMESPACE)
+    raw = yaml.safe_load(config_map["data"]["config.yaml"])
+    for server in ("webhook", "extender", "metrics"):  # loopback, any free port, the files here
+        raw[server].update(host="127.0.0.1", port=0)
+    for server in ("webhook", "extender"):
+        raw[server].update(cert_file=str(cert_file), key_file=str(key_file))
+    harness = Harness(
+        fakekube,
+        ExternalClock(fakekube.now, poll_s=3600.0),
+        Certs(base64.b64decode(secret["ca.crt"]), cert_file, key_file),
+    )
+    await harness.start(parse_config(raw))
+    try:
+        await harness.create(pod("p", created=None))
+        created = await harness.get("Pod", "p")
+        assert [g["name"] for g in created["spec"]["schedulingGates"]] == ["carbonshift.io/hold"]
+    finally:
+        await harness.stop()
