@@ -61,8 +61,9 @@ def _render(values_file: str) -> tuple[Doc, ...]:
             values_of(Path(values_file)), name=RELEASE, namespace=NAMESPACE, is_install=True
         )
     docs: list[Doc] = []
-    for text in files.values():
-        docs.extend(d for d in yaml.safe_load_all(text) if d)
+    for path, text in files.items():
+        if not path.endswith("NOTES.txt"):  # shown after install, not applied (as helm template)
+            docs.extend(d for d in yaml.safe_load_all(text) if d)
     return tuple(docs)
 
 
@@ -127,6 +128,14 @@ def test_the_values_schema_refuses_bad_values(
             chart.validate_schema(values)
         for values_file in CI_VALUES:
             chart.validate_schema(values_of(values_file))  # every CI set is valid
+
+
+def test_the_install_notes_name_the_release_namespace(helm: Any) -> None:
+    with helm.Chart.load(str(CHART)) as chart:
+        files = chart.render({"hub": {"enabled": True}}, name=RELEASE, namespace="cs")
+    notes = files["carbonshift/templates/NOTES.txt"]
+    assert "kubectl -n cs get deploy carbonshift-controller" in notes
+    assert "CarbonCluster" in notes
 
 
 def test_the_image_defaults_to_the_app_version(helm: Any) -> None:
