@@ -130,6 +130,63 @@ def test_the_values_schema_refuses_bad_values(
             chart.validate_schema(values_of(values_file))  # every CI set is valid
 
 
+def render_values(helm: Any, values: dict[str, Any], release: str = RELEASE) -> list[Doc]:
+    with helm.Chart.load(str(CHART)) as chart:
+        files = chart.render(values, name=release, namespace=NAMESPACE, is_install=True)
+    return [
+        d
+        for path, text in files.items()
+        if not path.endswith("NOTES.txt")
+        for d in yaml.safe_load_all(text)
+        if d
+    ]
+
+
+NAME_CASES = [
+    pytest.param("carbonshift", {}, "carbonshift-controller", id="release-named-carbonshift"),
+    pytest.param("carbonshift-prod", {}, "carbonshift-prod-controller", id="name-in-release"),
+    pytest.param("ops", {}, "ops-carbonshift-controller", id="other-release"),
+    pytest.param("ops", {"fullnameOverride": "cs"}, "cs-controller", id="override"),
+]
+
+
+@pytest.mark.parametrize(("release", "values", "want_deployment"), NAME_CASES)
+def test_object_names_follow_the_release(
+    helm: Any, release: str, values: dict[str, Any], want_deployment: str
+) -> None:
+    docs = by_id(render_values(helm, values, release))
+    deployment = docs[f"Deployment/{want_deployment}"]
+    prefix = want_deployment.removesuffix("-controller")
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["serviceAccountName"] == want_deployment
+    assert pod["volumes"][1]["secret"]["secretName"] == f"{prefix}-tls"
+    webhook = docs[f"MutatingWebhookConfiguration/{prefix}"]["webhooks"][0]
+    assert webhook["clientConfig"]["service"]["name"] == f"{prefix}-webhook"
+    binding = docs[f"ClusterRoleBinding/{want_deployment}"]
+    assert binding["subjects"][0]["name"] == want_deployment
+
+
+def test_the_chart_sets_ports_and_lease_and_keeps_the_users_other_keys(helm: Any) -> None:
+    values = {
+        "webhook": {"port": 9443},
+        "controller": {"config": {"webhook": {"port": 1}, "extender": {"max_g_per_kwh": 300}}},
+    }
+    docs = by_id(render_values(helm, values))
+    config = parse_config(
+        yaml.safe_load(docs["ConfigMap/carbonshift-config"]["data"]["config.yaml"])
+    )
+    assert config.webhook.port == 9443  # the chart's value: it must match the container port
+    assert config.extender.max_g_per_kwh == 300  # the user's own key in that section
+    assert (config.leader_election.namespace, config.leader_election.lease_name) == (
+        NAMESPACE,
+        "carbonshift-controller",
+    )
+    container = docs["Deployment/carbonshift-controller"]["spec"]["template"]["spec"]["containers"][
+        0
+    ]
+    assert {"name": "webhook", "containerPort": 9443} in container["ports"]
+
+
 def test_the_install_notes_name_the_release_namespace(helm: Any) -> None:
     with helm.Chart.load(str(CHART)) as chart:
         files = chart.render({"hub": {"enabled": True}}, name=RELEASE, namespace="cs")
