@@ -24,6 +24,7 @@ import numpy.typing as npt
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.forecast import make_forecaster
 from carbonshift.carbon.providers import FallbackChain, ProviderSettings, build_chains
+from carbonshift.carbon.replay import extend_by_replay
 from carbonshift.carbon.series import CarbonSeries, CiKind
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 from carbonshift.errors import CarbonshiftError, TemporaryError
@@ -31,7 +32,6 @@ from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import Intent
 from carbonshift.planning.registry import run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
-from carbonshift.sim.experiment import extend_by_replay
 
 __all__ = [
     "CarbonSource",

@@ -8,8 +8,8 @@ value never stands in for an average one. Order of tries for each request:
    the ``Retry-After`` it asked for), so an outage costs one round of retries, not one per
    request;
 2. each source's cache however old, up to ``max_stale_s`` (the answer says how stale);
-3. average kinds only: the embedded Electricity Maps data, replayed week by week for dates
-   past its end (CONTRACTS.md section 3);
+3. average kinds only: the embedded Electricity Maps data, replayed for dates past its end
+   from t - y x 364 days (same weekday, hour and season; CONTRACTS.md section 3);
 4. otherwise a :class:`ProviderUnavailableError` naming every failure, secrets removed.
 
 :meth:`FallbackChain.answer` returns the window with the trail of attempts;
@@ -147,7 +147,7 @@ class Answer:
 
 
 class EmbeddedReplay:
-    """The embedded hourly data as a Signal; times past its end replay t - k x 7 days."""
+    """The embedded hourly data as a Signal; times past its end replay t - y x 364 days."""
 
     name = "embedded"
 
