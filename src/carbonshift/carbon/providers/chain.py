@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from carbonshift.carbon.freshness import Freshness
 from carbonshift.carbon.providers._http import AuthError
 from carbonshift.carbon.providers.base import check_window_args, unit_of
 from carbonshift.carbon.providers.clock import Clock, SystemClock
@@ -144,6 +145,20 @@ class Answer:
         """Seconds since the data were fetched (None: fetched live for this answer)."""
         since = self.window.stale_since
         return None if since is None else max(0.0, (self.now - since).total_seconds())
+
+    @property
+    def freshness(self) -> Freshness:
+        """Where this answer's values came from, for health, metrics and logs."""
+        window = self.window
+        last = self.attempts[-1].outcome if self.attempts else ""
+        return Freshness(
+            zone=window.zone,
+            source=window.source,
+            data_age_s=self.stale_age_s or 0.0,
+            replayed_from=window.replayed_from,
+            stale=last == "stale-cache",
+            failed=tuple(f"{a.source}: {a.detail}" for a in self.attempts if a.outcome == "error"),
+        )
 
 
 class EmbeddedReplay:
