@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -23,8 +23,9 @@ import numpy.typing as npt
 
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.forecast import make_forecaster
+from carbonshift.carbon.freshness import Freshness, FreshnessBoard
 from carbonshift.carbon.providers import FallbackChain, ProviderSettings, build_chains
-from carbonshift.carbon.replay import extend_by_replay
+from carbonshift.carbon.replay import extend_by_replay, replayed_span
 from carbonshift.carbon.series import CarbonSeries, CiKind
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 from carbonshift.errors import CarbonshiftError, TemporaryError
@@ -40,6 +41,7 @@ __all__ = [
     "Round",
     "RunningWork",
     "build_snapshot",
+    "data_note",
     "estimate_g",
     "plan_round",
     "slot_floor",
@@ -70,12 +72,29 @@ class RunningWork:
 
 @dataclass(frozen=True, slots=True)
 class Forecast:
-    """Intensity per slot from ``slot0`` on, g/kWh, and when it was issued."""
+    """Intensity per slot from ``slot0`` on, g/kWh, when it was issued and from what data."""
 
     slot0: datetime
     values_g_per_kwh: tuple[float, ...]
     issued_at: datetime
     fallback: bool = False
+    freshness: Freshness | None = None
+
+
+def data_note(forecast: Forecast) -> str:
+    """What a held workload's reason adds when the plan used degraded data ("" when not)."""
+    fresh = forecast.freshness
+    if fresh is None or not fresh.degraded:
+        return ""
+    parts = ["the last good forecast"] if forecast.fallback else []
+    if fresh.replayed_from is not None:
+        first, last = fresh.replayed_from
+        parts.append(f"{fresh.source} data replayed from {first:%Y-%m-%d} .. {last:%Y-%m-%d}")
+    elif fresh.stale:
+        parts.append(f"stale {fresh.source} data, {fresh.data_age_s / 3600:.1f} h old")
+    elif not forecast.fallback:
+        parts.append(f"{fresh.source} data after a fall-back")
+    return f" [plan used {', '.join(parts)}]"
 
 
 class CarbonSource:
@@ -88,7 +107,11 @@ class CarbonSource:
 
     def __init__(self, config: ControllerConfig, series: CarbonSeries | None = None) -> None:
         self._config = config
+        self._name = "embedded" if series is None else (series.source or "series")
         self._series = series if series is not None else load_series(config.cluster.zone)
+        self._data = self._series  # before any replay: what the data really cover
+        #: the latest freshness of the zone; logs once per change
+        self.board = FreshnessBoard(_LOG)
         self._forecaster = make_forecaster(
             config.planning.forecast, dict(config.planning.forecast_params)
         )
@@ -124,8 +147,22 @@ class CarbonSource:
             self.errors += 1
             _LOG.warning("forecast failed (%s); using the last good forecast", exc)
             return self._fallback(slot0, horizon_slots, exc)
-        result = Forecast(slot0, tuple(float(max(v, 0.0)) for v in values), issued_at=issue)
+        end = slot0 + timedelta(minutes=slot_minutes * horizon_slots)
+        span = replayed_span(self._data, slot0, end)
+        fresh = Freshness(
+            zone=self._config.cluster.zone,
+            source=self._name,
+            data_age_s=0.0 if span is None else max(0.0, (slot0 - self._data.end).total_seconds()),
+            replayed_from=span,
+        )
+        result = Forecast(
+            slot0,
+            tuple(float(max(v, 0.0)) for v in values),
+            issued_at=issue,
+            freshness=fresh,
+        )
         self._last = result
+        self.board.record(fresh)
         return result
 
     def _fallback(self, slot0: datetime, horizon_slots: int, exc: Exception) -> Forecast:
@@ -138,7 +175,16 @@ class CarbonSource:
         shift = round((slot0 - last.slot0).total_seconds() / slot_s)
         old = list(last.values_g_per_kwh[max(shift, 0) :]) or [last.values_g_per_kwh[-1]]
         values = (old + [old[-1]] * horizon_slots)[:horizon_slots]
-        return Forecast(slot0, tuple(values), issued_at=last.issued_at, fallback=True)
+        before = last.freshness or Freshness(self._config.cluster.zone, self._name)
+        fresh = replace(
+            before,
+            data_age_s=max(0.0, (slot0 - last.issued_at).total_seconds()),
+            failed=(f"forecast: {exc}",),
+        )
+        self.board.record(fresh)
+        return Forecast(
+            slot0, tuple(values), issued_at=last.issued_at, fallback=True, freshness=fresh
+        )
 
 
 class ProviderCarbonSource(CarbonSource):
@@ -176,10 +222,15 @@ class ProviderCarbonSource(CarbonSource):
             _LOG.warning("provider forecast failed (%s); using the last good forecast", exc)
             return self._fallback(slot0, horizon_slots, exc)
         issued = answer.window.stale_since or answer.now
+        fresh = answer.freshness
         result = Forecast(
-            slot0, tuple(float(max(v, 0.0)) for v in values[:horizon_slots]), issued_at=issued
+            slot0,
+            tuple(float(max(v, 0.0)) for v in values[:horizon_slots]),
+            issued_at=issued,
+            freshness=fresh,
         )
         self._last = result
+        self.board.record(fresh)
         return result
 
 
@@ -317,19 +368,20 @@ def plan_round(
     result = run_policy(config.planning.policy, instance, dict(config.planning.params), context)
     starts = {a.job: a.start_slot for a in result.plan.assignments}
     values = forecast.values_g_per_kwh
+    note = data_note(forecast)
     outcomes: dict[str, Outcome] = {}
     for intent in pending:
         slot = starts.get(JobId(intent.key))
         g_now = estimate_g(config, intent, values, 0)
         latest = intent.latest_start
         if slot is None:
-            note = result.notes.get(JobId(intent.key), "no room in the plan")
+            why = result.notes.get(JobId(intent.key), "no room in the plan")
             outcomes[intent.key] = Outcome(
                 intent.key,
                 start_now=now >= latest,
                 planned_start=max(latest, now),
-                reason=f"policy {config.planning.policy} left it unscheduled ({note}); "
-                "released at its latest start at the latest",
+                reason=f"policy {config.planning.policy} left it unscheduled ({why}); "
+                f"released at its latest start at the latest{note}",
                 est_g_now=g_now,
                 est_g_planned=estimate_g(
                     config,
@@ -360,7 +412,7 @@ def plan_round(
             intent.key,
             start_now=slot == 0 or now >= latest,
             planned_start=planned,
-            reason=reason,
+            reason=reason + note,
             est_g_now=g_now,
             est_g_planned=g_planned,
         )
