@@ -17,6 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,6 +42,7 @@ __all__ = [
     "Round",
     "RunningWork",
     "build_snapshot",
+    "check_source",
     "data_note",
     "estimate_g",
     "plan_round",
@@ -117,6 +119,11 @@ class CarbonSource:
         )
         self._last: Forecast | None = None
         self.errors = 0
+
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The sources this source tries, in order."""
+        return (self._name,)
 
     @property
     def series(self) -> CarbonSeries:
@@ -203,6 +210,11 @@ class ProviderCarbonSource(CarbonSource):
         super().__init__(config, series)
         self._chain = chain
 
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The chain's sources in the order tried, the embedded data last."""
+        return tuple(self._chain.names)
+
     def forecast(self, slot0: datetime, horizon_slots: int) -> Forecast:
         """The chain's answer for ``horizon_slots`` slots from ``slot0``."""
         slot_minutes = self._config.planning.slot_minutes
@@ -240,6 +252,33 @@ def carbon_source_for(config: ControllerConfig) -> CarbonSource:
         chains = build_chains(ProviderSettings.from_env())
         return ProviderCarbonSource(config, chains.chain(CiKind.DIRECT))
     return CarbonSource(config)
+
+
+def check_source(config: ControllerConfig, source: CarbonSource, now: datetime) -> dict[str, Any]:
+    """What ``source`` would answer for the current slot: its chain, which source answered,
+    ``ok``, ``degraded`` (with the reasons) or ``failing``, and the forecast (``--check``)."""
+    slot0 = slot_floor(now, config.planning.slot_minutes)
+    out: dict[str, Any] = {
+        "zone": config.cluster.zone,
+        "carbon_source": config.planning.carbon_source,
+        "chain": list(source.chain),
+        "slot0": f"{slot0:%Y-%m-%dT%H:%MZ}",
+    }
+    try:
+        forecast = source.forecast(slot0, config.planning.horizon_slots)
+    except CarbonshiftError as exc:
+        return {**out, "status": "failing", "reasons": [str(exc)]}
+    fresh = forecast.freshness or Freshness(config.cluster.zone, source.chain[0])
+    span = fresh.replayed_from
+    return {
+        **out,
+        "status": "degraded" if fresh.degraded or forecast.fallback else "ok",
+        "answered_by": fresh.source,
+        "reasons": list(fresh.reasons()),
+        "data_age_s": fresh.data_age_s,
+        "replayed_from": None if span is None else [f"{t:%Y-%m-%dT%H:%MZ}" for t in span],
+        "forecast_g_per_kwh": [round(v, 3) for v in forecast.values_g_per_kwh],
+    }
 
 
 @dataclass(frozen=True, slots=True)
