@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from prometheus_client import generate_latest
 
+from carbonshift.k8s.config import parse_config
 from carbonshift.k8s.metrics import Metrics
-from carbonshift.k8s.planner import CarbonSource, plan_round
+from carbonshift.k8s.planner import CarbonSource, carbon_source_for, plan_round
 from tests.k8s.test_planner import config, intent, series
 
 JUNE_2026 = datetime(2026, 6, 15, 12, tzinfo=UTC)  # a Monday, past the embedded data
@@ -81,3 +83,32 @@ def test_metrics_expose_the_data_age_and_replay_by_zone() -> None:
     want_age_s = (JUNE_2026 - datetime(2024, 1, 1, tzinfo=UTC)).total_seconds()
     assert values['carbonshift_carbon_data_age_seconds{source="embedded",zone="DE"}'] == want_age_s
     assert values['carbonshift_carbon_replayed{zone="DE"}'] == 1.0
+
+
+def test_live_planning_works_for_a_zone_outside_the_embedded_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    first = JUNE_2026 - timedelta(days=2)
+    lines = ["Datetime (UTC),Zone Id,Carbon Intensity gCO₂eq/kWh (direct)"]
+    lines += [f"{first + timedelta(hours=h):%Y-%m-%d %H:%M:%S},FR,{30 + h % 24}" for h in range(96)]
+    (folder / "FR.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    monkeypatch.setenv("CARBONSHIFT_OFFLINE", "1")
+    monkeypatch.setenv("CARBONSHIFT_CSV_DIR", str(folder))
+    monkeypatch.setenv("CARBONSHIFT_CACHE_DIR", str(tmp_path / "cache"))
+    cfg = parse_config(
+        {
+            "cluster": {"zone": "FR", "watts_per_unit": {"cpu": 100}},
+            "planning": {"policy": "fluidos", "carbon_source": "providers", "horizon_slots": 6},
+        }
+    )
+    source = carbon_source_for(cfg)  # FR is not in the embedded data: no load at start
+    work = intent("a", created=JUNE_2026, deadline_h=24)
+    got = plan_round(cfg, JUNE_2026, [work], {"cpu": 8.0}, [], source)
+    want = [float(30 + (48 + h) % 24) for h in range(24)]  # the file's values from JUNE_2026
+    assert list(got.forecast.values_g_per_kwh) == want[: len(got.forecast.values_g_per_kwh)]
+    assert got.forecast.freshness is not None
+    assert got.forecast.freshness.source == "csv"
+    assert not got.forecast.freshness.degraded
+    assert "[plan used" not in got.outcomes[work.key].reason

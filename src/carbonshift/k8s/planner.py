@@ -107,11 +107,15 @@ class CarbonSource:
     it raises :class:`~carbonshift.errors.TemporaryError`.
     """
 
-    def __init__(self, config: ControllerConfig, series: CarbonSeries | None = None) -> None:
+    def __init__(
+        self, config: ControllerConfig, series: CarbonSeries | None = None, *, load: bool = True
+    ) -> None:
         self._config = config
         self._name = "embedded" if series is None else (series.source or "series")
-        self._series = series if series is not None else load_series(config.cluster.zone)
-        self._data = self._series  # before any replay: what the data really cover
+        if series is None and load:  # an unknown zone fails here, at start, not at planning
+            series = load_series(config.cluster.zone)
+        self._loaded = series
+        self._data = series  # before any replay: what the data really cover
         #: the latest freshness of the zone; logs once per change
         self.board = FreshnessBoard(_LOG)
         self._forecaster = make_forecaster(
@@ -127,39 +131,50 @@ class CarbonSource:
 
     @property
     def series(self) -> CarbonSeries:
-        """The zone's series (the actual signal the tests charge emissions against)."""
-        return self._series
+        """The zone's embedded series (the actual signal the tests charge emissions against);
+        loaded on first use when the source was built with ``load=False``."""
+        return self._native()
+
+    def _native(self) -> CarbonSeries:
+        if self._loaded is None:
+            self._loaded = self._data = load_series(self._config.cluster.zone)
+        return self._loaded
+
+    def _original(self) -> CarbonSeries:
+        return self._data if self._data is not None else self._native()
 
     def _ensure(self, until: datetime) -> None:
-        if until > self._series.end and self._config.cluster.allow_replay:
-            self._series = extend_by_replay(self._series, until + timedelta(days=30))
+        native = self._native()
+        if until > native.end and self._config.cluster.allow_replay:
+            self._loaded = extend_by_replay(native, until + timedelta(days=30))
 
     def forecast(self, slot0: datetime, horizon_slots: int) -> Forecast:
         """The forecast for ``horizon_slots`` slots from ``slot0``."""
         slot_minutes = self._config.planning.slot_minutes
-        step = self._series.step_minutes
+        step = self._native().step_minutes
         issue = slot_floor(slot0, step) if step <= 1440 else slot0
         offset = round((slot0 - issue).total_seconds() / (slot_minutes * 60))
         try:
             self._ensure(slot0 + timedelta(minutes=slot_minutes * (horizon_slots + offset + 1)))
             values = np.asarray(
                 self._forecaster.forecast(
-                    self._series, issue, horizon_slots + offset, slot_minutes
+                    self._native(), issue, horizon_slots + offset, slot_minutes
                 ),
                 dtype=np.float64,
             )[offset:]
             if not np.all(np.isfinite(values)):
-                raise TemporaryError(f"forecast for zone {self._series.zone} has gaps")
+                raise TemporaryError(f"forecast for zone {self._config.cluster.zone} has gaps")
         except CarbonshiftError as exc:
             self.errors += 1
             _LOG.warning("forecast failed (%s); using the last good forecast", exc)
             return self._fallback(slot0, horizon_slots, exc)
         end = slot0 + timedelta(minutes=slot_minutes * horizon_slots)
-        span = replayed_span(self._data, slot0, end)
+        data = self._original()
+        span = replayed_span(data, slot0, end)
         fresh = Freshness(
             zone=self._config.cluster.zone,
             source=self._name,
-            data_age_s=0.0 if span is None else max(0.0, (slot0 - self._data.end).total_seconds()),
+            data_age_s=0.0 if span is None else max(0.0, (slot0 - data.end).total_seconds()),
             replayed_from=span,
         )
         result = Forecast(
@@ -176,7 +191,7 @@ class CarbonSource:
         last = self._last
         if last is None:
             raise TemporaryError(
-                f"no forecast for zone {self._series.zone} and none cached: {exc}"
+                f"no forecast for zone {self._config.cluster.zone} and none cached: {exc}"
             ) from exc
         slot_s = self._config.planning.slot_minutes * 60
         shift = round((slot0 - last.slot0).total_seconds() / slot_s)
@@ -200,14 +215,14 @@ class ProviderCarbonSource(CarbonSource):
     The chain of the cluster's signal kind (direct) tries the configured live sources, then
     their stale cache, then the embedded data (replayed past 2023), as ``carbonshift serve``
     does; its answer is the forecast. A chain failure counts in ``errors`` and answers the last
-    good forecast, like :class:`CarbonSource`. Emission estimates still use the embedded
-    series of the zone.
+    good forecast, like :class:`CarbonSource`. Estimates use the same forecast. The zone
+    needs no embedded data: any zone a configured provider serves can be planned.
     """
 
     def __init__(
         self, config: ControllerConfig, chain: FallbackChain, series: CarbonSeries | None = None
     ) -> None:
-        super().__init__(config, series)
+        super().__init__(config, series, load=False)
         self._chain = chain
 
     @property
