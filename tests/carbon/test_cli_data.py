@@ -72,8 +72,8 @@ def test_show_past_2023_replays_and_says_so(capsys: pytest.CaptureFixture[str]) 
     )  # fmt: skip
     assert code == 0
     rows = json.loads(out)
-    assert [r["replayed_from"] for r in rows] == [None, "2023-12-25T00:00:00Z"]
-    assert "replayed from 2023-12-25T00:00:00Z" in err
+    assert [r["replayed_from"] for r in rows] == [None, "2023-01-02T00:00:00Z"]  # 364 days back
+    assert "replayed from 2023-01-02T00:00:00Z" in err
 
 
 def test_show_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

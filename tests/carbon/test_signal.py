@@ -234,7 +234,7 @@ def test_series_signal_replays_only_when_allowed() -> None:
 def test_embedded_signal_replays_2024_from_the_same_weekday_in_2023() -> None:
     start = datetime(2024, 11, 14, tzinfo=UTC)  # a Thursday
     window = EmbeddedSignal(allow_replay=True).window("DE-LU", start, start + timedelta(hours=6))
-    want_from = datetime(2023, 12, 28, tzinfo=UTC)  # the last Thursday inside the data
+    want_from = datetime(2023, 11, 16, tzinfo=UTC)  # 364 days back: a Thursday in November
     assert window.replayed_from == (want_from, want_from + timedelta(hours=6))
     source = EmbeddedSignal().window("DE", want_from, want_from + timedelta(hours=6))
     assert window.values_g_per_kwh.tolist() == source.values_g_per_kwh.tolist()
@@ -249,7 +249,7 @@ def test_embedded_signal_refuses_2024_without_replay() -> None:
 
 @settings(max_examples=50, deadline=None)
 @given(hours_past=st.integers(0, 5 * 365 * 24))
-def test_replay_lands_in_the_last_week_on_the_same_weekday_and_hour(hours_past: int) -> None:
+def test_short_data_replays_the_last_week_on_the_same_weekday_and_hour(hours_past: int) -> None:
     moment = TWO_WEEKS.end + timedelta(hours=hours_past)
     source = replay_source(TWO_WEEKS, moment)
     assert TWO_WEEKS.end - timedelta(days=7) <= source < TWO_WEEKS.end

@@ -64,7 +64,7 @@ def test_forecast_show_embedded_marks_replay(capsys: pytest.CaptureFixture[str])
     series = load_series("GB")
     want = [
         integral_g_h_per_kwh(series, t, t + timedelta(hours=1))
-        for t in (datetime(2023, 12, 25, h, tzinfo=UTC) for h in (0, 1))
+        for t in (datetime(2023, 1, 9, h, tzinfo=UTC) for h in (0, 1))  # 364 days back
     ]
     assert [v["value"] for v in shown["values"]] == pytest.approx(want)
     assert shown["replayed_from"] is not None

@@ -28,6 +28,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
 )
@@ -52,6 +53,7 @@ from carbonshift.api.models import (
     RunOption,
 )
 from carbonshift.api.solves import BusyError, ClientGoneError, SolveRunner
+from carbonshift.carbon.freshness import Freshness, FreshnessBoard
 from carbonshift.carbon.providers import (
     Answer,
     ChainSet,
@@ -302,6 +304,25 @@ class _Metrics:
             ["kind", "source"],
             registry=self.registry,
         )
+        self.data_age = Gauge(
+            "carbonshift_carbon_data_age_seconds",
+            "Age of the carbon data behind the last answer for a zone (0: live), seconds",
+            ["zone", "source"],
+            registry=self.registry,
+        )
+        self.replayed = Gauge(
+            "carbonshift_carbon_replayed",
+            "1 when the last answer for a zone used replayed data",
+            ["zone"],
+            registry=self.registry,
+        )
+
+    def record(self, fresh: Freshness, before: Freshness | None) -> None:
+        """The freshness gauges for ``fresh``'s zone; a source no longer used is removed."""
+        if before is not None and before.source != fresh.source:
+            self.data_age.remove(fresh.zone, before.source)
+        self.data_age.labels(fresh.zone, fresh.source).set(fresh.data_age_s)
+        self.replayed.labels(fresh.zone).set(1.0 if fresh.replayed else 0.0)
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -364,6 +385,7 @@ def create_app(
         yield
         runner.stop_all()
 
+    board = FreshnessBoard(_LOG)
     app = FastAPI(
         lifespan=lifespan,
         title="carbonshift advice API",
@@ -432,6 +454,8 @@ def create_app(
                 f"{cfg.max_range_hours} h; ask a shorter range"
             )
         answer = chains.chain(kind).answer(zone, start, end, slot_minutes=slot)
+        fresh = answer.freshness
+        metrics.record(fresh, board.record(fresh))
         for attempt in answer.attempts:
             if attempt.outcome == "error":
                 metrics.fallbacks.labels(kind.value, attempt.source).inc()
@@ -466,9 +490,18 @@ def create_app(
 
     @app.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, Any]:
-        """Liveness: the configured chains, by kind."""
+        """Liveness (always 200): the chains by kind; ``degraded`` with the reasons when
+        answers come from replayed, stale or fall-back data, or no live source is set up."""
+        reasons = [
+            f"chain {kind.value}: no live source configured; answers come from the "
+            "embedded 2021-2023 data, replayed past 2023"
+            for kind, chain in chains.chains.items()
+            if not chain.sources and chain.floor is not None
+        ]
+        reasons += board.reasons()
         return {
-            "status": "ok",
+            "status": "degraded" if reasons else "ok",
+            "reasons": reasons,
             "time": format_utc(clk.now()),
             "chains": {kind.value: chain.names for kind, chain in chains.chains.items()},
         }

@@ -4,7 +4,8 @@
   2021-2023 hourly, ODbL; ``carbon/data/LICENSE``).
 - :func:`read_carbon_csv`: Electricity Maps exports and ``timestamp,value`` files.
 - :class:`EmbeddedSignal`, :class:`SeriesSignal`: the :class:`Signal` protocol (time-weighted
-  slot means, opt-in weekly replay); :func:`integrals_g_h_per_kwh` for emissions.
+  slot means, opt-in seasonal replay from :mod:`carbonshift.carbon.replay`);
+  :func:`integrals_g_h_per_kwh` for emissions.
 """
 
 from carbonshift.carbon.embedded import ATTRIBUTION, load_series, zone_catalogue

@@ -12,10 +12,12 @@ computed from its cumulative integral, vectorised with numpy (no Python loop per
 
 **Range.** Times before the start of the data raise
 :class:`~carbonshift.errors.DataRangeError`. Times past its end raise it too, naming the valid
-range, unless the signal (or the call) allows **replay** (CONTRACTS.md section 3): a time t
-past the data takes the value at ``t - k x 7 days`` for the smallest k that lands inside the
-data (same weekday and UTC hour; in effect the last 7 days of data repeat). A replayed
-window says so in :attr:`SignalWindow.replayed_from` (the source dates it used).
+range, unless the signal (or the call) allows **replay** (CONTRACTS.md section 3,
+:mod:`carbonshift.carbon.replay`): a time t past the data takes the value at
+``t - y x 364 days`` for the smallest y >= 1 that lands inside the data (same weekday and UTC
+hour, the season kept within days); data shorter than 364 days replay whole weeks,
+``t - k x 7 days``. A replayed window says so in :attr:`SignalWindow.replayed_from` (the
+source dates it used).
 
 Replay is **off by default** in the library (``allow_replay=False``): a caller asks for it.
 The simulator passes its scenario's ``allow_replay``; the CLI ``data show`` and the advice API
@@ -32,6 +34,13 @@ import numpy as np
 import numpy.typing as npt
 
 from carbonshift.carbon.embedded import load_series
+from carbonshift.carbon.replay import (
+    period_steps,
+    replay_indexes,
+    replay_period,
+    replay_source,
+    replayed_span,
+)
 from carbonshift.carbon.series import CarbonSeries, CiKind, SignalWindow
 from carbonshift.errors import DataRangeError, InputError
 from carbonshift.units import format_utc, to_utc
@@ -48,12 +57,9 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 MIN_SLOT_MINUTES = 5
 MAX_SLOT_MINUTES = 24 * 60
-WEEK = timedelta(days=7)
-_WEEK_MINUTES = 7 * 24 * 60
 
 
 def _range_text(series: CarbonSeries) -> str:
@@ -74,51 +80,18 @@ def _check_range(series: CarbonSeries, first: datetime, last: datetime, allow_re
             f"zone {series.zone} ({series.kind.value}) has carbon data from {_range_text(series)}; "
             f"{format_utc(last)} is past its end; ask for times inside that range, or allow "
             "replay (allow_replay=True; scenario allow_replay = true; CLI --replay), which "
-            "repeats the data at t - k x 7 days"
+            "repeats the data at t - y x 364 days (t - k x 7 days for data under 364 days)"
         )
-    if _WEEK_MINUTES % series.step_minutes or series.end - series.start < WEEK:
-        raise DataRangeError(
-            f"zone {series.zone}: replay needs at least 7 days of data on a step that divides a "
-            f"week; this series has {len(series)} steps of {series.step_minutes} minutes "
-            f"({_range_text(series)})"
-        )
-
-
-def replay_source(series: CarbonSeries, moment: datetime) -> datetime:
-    """The time whose value ``moment`` takes: itself inside the data, else t - k x 7 days.
-
-    ``k`` is the smallest whole number that lands inside the data (CONTRACTS.md section 3).
-    """
-    moment = to_utc(moment)
-    if moment < series.end:
-        return moment
-    weeks = (moment - series.end) // WEEK + 1
-    return moment - weeks * WEEK
-
-
-def _replayed_from(
-    series: CarbonSeries, first: datetime, last: datetime
-) -> tuple[datetime, datetime] | None:
-    """The source dates ``[from, to)`` that replayed times in ``[first, last)`` came from."""
-    if last <= series.end:
-        return None
-    begin = max(first, series.end)
-    if last - begin >= WEEK:
-        return (series.end - WEEK, series.end)
-    source_begin = replay_source(series, begin)
-    source_end = source_begin + (last - begin)
-    if source_end > series.end:  # wraps around the end of the last week
-        return (series.end - WEEK, series.end)
-    return (source_begin, source_end)
+    replay_period(series)  # raises when the series is too short to replay
 
 
 def _cumulative(
-    values: FloatArray, n_native: int, steps_per_week: int, base: int, positions: FloatArray
+    values: FloatArray, n_native: int, steps_per_period: int, base: int, positions: FloatArray
 ) -> FloatArray:
     """Integral (in value x steps) of the step function from ``base + floor(min(positions))``
     to each ``base + position``; positions are in native steps, ``base`` a whole step index,
     ``base + position >= 0`` (keeping positions small keeps the sums exact to ~1e-15). Steps
-    past ``n_native`` take values by weekly replay (the caller checked that it is allowed).
+    past ``n_native`` take replayed values (the caller checked that replay is allowed).
     """
     first = math.floor(float(positions.min()))
     if base + first >= n_native and base + float(positions.max()) <= n_native:
@@ -126,11 +99,7 @@ def _cumulative(
     lo = base + first
     hi = max(base + math.ceil(float(positions.max())), lo + 1)
     positions = positions - first
-    index: IntArray = np.arange(lo, hi, dtype=np.int64)
-    past = index >= n_native
-    if past.any():
-        weeks = (index[past] - n_native) // steps_per_week + 1
-        index[past] -= weeks * steps_per_week
+    index = replay_indexes(np.arange(lo, hi, dtype=np.int64), n_native, steps_per_period)
     local = values[index]
     cumulative = np.concatenate(([0.0], np.cumsum(local)))
     offset = positions
@@ -144,10 +113,6 @@ def _split(series: CarbonSeries, moment: datetime) -> tuple[int, float]:
     step = timedelta(minutes=series.step_minutes)
     whole, rest = divmod(moment - series.start, step)
     return int(whole), rest.total_seconds()
-
-
-def _steps_per_week(series: CarbonSeries) -> int:
-    return max(1, _WEEK_MINUTES // series.step_minutes)
 
 
 def _check_slot_minutes(slot_minutes: int) -> None:
@@ -189,17 +154,17 @@ def resample(
     base, rest_s = _split(series, start)
     bounds_s = np.minimum(np.arange(n_slots + 1, dtype=np.float64) * slot_s, span_s) + rest_s
     positions = bounds_s / (series.step_minutes * 60.0)
-    steps_per_week = _steps_per_week(series)
+    steps_per_period = period_steps(series)
     n_native = len(series)
     widths = np.diff(positions)
     means: FloatArray = (
-        np.diff(_cumulative(series.values_g_per_kwh, n_native, steps_per_week, base, positions))
+        np.diff(_cumulative(series.values_g_per_kwh, n_native, steps_per_period, base, positions))
         / widths
     )
     estimated_share = 0.0
     if series.estimated is not None and series.estimated.any():
         flags = series.estimated.astype(np.float64)
-        covered = _cumulative(flags, n_native, steps_per_week, base, positions[[0, -1]])
+        covered = _cumulative(flags, n_native, steps_per_period, base, positions[[0, -1]])
         estimated_share = float((covered[1] - covered[0]) / (positions[-1] - positions[0]))
     return SignalWindow(
         zone=series.zone,
@@ -209,7 +174,7 @@ def resample(
         slot_minutes=slot_minutes,
         values_g_per_kwh=means,
         source=series.source,
-        replayed_from=_replayed_from(series, start, end),
+        replayed_from=replayed_span(series, start, end),
         estimated_share=estimated_share,
     )
 
@@ -254,7 +219,7 @@ def integrals_g_h_per_kwh(
     hours = np.concatenate((start_h.ravel(), end_h.ravel())) - shift_h
     positions = np.maximum((hours * 3600.0 + rest_s) / (series.step_minutes * 60.0), 0.0)
     cumulative = _cumulative(
-        series.values_g_per_kwh, len(series), _steps_per_week(series), base, positions
+        series.values_g_per_kwh, len(series), period_steps(series), base, positions
     )
     count = start_h.size
     result: FloatArray = ((cumulative[count:] - cumulative[:count]) * step_h).reshape(start_h.shape)
@@ -274,7 +239,7 @@ class SeriesSignal:
     """A :class:`~carbonshift.carbon.series.Signal` over given series (e.g. read from CSV).
 
     Each series answers for its ``(zone, kind)``; zone names match exactly, then ignoring
-    case. ``allow_replay`` (default False) answers times past the data by weekly replay.
+    case. ``allow_replay`` (default False) answers times past the data by replay.
     """
 
     def __init__(self, series: Iterable[CarbonSeries], *, allow_replay: bool = False) -> None:
@@ -330,7 +295,7 @@ class EmbeddedSignal:
     """A :class:`~carbonshift.carbon.series.Signal` over the embedded Electricity Maps data.
 
     Zones by id or alias (``DE`` or ``DE-LU``), kinds ``direct`` and ``lca``, 2021-2023
-    hourly. ``allow_replay`` (default False) answers times past 2023 by weekly replay.
+    hourly. ``allow_replay`` (default False) answers times past 2023 by replay.
     """
 
     def __init__(self, *, allow_replay: bool = False) -> None:

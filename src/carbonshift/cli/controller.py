@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import typer
 
 from carbonshift.k8s.app import ControllerApp
 from carbonshift.k8s.config import ControllerConfig, load_config
+from carbonshift.k8s.planner import carbon_source_for, check_source
 
 __all__ = ["command"]
 
@@ -85,23 +87,31 @@ def command(
         False, "--dry-run", help="Plan and report (logs, metrics); write nothing to the cluster."
     ),
     check: bool = typer.Option(
-        False, "--check", help="Validate the configuration, print it and exit."
+        False,
+        "--check",
+        help="Validate the configuration, print it, the carbon source chain and what it "
+        "answers now (ok, degraded with the reasons, or failing), and exit.",
     ),
     fmt: Format = typer.Option(Format.TABLE, "--format", help="Output of --check: table or json."),
 ) -> None:
     """Hold opted-in Pods and Jobs until their planned low-carbon slot, never past the deadline.
 
     Example: carbonshift controller --config deploy/base/config.yaml --kubeconfig ~/.kube/config
+
+    Example: carbonshift controller --config deploy/base/config.yaml --check
     """
     loaded = load_config(config)
     if dry_run:
         loaded = loaded.model_copy(update={"dry_run": True})
     if check:
         summary = _summary(loaded)
+        carbon = check_source(loaded, carbon_source_for(loaded), datetime.now(UTC))
         if fmt is Format.JSON:
-            typer.echo(json.dumps(summary, indent=1))
+            typer.echo(json.dumps({**summary, "carbon": carbon}, indent=1))
         else:
             for key, value in summary.items():
                 typer.echo(f"{key:20} {value}")
+            for key, value in carbon.items():
+                typer.echo(f"{'carbon.' + key:26} {value}")
         return
     asyncio.run(_run(loaded, kubeconfig))

@@ -180,7 +180,7 @@ def show(
     replay: bool = typer.Option(
         True,
         "--replay/--no-replay",
-        help="Answer times past the data by replaying t - k x 7 days (marked); "
+        help="Answer times past the data by replaying t - y x 364 days (marked); "
         "--no-replay refuses them.",
     ),
 ) -> None:
@@ -188,7 +188,8 @@ def show(
 
     Slots align to START; a partial last slot is averaged over what it covers.
 
-    Times past the data (2023 for the embedded data) are replayed from t - k x 7 days, marked.
+    Times past the data (2023 for the embedded data) are replayed from t - y x 364 days (same
+    weekday, hour and season; whole weeks for data shorter than 364 days), marked.
 
     Example: carbonshift data show DE --start 2023-11-14T00:00Z --end 2023-11-16T00:00Z --slot-minutes 120 --format json
     """  # noqa: E501
@@ -201,7 +202,7 @@ def show(
         first, last = window.replayed_from
         typer.echo(
             f"note: times after the data were replayed from {format_utc(first)} .. "
-            f"{format_utc(last)} (t - k x 7 days)",
+            f"{format_utc(last)} (t - y x 364 days)",
             err=True,
         )
     if plot is not None:

@@ -354,6 +354,6 @@ def show_command(
     console = Console()
     console.print(table)
     if replayed:
-        console.print(f"replayed from {replayed[0]} to {replayed[1]} (t - k x 7 days)")
+        console.print(f"replayed from {replayed[0]} to {replayed[1]} (t - y x 364 days)")
     if answer.stale_age_s:
         console.print(f"stale: data fetched {answer.stale_age_s:.0f} s ago")

@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import socket
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from carbonshift.k8s.multicluster import (
 )
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.config import load_hub_config
+from carbonshift.k8s.planner import carbon_source_for, check_source
 
 __all__ = ["command"]
 
@@ -141,7 +143,19 @@ def command(
         "spokes and decisions, and exit.",
     ),
     resync_s: float = typer.Option(30.0, "--resync-s", min=1.0, help="Seconds between passes."),
-    fmt: Format = typer.Option(Format.TABLE, "--format", help="Output of --once: table or json."),
+    check: bool = typer.Option(
+        False,
+        "--check",
+        help="Validate the configuration, print the carbon source chain and what it answers "
+        "now for each --zone (ok, degraded with the reasons, or failing), and exit; no cluster "
+        "is contacted.",
+    ),
+    zones: list[str] = typer.Option(
+        ["DE"], "--zone", help="Zone(s) --check asks about (repeat; the spokes' zones)."
+    ),
+    fmt: Format = typer.Option(
+        Format.TABLE, "--format", help="Output of --once and --check: table or json."
+    ),
 ) -> None:
     """Place opted-in hub Jobs, Kueue workloads and AppWrappers in the cleaner spoke and slot.
 
@@ -150,8 +164,27 @@ def command(
     Example: carbonshift hub --kubeconfig hub.kubeconfig --once --format json
 
     Example: carbonshift hub --config deploy/hub/hub.yaml --resync-s 30
+
+    Example: carbonshift hub --config deploy/hub/hub.yaml --check --zone DE --zone GB
     """
     loaded = load_hub_config(config) if config is not None else HubConfig()
+    if check:
+        now = datetime.now(UTC)
+        report = {
+            zone: check_source(cfg, carbon_source_for(cfg), now)
+            for zone in zones
+            for cfg in [loaded.controller_config(zone)]
+        }
+        if fmt is Format.JSON:
+            typer.echo(
+                json.dumps({"planning": loaded.planning.model_dump(), "carbon": report}, indent=1)
+            )
+            return
+        typer.echo(f"policy {loaded.planning.policy}, forecast {loaded.planning.forecast}")
+        for zone, carbon in report.items():
+            for key, value in carbon.items():
+                typer.echo(f"{zone + '.' + key:26} {value}")
+        return
     result = asyncio.run(_run(loaded, kubeconfig, once, resync_s))
     if fmt is Format.JSON:
         typer.echo(json.dumps(result, indent=1))

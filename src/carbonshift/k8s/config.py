@@ -62,7 +62,7 @@ class ClusterSection(_Section):
         default_factory=dict, description="embodied carbon per unit-hour, g"
     )
     allow_replay: bool = Field(
-        True, description="answer times past the embedded data (2021-2023) by weekly replay"
+        True, description="answer times past the embedded data (2021-2023) by seasonal replay"
     )
 
     @field_validator("resources")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from carbonshift.carbon.freshness import Freshness
+
 __all__ = ["Metrics"]
 
 _DELAY_BUCKETS_S = (
@@ -68,3 +70,27 @@ class Metrics:
             "carbonshift_watch_restarts", "Watches restarted", ["reason"], registry=r
         )
         self.is_leader = Gauge("carbonshift_leader", "1 while this replica leads", registry=r)
+        self.data_age = Gauge(
+            "carbonshift_carbon_data_age_seconds",
+            "Age of the carbon data behind the last plan for a zone (0: live), seconds",
+            ["zone", "source"],
+            registry=r,
+        )
+        self.replayed = Gauge(
+            "carbonshift_carbon_replayed",
+            "1 when the last plan for a zone used replayed carbon data",
+            ["zone"],
+            registry=r,
+        )
+        self._sources: dict[str, str] = {}
+
+    def record_freshness(self, fresh: Freshness | None) -> None:
+        """The freshness gauges of ``fresh``'s zone; a source no longer used is removed."""
+        if fresh is None:
+            return
+        before = self._sources.get(fresh.zone)
+        if before is not None and before != fresh.source:
+            self.data_age.remove(fresh.zone, before)
+        self._sources[fresh.zone] = fresh.source
+        self.data_age.labels(fresh.zone, fresh.source).set(fresh.data_age_s)
+        self.replayed.labels(fresh.zone).set(1.0 if fresh.replayed else 0.0)

@@ -15,15 +15,18 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.forecast import make_forecaster
+from carbonshift.carbon.freshness import Freshness, FreshnessBoard
 from carbonshift.carbon.providers import FallbackChain, ProviderSettings, build_chains
+from carbonshift.carbon.replay import extend_by_replay, replayed_span
 from carbonshift.carbon.series import CarbonSeries, CiKind
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 from carbonshift.errors import CarbonshiftError, TemporaryError
@@ -31,7 +34,6 @@ from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import Intent
 from carbonshift.planning.registry import run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
-from carbonshift.sim.experiment import extend_by_replay
 
 __all__ = [
     "CarbonSource",
@@ -40,6 +42,8 @@ __all__ = [
     "Round",
     "RunningWork",
     "build_snapshot",
+    "check_source",
+    "data_note",
     "estimate_g",
     "plan_round",
     "slot_floor",
@@ -70,12 +74,29 @@ class RunningWork:
 
 @dataclass(frozen=True, slots=True)
 class Forecast:
-    """Intensity per slot from ``slot0`` on, g/kWh, and when it was issued."""
+    """Intensity per slot from ``slot0`` on, g/kWh, when it was issued and from what data."""
 
     slot0: datetime
     values_g_per_kwh: tuple[float, ...]
     issued_at: datetime
     fallback: bool = False
+    freshness: Freshness | None = None
+
+
+def data_note(forecast: Forecast) -> str:
+    """What a held workload's reason adds when the plan used degraded data ("" when not)."""
+    fresh = forecast.freshness
+    if fresh is None or not fresh.degraded:
+        return ""
+    parts = ["the last good forecast"] if forecast.fallback else []
+    if fresh.replayed_from is not None:
+        first, last = fresh.replayed_from
+        parts.append(f"{fresh.source} data replayed from {first:%Y-%m-%d} .. {last:%Y-%m-%d}")
+    elif fresh.stale:
+        parts.append(f"stale {fresh.source} data, {fresh.data_age_s / 3600:.1f} h old")
+    elif not forecast.fallback:
+        parts.append(f"{fresh.source} data after a fall-back")
+    return f" [plan used {', '.join(parts)}]"
 
 
 class CarbonSource:
@@ -86,9 +107,17 @@ class CarbonSource:
     it raises :class:`~carbonshift.errors.TemporaryError`.
     """
 
-    def __init__(self, config: ControllerConfig, series: CarbonSeries | None = None) -> None:
+    def __init__(
+        self, config: ControllerConfig, series: CarbonSeries | None = None, *, load: bool = True
+    ) -> None:
         self._config = config
-        self._series = series if series is not None else load_series(config.cluster.zone)
+        self._name = "embedded" if series is None else (series.source or "series")
+        if series is None and load:  # an unknown zone fails here, at start, not at planning
+            series = load_series(config.cluster.zone)
+        self._loaded = series
+        self._data = series  # before any replay: what the data really cover
+        #: the latest freshness of the zone; logs once per change
+        self.board = FreshnessBoard(_LOG)
         self._forecaster = make_forecaster(
             config.planning.forecast, dict(config.planning.forecast_params)
         )
@@ -96,49 +125,88 @@ class CarbonSource:
         self.errors = 0
 
     @property
+    def chain(self) -> tuple[str, ...]:
+        """The sources this source tries, in order."""
+        return (self._name,)
+
+    @property
     def series(self) -> CarbonSeries:
-        """The zone's series (the actual signal the tests charge emissions against)."""
-        return self._series
+        """The zone's embedded series (the actual signal the tests charge emissions against);
+        loaded on first use when the source was built with ``load=False``."""
+        return self._native()
+
+    def _native(self) -> CarbonSeries:
+        if self._loaded is None:
+            self._loaded = self._data = load_series(self._config.cluster.zone)
+        return self._loaded
+
+    def _original(self) -> CarbonSeries:
+        return self._data if self._data is not None else self._native()
 
     def _ensure(self, until: datetime) -> None:
-        if until > self._series.end and self._config.cluster.allow_replay:
-            self._series = extend_by_replay(self._series, until + timedelta(days=30))
+        native = self._native()
+        if until > native.end and self._config.cluster.allow_replay:
+            self._loaded = extend_by_replay(native, until + timedelta(days=30))
 
     def forecast(self, slot0: datetime, horizon_slots: int) -> Forecast:
         """The forecast for ``horizon_slots`` slots from ``slot0``."""
         slot_minutes = self._config.planning.slot_minutes
-        step = self._series.step_minutes
+        step = self._native().step_minutes
         issue = slot_floor(slot0, step) if step <= 1440 else slot0
         offset = round((slot0 - issue).total_seconds() / (slot_minutes * 60))
         try:
             self._ensure(slot0 + timedelta(minutes=slot_minutes * (horizon_slots + offset + 1)))
             values = np.asarray(
                 self._forecaster.forecast(
-                    self._series, issue, horizon_slots + offset, slot_minutes
+                    self._native(), issue, horizon_slots + offset, slot_minutes
                 ),
                 dtype=np.float64,
             )[offset:]
             if not np.all(np.isfinite(values)):
-                raise TemporaryError(f"forecast for zone {self._series.zone} has gaps")
+                raise TemporaryError(f"forecast for zone {self._config.cluster.zone} has gaps")
         except CarbonshiftError as exc:
             self.errors += 1
             _LOG.warning("forecast failed (%s); using the last good forecast", exc)
             return self._fallback(slot0, horizon_slots, exc)
-        result = Forecast(slot0, tuple(float(max(v, 0.0)) for v in values), issued_at=issue)
+        end = slot0 + timedelta(minutes=slot_minutes * horizon_slots)
+        data = self._original()
+        span = replayed_span(data, slot0, end)
+        fresh = Freshness(
+            zone=self._config.cluster.zone,
+            source=self._name,
+            data_age_s=0.0 if span is None else max(0.0, (slot0 - data.end).total_seconds()),
+            replayed_from=span,
+        )
+        result = Forecast(
+            slot0,
+            tuple(float(max(v, 0.0)) for v in values),
+            issued_at=issue,
+            freshness=fresh,
+        )
         self._last = result
+        self.board.record(fresh)
         return result
 
     def _fallback(self, slot0: datetime, horizon_slots: int, exc: Exception) -> Forecast:
         last = self._last
         if last is None:
             raise TemporaryError(
-                f"no forecast for zone {self._series.zone} and none cached: {exc}"
+                f"no forecast for zone {self._config.cluster.zone} and none cached: {exc}"
             ) from exc
         slot_s = self._config.planning.slot_minutes * 60
         shift = round((slot0 - last.slot0).total_seconds() / slot_s)
         old = list(last.values_g_per_kwh[max(shift, 0) :]) or [last.values_g_per_kwh[-1]]
         values = (old + [old[-1]] * horizon_slots)[:horizon_slots]
-        return Forecast(slot0, tuple(values), issued_at=last.issued_at, fallback=True)
+        before = last.freshness or Freshness(self._config.cluster.zone, self._name)
+        fresh = replace(
+            before,
+            data_age_s=max(0.0, (slot0 - last.issued_at).total_seconds()),
+            failed=(f"forecast: {exc}",),
+        )
+        self.board.record(fresh)
+        return Forecast(
+            slot0, tuple(values), issued_at=last.issued_at, fallback=True, freshness=fresh
+        )
 
 
 class ProviderCarbonSource(CarbonSource):
@@ -147,15 +215,20 @@ class ProviderCarbonSource(CarbonSource):
     The chain of the cluster's signal kind (direct) tries the configured live sources, then
     their stale cache, then the embedded data (replayed past 2023), as ``carbonshift serve``
     does; its answer is the forecast. A chain failure counts in ``errors`` and answers the last
-    good forecast, like :class:`CarbonSource`. Emission estimates still use the embedded
-    series of the zone.
+    good forecast, like :class:`CarbonSource`. Estimates use the same forecast. The zone
+    needs no embedded data: any zone a configured provider serves can be planned.
     """
 
     def __init__(
         self, config: ControllerConfig, chain: FallbackChain, series: CarbonSeries | None = None
     ) -> None:
-        super().__init__(config, series)
+        super().__init__(config, series, load=False)
         self._chain = chain
+
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The chain's sources in the order tried, the embedded data last."""
+        return tuple(self._chain.names)
 
     def forecast(self, slot0: datetime, horizon_slots: int) -> Forecast:
         """The chain's answer for ``horizon_slots`` slots from ``slot0``."""
@@ -176,10 +249,15 @@ class ProviderCarbonSource(CarbonSource):
             _LOG.warning("provider forecast failed (%s); using the last good forecast", exc)
             return self._fallback(slot0, horizon_slots, exc)
         issued = answer.window.stale_since or answer.now
+        fresh = answer.freshness
         result = Forecast(
-            slot0, tuple(float(max(v, 0.0)) for v in values[:horizon_slots]), issued_at=issued
+            slot0,
+            tuple(float(max(v, 0.0)) for v in values[:horizon_slots]),
+            issued_at=issued,
+            freshness=fresh,
         )
         self._last = result
+        self.board.record(fresh)
         return result
 
 
@@ -189,6 +267,33 @@ def carbon_source_for(config: ControllerConfig) -> CarbonSource:
         chains = build_chains(ProviderSettings.from_env())
         return ProviderCarbonSource(config, chains.chain(CiKind.DIRECT))
     return CarbonSource(config)
+
+
+def check_source(config: ControllerConfig, source: CarbonSource, now: datetime) -> dict[str, Any]:
+    """What ``source`` would answer for the current slot: its chain, which source answered,
+    ``ok``, ``degraded`` (with the reasons) or ``failing``, and the forecast (``--check``)."""
+    slot0 = slot_floor(now, config.planning.slot_minutes)
+    out: dict[str, Any] = {
+        "zone": config.cluster.zone,
+        "carbon_source": config.planning.carbon_source,
+        "chain": list(source.chain),
+        "slot0": f"{slot0:%Y-%m-%dT%H:%MZ}",
+    }
+    try:
+        forecast = source.forecast(slot0, config.planning.horizon_slots)
+    except CarbonshiftError as exc:
+        return {**out, "status": "failing", "reasons": [str(exc)]}
+    fresh = forecast.freshness or Freshness(config.cluster.zone, source.chain[0])
+    span = fresh.replayed_from
+    return {
+        **out,
+        "status": "degraded" if fresh.degraded or forecast.fallback else "ok",
+        "answered_by": fresh.source,
+        "reasons": list(fresh.reasons()),
+        "data_age_s": fresh.data_age_s,
+        "replayed_from": None if span is None else [f"{t:%Y-%m-%dT%H:%MZ}" for t in span],
+        "forecast_g_per_kwh": [round(v, 3) for v in forecast.values_g_per_kwh],
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,19 +422,20 @@ def plan_round(
     result = run_policy(config.planning.policy, instance, dict(config.planning.params), context)
     starts = {a.job: a.start_slot for a in result.plan.assignments}
     values = forecast.values_g_per_kwh
+    note = data_note(forecast)
     outcomes: dict[str, Outcome] = {}
     for intent in pending:
         slot = starts.get(JobId(intent.key))
         g_now = estimate_g(config, intent, values, 0)
         latest = intent.latest_start
         if slot is None:
-            note = result.notes.get(JobId(intent.key), "no room in the plan")
+            why = result.notes.get(JobId(intent.key), "no room in the plan")
             outcomes[intent.key] = Outcome(
                 intent.key,
                 start_now=now >= latest,
                 planned_start=max(latest, now),
-                reason=f"policy {config.planning.policy} left it unscheduled ({note}); "
-                "released at its latest start at the latest",
+                reason=f"policy {config.planning.policy} left it unscheduled ({why}); "
+                f"released at its latest start at the latest{note}",
                 est_g_now=g_now,
                 est_g_planned=estimate_g(
                     config,
@@ -360,7 +466,7 @@ def plan_round(
             intent.key,
             start_now=slot == 0 or now >= latest,
             planned_start=planned,
-            reason=reason,
+            reason=reason + note,
             est_g_now=g_now,
             est_g_planned=g_planned,
         )

@@ -474,6 +474,7 @@ class Controller:
                 self.rounds += 1
                 self.last_round = round_
                 self.metrics.forecast_age.set((now - round_.forecast.issued_at).total_seconds())
+                self.metrics.record_freshness(round_.forecast.freshness)
                 for intent in pending:
                     outcome = round_.outcomes[intent.key]
                     self.outcomes[intent.key] = outcome

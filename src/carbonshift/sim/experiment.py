@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from carbonshift.carbon.forecast import make_forecaster
-from carbonshift.carbon.series import CarbonSeries
+from carbonshift.carbon.replay import extend_by_replay
 from carbonshift.carbon.signal import resample
 from carbonshift.domain import Instance
 from carbonshift.errors import DataRangeError
@@ -45,7 +45,6 @@ __all__ = [
     "Experiment",
     "ExperimentRuns",
     "execute",
-    "extend_by_replay",
     "prepare",
     "run_experiment",
     "simulate_policy",
@@ -53,7 +52,6 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger("carbonshift.sim")
-_WEEK = timedelta(days=7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,39 +71,6 @@ class Experiment:
     demand_forecast: str | None = None
     seed: int = 1
     title: str = "carbonshift simulation"
-
-
-def extend_by_replay(series: CarbonSeries, until: datetime) -> CarbonSeries:
-    """``series`` extended to ``until`` by replay: t maps to t - k x 7 days, smallest k inside.
-
-    CONTRACTS.md section 3: same weekday and UTC hour, from the last weeks of the data.
-    """
-    if until <= series.end:
-        return series
-    step = timedelta(minutes=series.step_minutes)
-    n = len(series.values_g_per_kwh)
-    extra = math.ceil((until - series.end) / step)
-    week_steps = int(_WEEK / step)
-    if week_steps > n:
-        raise DataRangeError(
-            f"carbon series of zone {series.zone!r} is shorter than a week; replay needs at "
-            "least 7 days of data"
-        )
-    index = np.arange(n, n + extra)
-    k = np.ceil((index - (n - 1)) / week_steps).astype(np.int64)
-    source = index - k * week_steps
-    values = np.concatenate([series.values_g_per_kwh, series.values_g_per_kwh[source]])
-    estimated = (
-        None
-        if series.estimated is None
-        else np.concatenate([series.estimated, series.estimated[source]])
-    )
-    return replace(
-        series,
-        values_g_per_kwh=values,
-        estimated=estimated,
-        source=f"{series.source} (replayed past {series.end:%Y-%m-%d})",
-    )
 
 
 def _needed_span(exp: Experiment) -> tuple[datetime, datetime]:

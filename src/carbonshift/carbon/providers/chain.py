@@ -8,8 +8,8 @@ value never stands in for an average one. Order of tries for each request:
    the ``Retry-After`` it asked for), so an outage costs one round of retries, not one per
    request;
 2. each source's cache however old, up to ``max_stale_s`` (the answer says how stale);
-3. average kinds only: the embedded Electricity Maps data, replayed week by week for dates
-   past its end (CONTRACTS.md section 3);
+3. average kinds only: the embedded Electricity Maps data, replayed for dates past its end
+   from t - y x 364 days (same weekday, hour and season; CONTRACTS.md section 3);
 4. otherwise a :class:`ProviderUnavailableError` naming every failure, secrets removed.
 
 :meth:`FallbackChain.answer` returns the window with the trail of attempts;
@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from carbonshift.carbon.freshness import Freshness
 from carbonshift.carbon.providers._http import AuthError
 from carbonshift.carbon.providers.base import check_window_args, unit_of
 from carbonshift.carbon.providers.clock import Clock, SystemClock
@@ -146,9 +147,23 @@ class Answer:
         since = self.window.stale_since
         return None if since is None else max(0.0, (self.now - since).total_seconds())
 
+    @property
+    def freshness(self) -> Freshness:
+        """Where this answer's values came from, for health, metrics and logs."""
+        window = self.window
+        last = self.attempts[-1].outcome if self.attempts else ""
+        return Freshness(
+            zone=window.zone,
+            source=window.source,
+            data_age_s=self.stale_age_s or 0.0,
+            replayed_from=window.replayed_from,
+            stale=last == "stale-cache",
+            failed=tuple(f"{a.source}: {a.detail}" for a in self.attempts if a.outcome == "error"),
+        )
+
 
 class EmbeddedReplay:
-    """The embedded hourly data as a Signal; times past its end replay t - k x 7 days."""
+    """The embedded hourly data as a Signal; times past its end replay t - y x 364 days."""
 
     name = "embedded"
 

@@ -5,8 +5,9 @@ is read first; for direct and life-cycle values, then ``DIR/<ZONE>.csv`` if it i
 Electricity Maps hourly export (whose headers name direct and life-cycle columns). A plain
 ``timestamp,value`` file says nothing about its kind, so it must carry the kind in its
 name. Files are read by :mod:`carbonshift.carbon.readers` and re-read when they change.
-Dates past a file's end are replayed week by week like the embedded data, and such an
-answer is stale since the file's end.
+Dates past a file's end are replayed like the embedded data (:mod:`carbonshift.carbon.replay`:
+t - y x 364 days, whole weeks for files shorter than that), and such an answer is stale
+since the file's end.
 
 Zone names are checked (:func:`~carbonshift.carbon.providers.zones.check_zone_name`) and every
 resolved path must lie inside the folder, so ``../x`` or an absolute path never reaches a

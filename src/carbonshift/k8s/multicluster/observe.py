@@ -178,6 +178,18 @@ class HubMetrics:
             ["spoke"],
             registry=r,
         )
+        self.data_age = Gauge(
+            "carbonshift_carbon_data_age_seconds",
+            "Age of the carbon data behind the last plan for a zone (0: live), seconds",
+            ["zone", "source"],
+            registry=r,
+        )
+        self.replayed = Gauge(
+            "carbonshift_carbon_replayed",
+            "1 when the last plan for a zone used replayed carbon data",
+            ["zone"],
+            registry=r,
+        )
         self.plans = Counter("carbonshift_hub_plans", "Planning calls made", registry=r)
         self.plan_duration = Histogram(
             "carbonshift_hub_plan_duration_seconds",
@@ -461,6 +473,19 @@ class HubObserver:
                 for name, s in spokes.items()
                 if s.forecast_issued_at is not None
             },
+        )
+        round_ = self.controller.last_round
+        fresh = [f.freshness for f in (round_.forecasts.values() if round_ else ())]
+        fresh_by_zone = {f.zone: f for f in fresh if f is not None}
+        self._set(
+            self.metrics.data_age,
+            "data_age",
+            {(z, f.source): f.data_age_s for z, f in fresh_by_zone.items()},
+        )
+        self._set(
+            self.metrics.replayed,
+            "replayed",
+            {(z,): 1.0 if f.replayed else 0.0 for z, f in fresh_by_zone.items()},
         )
         for gone in set(self._cluster_uids) - set(spokes):
             self._cluster_uids.pop(gone)  # a CarbonCluster of that name again is a new object

@@ -27,7 +27,7 @@ import numpy as np
 
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 from carbonshift.k8s.multicluster.config import HubConfig
-from carbonshift.k8s.planner import CarbonSource, Forecast, slot_floor
+from carbonshift.k8s.planner import CarbonSource, Forecast, data_note, slot_floor
 from carbonshift.planning.registry import run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 
@@ -236,6 +236,7 @@ def plan_hub(
                 f"({values[assignment.start_slot]:.0f} g/kWh; policy {policy})"
             )
         start_now = assignment.start_slot == 0 or now >= p.latest_start
+        reason += data_note(forecasts[cluster])
         decisions[p.key] = Decision(p.key, cluster, start, start_now, reason)
         if start_now:
             for r, amount in p.demand.items():
