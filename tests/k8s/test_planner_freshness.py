@@ -112,3 +112,23 @@ def test_live_planning_works_for_a_zone_outside_the_embedded_data(
     assert got.forecast.freshness.source == "csv"
     assert not got.forecast.freshness.degraded
     assert "[plan used" not in got.outcomes[work.key].reason
+
+
+def test_the_webhook_healthz_is_degraded_but_200_after_a_replayed_plan() -> None:
+    from fastapi.testclient import TestClient
+
+    from carbonshift.k8s.clock import ExternalClock
+    from carbonshift.k8s.webhook import webhook_app
+
+    cfg = config()
+    source = CarbonSource(cfg)
+    client = TestClient(
+        webhook_app(cfg, ExternalClock(lambda: JUNE_2026), None, source.board.reasons)
+    )
+    assert client.get("/healthz").json() == {"status": "ok", "reasons": []}
+    source.forecast(JUNE_2026, 6)
+    health = client.get("/healthz")
+    assert health.status_code == 200
+    assert health.json()["status"] == "degraded"
+    (reason,) = health.json()["reasons"]
+    assert reason.startswith("zone DE: embedded data replayed from 2023-06-19T12:00:00Z")

@@ -117,7 +117,8 @@ class ControllerApp:
         self.controller = Controller(config, self.kube, self.clock, metrics=self.metrics)
         nodes = self.controller.nodes
         if config.webhook.enabled:
-            app = webhook_app(config, self.clock, self.metrics)
+            board = self.controller.source.board
+            app = webhook_app(config, self.clock, self.metrics, board.reasons)
             self.servers["webhook"] = await serve("webhook", app, config.webhook)
         if config.extender.enabled:
             ext_app = extender_app(config, self.clock, nodes.get)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -109,8 +110,17 @@ def review_response(
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
 
 
-def webhook_app(config: ControllerConfig, clock: Clock, metrics: Metrics | None = None) -> FastAPI:
-    """The webhook's HTTP app (serve it over TLS: the API server calls only https)."""
+def webhook_app(
+    config: ControllerConfig,
+    clock: Clock,
+    metrics: Metrics | None = None,
+    degraded: Callable[[], list[str]] | None = None,
+) -> FastAPI:
+    """The webhook's HTTP app (serve it over TLS: the API server calls only https).
+
+    ``/healthz`` answers 200 while the process works (probes must not restart it), with
+    ``"status": "degraded"`` and the reasons ``degraded()`` gives (the carbon data of the last
+    plan were replayed, stale or a fall-back)."""
     app = FastAPI(title="carbonshift admission webhook", docs_url=None, redoc_url=None)
 
     @app.post("/mutate")
@@ -122,7 +132,8 @@ def webhook_app(config: ControllerConfig, clock: Clock, metrics: Metrics | None 
         return JSONResponse(review_response(review, config, clock, metrics))
 
     @app.get("/healthz")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    async def healthz() -> dict[str, Any]:
+        reasons = degraded() if degraded is not None else []
+        return {"status": "degraded" if reasons else "ok", "reasons": reasons}
 
     return app
