@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from carbonshift._extras import require
 from carbonshift.sim.engine import ProgressFn
 from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.outputs import SUMMARY_KEYS, write_summary
@@ -36,6 +37,8 @@ def command(
     """
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"--format {output_format!r}: use table or json")
+    if not no_report:  # say so before the run, not after it
+        require("matplotlib", needed_for="carbonshift simulate's plots (--no-report skips them)")
     experiment = build_experiment(load_scenario(scenario), strict=strict)
     console = Console(stderr=True)
     with Progress(

@@ -15,16 +15,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
+from carbonshift._extras import pyplot
 from carbonshift.sim.engine import RunResult
 from carbonshift.sim.outputs import SUMMARY_KEYS
 
 __all__ = ["write_html_report", "write_plots"]
+
+_PLOTS = "the simulation report's plots"  # matplotlib comes with carbonshift[sim]
 
 _ATTRIBUTION = (
     "Carbon intensity data: Electricity Maps (ODbL). Workload traces as named in the scenario."
@@ -59,6 +58,7 @@ def write_plots(
 def _plot_cumulative(
     run: RunResult, base: RunResult, path: Path, policy: str, baseline: str
 ) -> Path:
+    plt = pyplot(needed_for=_PLOTS)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
     h1, c1 = _cumulative(run)
     h0, c0 = _cumulative(base)
@@ -92,6 +92,7 @@ def _ratios(run: RunResult) -> list[float]:
 def _plot_completion(
     run: RunResult, base: RunResult, path: Path, policy: str, baseline: str
 ) -> Path:
+    plt = pyplot(needed_for=_PLOTS)
     fig, ax = plt.subplots(figsize=(8, 4))
     bins = [i / 20 for i in range(41)]
     ax.hist(np.clip(_ratios(base), 0, 2), bins=bins, alpha=0.5, label=baseline, color="tab:gray")
@@ -106,6 +107,7 @@ def _plot_completion(
 
 def _plot_intensity(run: RunResult, path: Path) -> Path:
     clusters = sorted({s.cluster for s in run.slots})
+    plt = pyplot(needed_for=_PLOTS)
     fig, ax = plt.subplots(figsize=(8, 5))
     for i, name in enumerate(clusters):
         rows = [s for s in run.slots if s.cluster == name]
@@ -132,6 +134,7 @@ def _plot_intensity(run: RunResult, path: Path) -> Path:
 def _plot_allocation(run: RunResult, path: Path, policy: str) -> Path:
     clusters = sorted({s.cluster for s in run.slots})
     resource = next(iter(run.slots[0].allocated)) if run.slots else "units"
+    plt = pyplot(needed_for=_PLOTS)
     fig, ax = plt.subplots(figsize=(8, 4))
     for i, name in enumerate(clusters):
         rows = [s for s in run.slots if s.cluster == name]
@@ -155,7 +158,7 @@ def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     fig.savefig(path.with_suffix(".svg"))
-    plt.close(fig)
+    pyplot(needed_for=_PLOTS).close(fig)
     return path
 
 
