@@ -13,6 +13,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -181,3 +182,15 @@ def test_the_image_lock_pins_every_runtime_requirement_with_hashes() -> None:
     )
     assert hashes.keys() == pins.keys()
     assert sorted(name for name, found in hashes.items() if not found) == []
+
+
+def test_the_manifests_name_the_image_the_build_produces() -> None:
+    build = (REPO / "image" / "build.sh").read_text()
+    match = re.search(r'^IMAGE_NAME="\$\{IMAGE_NAME:-([^}]+)\}"', build, re.MULTILINE)
+    assert match is not None, "image/build.sh sets IMAGE_NAME"
+    want_image = {"newName": match.group(1), "newTag": PYPROJECT["project"]["version"]}
+    for bundle in ("base", "hub"):
+        path = REPO / "deploy" / bundle / "kustomization.yaml"
+        kustomization = yaml.safe_load(path.read_text())
+        images = {i["name"]: i for i in kustomization["images"]}
+        assert {k: images["carbonshift"][k] for k in want_image} == want_image, bundle
