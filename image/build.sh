@@ -75,9 +75,7 @@ ln "$base_tar" "$context/base.tar" 2>/dev/null || cp "$base_tar" "$context/base.
 cp requirements/image.lock "$wheel" image/Containerfile "$context/"
 step "buildah bud $IMAGE"
 previous="$(buildah images --quiet --noheading "$IMAGE" 2>/dev/null || true)"
-mkdir -p "$IMAGE_CACHE/pip"
-pip_args=(--volume "$IMAGE_CACHE/pip:/root/.cache/pip")  # downloads kept between builds
-# pip inside the build trusts what the host trusts, and uses the host's index
+pip_args=()  # pip inside the build trusts what the host trusts, and uses the host's index
 if [ -s "$HOST_CA" ]; then
   pip_args+=(--volume "$HOST_CA:/run/host-ca.crt:ro" --build-arg PIP_CERT=/run/host-ca.crt)
 fi
