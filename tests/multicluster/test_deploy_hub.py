@@ -1,8 +1,10 @@
 """deploy/hub: the CRD matches the fake server's, the example objects are accepted by a fake
-hub, the configuration loads, and kustomize renders the bundle."""
+hub, the configuration loads, kustomize renders the bundle (with its Namespace) and the bundle
+applies to a fresh hub."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -58,5 +60,54 @@ def test_kustomize_renders_the_hub_bundle() -> None:
     kinds = sorted(d["kind"] for d in yaml.safe_load_all(out) if d)
     assert kinds == sorted(
         ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition",
-         "Deployment", "Role", "RoleBinding", "ServiceAccount"]
+         "Deployment", "Namespace", "Role", "RoleBinding", "ServiceAccount"]
     )  # fmt: skip
+
+
+def _rendered(bundle: Path) -> list[dict[str, Any]]:
+    out = subprocess.run(
+        ["kubectl", "kustomize", str(bundle)], check=True, capture_output=True, text=True
+    ).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def _namespaces_used(docs: list[dict[str, Any]]) -> set[str]:
+    """Every namespace an object lives in or a RoleBinding's subject names."""
+    used = {d["metadata"]["namespace"] for d in docs if d["metadata"].get("namespace")}
+    for doc in docs:
+        used |= {s["namespace"] for s in doc.get("subjects", ()) if s.get("namespace")}
+    return used
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+@pytest.mark.parametrize(
+    "bundle",
+    [
+        pytest.param(HUB, id="the hub bundle brings the namespace its objects live in"),
+        pytest.param(HUB.parent / "base", id="the controller bundle does too"),
+    ],
+)
+def test_every_namespace_the_bundle_uses_is_created_by_it(bundle: Path) -> None:
+    docs = _rendered(bundle)
+    want_namespaces = _namespaces_used(docs)
+    created = {d["metadata"]["name"] for d in docs if d["kind"] == "Namespace"}
+    assert want_namespaces == {"carbonshift-system"}
+    assert want_namespaces <= created
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_apply_k_deploy_hub_works_on_a_fresh_hub(tmp_path: Path) -> None:
+    # The reproducer of issue 16: `namespaces "carbonshift-system" not found` on a fresh hub.
+    with run_fakekube(FakeKubeConfig(nodes=0)) as hub:
+        done = subprocess.run(
+            ["kubectl", "--kubeconfig", str(hub.kubeconfig), "apply", "-k", str(HUB)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            env={**os.environ, "KUBECACHEDIR": str(tmp_path / "cache")},
+        )
+        assert done.returncode == 0, done.stderr
+        assert "namespace/carbonshift-system created" in done.stdout
+        deployments = hub.list("Deployment", "carbonshift-system", "apps/v1")
+    assert [d["metadata"]["name"] for d in deployments] == ["carbonshift-hub"]

@@ -2,7 +2,9 @@
 
 Each verb lives in its own module and registers a typer sub-application in ``_VERBS``.
 Errors raised as :class:`~carbonshift.errors.CarbonshiftError` are printed as one line on
-stderr with exit code 2 (1 for temporary failures); ``--debug`` shows the traceback.
+stderr with exit code 2 (1 for temporary failures); ``--debug`` shows the traceback. A verb
+whose optional packages are not installed (``simulate`` without carbonshift[sim]) stays
+listed, and running it says which extra to install.
 """
 
 from __future__ import annotations
@@ -10,9 +12,12 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from importlib.metadata import PackageNotFoundError, version
 
 import typer
+from rich.markup import escape
 
+from carbonshift._extras import missing_extra
 from carbonshift.errors import CarbonshiftError, TemporaryError
 
 __all__ = ["app", "main"]
@@ -44,13 +49,43 @@ _VERBS: dict[str, str] = {
     "completion": "carbonshift.cli.completion",
 }
 
+#: verb -> the extra that brings everything it needs (EXTRA_OF names the rest by package).
+_VERB_EXTRAS: dict[str, str] = {
+    "simulate": "sim",
+    "sweep": "sim",
+    "reproduce": "sim",
+    "serve": "api",
+    "controller": "k8s",
+    "hub": "k8s",
+}
+
 _STATE = {"debug": False}
+
+
+def _version() -> str:
+    try:
+        return version("carbonshift")
+    except PackageNotFoundError:  # a source tree on PYTHONPATH, never installed
+        return "0+unknown"
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        typer.echo(f"carbonshift {_version()}")
+        raise typer.Exit()
 
 
 @app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show info logs."),
+    _version_wanted: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the installed version and exit (carbonshift --version).",
+    ),
 ) -> None:
     """Carbon-aware placement and time shifting of batch work."""
     _STATE["debug"] = debug
@@ -58,13 +93,34 @@ def _root(
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
+def _needs_extra(verb: str, error: CarbonshiftError) -> None:
+    """Stand in for a verb whose optional packages are missing: say which extra to install."""
+
+    @app.command(
+        name=verb,
+        help=escape(f"(not installed) {error}"),  # [sim] is not rich markup
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )
+    def _missing(ctx: typer.Context) -> None:
+        raise error
+
+    del _missing
+
+
 def _register() -> None:
     for verb, module_name in _VERBS.items():
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name != module_name:
+            if exc.name == module_name:
+                continue
+            error = missing_extra(
+                exc.name or "", f"carbonshift {verb}", extra=_VERB_EXTRAS.get(verb)
+            )
+            if error is None:
                 raise
+            _needs_extra(verb, error)
             continue
         sub = getattr(module, "app", None)
         if isinstance(sub, typer.Typer):

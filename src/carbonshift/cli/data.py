@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from carbonshift._extras import pyplot
 from carbonshift.carbon.embedded import ATTRIBUTION, zone_catalogue
 from carbonshift.carbon.potential import ShiftingPotential, shifting_potential
 from carbonshift.carbon.readers import read_carbon_csv
@@ -133,10 +134,7 @@ def _rows(window: SignalWindow, series: CarbonSeries) -> list[dict[str, Any]]:
 
 
 def _plot(window: SignalWindow, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot(needed_for="carbonshift data show --plot")
 
     edges = [t.replace(tzinfo=None) for t in [*window.slot_starts(), window.end]]
     values = window.values_g_per_kwh

@@ -74,6 +74,10 @@ def command(
     """
     import dataclasses
 
+    from carbonshift._extras import require
+
+    for package in ("fastapi", "uvicorn"):  # say which extra before the first import fails
+        require(package, needed_for="carbonshift serve")
     import uvicorn
 
     from carbonshift.api import ApiSettings, create_app

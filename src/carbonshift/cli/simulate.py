@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from carbonshift._extras import require
 from carbonshift.errors import InputError
 from carbonshift.sim.engine import ProgressFn
 from carbonshift.sim.experiment import run_experiment
@@ -63,6 +64,8 @@ def command(
     """
     if output_format not in ("table", "json"):
         raise typer.BadParameter(f"--format {output_format!r}: use table or json")
+    if not no_report:  # say so before the run, not after it
+        require("matplotlib", needed_for="carbonshift simulate's plots (--no-report skips them)")
     params = _parse_params(param) if param else None
     figure_style = FigureStyle(style, width_in=fig_width_in, dpi=dpi)
     experiment = with_policy(

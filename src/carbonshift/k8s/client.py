@@ -19,6 +19,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
+from carbonshift._extras import require
 from carbonshift.errors import CarbonshiftError, TemporaryError
 from carbonshift.k8s.clock import Clock
 
@@ -259,6 +260,7 @@ class ApiKube:
 
 async def connect(kubeconfig: str | None, clock: Clock) -> ApiKube:
     """An :class:`ApiKube` from a kubeconfig file, or the in-cluster service account."""
+    require("kubernetes_asyncio", needed_for="the Kubernetes client")  # carbonshift[k8s]
     from kubernetes_asyncio import client, config
 
     if kubeconfig:

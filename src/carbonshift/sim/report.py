@@ -21,16 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
+from carbonshift._extras import pyplot
 from carbonshift.errors import InputError
 from carbonshift.sim.engine import RunResult, SimCluster
 
 __all__ = ["FIGURE_FORMATS", "FigureStyle", "Plot", "write_html_report", "write_plots"]
+
+_PLOTS = "the simulation report's plots"  # matplotlib comes with carbonshift[sim]
 
 _ATTRIBUTION = (
     "Carbon intensity data: Electricity Maps (ODbL). Workload traces as named in the scenario."
@@ -57,6 +56,11 @@ _STYLES: dict[str, dict[str, Any]] = {
 }
 _DEFAULT_SIZE_IN = {"default": (8.0, 4.5), "paper": (3.5, 2.4)}
 _DEFAULT_DPI = {"default": 150, "paper": 300}
+
+
+def _plt() -> Any:
+    """matplotlib's pyplot (Agg), imported on first use: a run without plots needs none."""
+    return pyplot(needed_for=_PLOTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +106,7 @@ class FigureStyle:
     def applied(self) -> Iterator[None]:
         """matplotlib's settings for this style, for the figures made inside the block."""
         spec: Any = _STYLES.get(self.name, self.name)
-        with plt.style.context(spec):
+        with _plt().style.context(spec):
             yield
 
 
@@ -164,7 +168,7 @@ def _plot_cumulative(
     policy: str,
     baseline: str,
 ) -> Plot:
-    fig, (top, bottom) = plt.subplots(
+    fig, (top, bottom) = _plt().subplots(
         2, 1, figsize=style.size_in(0.75), sharex=True, layout="constrained"
     )
     h1, c1 = _cumulative(run)
@@ -208,7 +212,7 @@ def _plot_completion(
     policy: str,
     baseline: str,
 ) -> Plot:
-    fig, ax = plt.subplots(figsize=style.size_in(0.5), layout="constrained")
+    fig, ax = _plt().subplots(figsize=style.size_in(0.5), layout="constrained")
     bins = [i / 20 for i in range(41)]
     ax.hist(np.clip(_ratios(base), 0, 2), bins=bins, alpha=0.5, label=baseline, color="tab:gray")
     ax.hist(np.clip(_ratios(run), 0, 2), bins=bins, alpha=0.6, label=policy, color="tab:green")
@@ -226,7 +230,7 @@ def _plot_completion(
 
 def _plot_intensity(run: RunResult, out_dir: Path, style: FigureStyle, signal: str) -> Plot:
     clusters = sorted({s.cluster for s in run.slots})
-    fig, ax = plt.subplots(figsize=style.size_in(0.6), layout="constrained")
+    fig, ax = _plt().subplots(figsize=style.size_in(0.6), layout="constrained")
     forecast_shown = False
     for i, name in enumerate(clusters):
         rows = [s for s in run.slots if s.cluster == name]
@@ -271,7 +275,7 @@ def _plot_allocation(
     names = sorted({s.cluster for s in run.slots})
     resource = next(iter(run.slots[0].allocated)) if run.slots else "units"
     capacity = {c.name: c.capacity.get(resource, 0.0) for c in clusters}
-    fig, ax = plt.subplots(figsize=style.size_in(0.5), layout="constrained")
+    fig, ax = _plt().subplots(figsize=style.size_in(0.5), layout="constrained")
     for i, name in enumerate(names):
         rows = [s for s in run.slots if s.cluster == name]
         ax.step(
@@ -298,7 +302,7 @@ def _save(fig: Any, path: Path, style: FigureStyle, caption: str) -> Plot:
     for suffix in FIGURE_FORMATS:  # every figure is made with layout='constrained'
         target = path.with_suffix(f".{suffix}")
         fig.savefig(target, dpi=style.resolution_dpi if suffix == "png" else None)
-    plt.close(fig)
+    _plt().close(fig)
     return Plot(path, caption)
 
 

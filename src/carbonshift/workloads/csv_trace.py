@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from carbonshift.errors import InputError
 from carbonshift.workloads._parse import RowSink, did_you_mean, open_text, parse_finite
@@ -245,6 +244,10 @@ def _read_clean(
     """
     file = Path(path)
     if not file.is_file():
+        return None
+    try:  # pandas comes with carbonshift[sim]; the controller's image goes without it
+        import pandas as pd
+    except ModuleNotFoundError:
         return None
     try:
         with warnings.catch_warnings():
