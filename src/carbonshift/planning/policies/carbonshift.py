@@ -535,7 +535,7 @@ def carbonshift(
         return (_lateness_slots(arrays, state), _grams(arrays, classes, state, true_table))
 
     small = arrays.n_jobs <= _SMALL_JOBS
-    passes = improve_passes if small else min(improve_passes, 1)
+    passes = improve_passes
     lower: float | None = None  # a bound on the planning objective's grams
     lp: _ClassLp | None = None
     columns = class_columns(classes) if all_on_time_possible else None
