@@ -262,3 +262,21 @@ def test_integral_float_runtime_plans_and_output_is_strict_json(
 
     json.loads(out.read_text(), parse_constant=refuse)
     json.loads(capsys.readouterr().out, parse_constant=refuse)
+
+
+def test_json_output_is_pure_json_on_stdout_in_a_fresh_process(tmp_path: Path) -> None:
+    """HiGHS prints a banner on C stdout when its first model is made; it must not land in
+    the middle of --format json (checked in a fresh process, where the banner appears)."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "carbonshift.cli", "plan",
+            "--instance", str(repo / "examples" / "instance.json"),
+            "--out", str(tmp_path / "p.json"), "--format", "json",
+        ],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    assert json.loads(done.stdout)["policy"] == "carbonshift"

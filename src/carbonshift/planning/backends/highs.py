@@ -9,9 +9,14 @@ solve or memory error) raises :class:`~carbonshift.errors.SolverError`.
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import highspy
 import numpy as np
@@ -101,6 +106,34 @@ _STATUS = {
 }
 
 
+_FIRST_MADE = threading.Lock()
+_made_one = False
+
+
+def _new_highs() -> Any:
+    """A ``highspy.Highs``; the first one of the process is made with C stdout sent to stderr.
+
+    HiGHS prints its banner ("Running HiGHS ...") on stdout when the first instance is made,
+    before any option can silence it, which would corrupt ``--format json`` output. Later
+    instances print nothing, so fd 1 is redirected only once.
+    """
+    global _made_one
+    with _FIRST_MADE:
+        if _made_one:
+            return highspy.Highs()  # type: ignore[no-untyped-call]
+        _made_one = True
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            os.dup2(2, 1)
+            highs = highspy.Highs()  # type: ignore[no-untyped-call]
+            ctypes.CDLL(None).fflush(None)  # the C buffer, before fd 1 is put back
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        return highs
+
+
 def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     """Solve ``lp`` (as a MILP when ``options.integer``) and map the outcome to our status."""
     options = options or SolveOptions()
@@ -108,7 +141,7 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     n_col = lp.n_columns
     if n_col == 0:
         return Solution(SolveStatus.OPTIMAL, np.zeros(0), 0.0, 0.0, 0.0, 0.0)
-    highs = highspy.Highs()  # type: ignore[no-untyped-call]
+    highs = _new_highs()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", float(options.time_limit_s))
     highs.setOptionValue("threads", int(options.threads))
