@@ -35,6 +35,7 @@ from carbonshift.sim.experiment import (
     write_outputs,
 )
 from carbonshift.sim.outputs import run_metrics, summarize
+from carbonshift.sim.sweep import seed_stats
 from carbonshift.workloads.generators import generate
 from carbonshift.workloads.model import Workload
 from carbonshift.workloads.readers import read_workload
@@ -188,13 +189,13 @@ def reproduce_caspian(out_dir: Path, *, quick: bool, step: StepFn | None = None)
         rows.append(
             {
                 "omega1": omega,
-                "saving_pct": _mean(r["saving_pct"] for r in ours),
+                **_with_spread("saving_pct", [r["saving_pct"] for r in ours]),
                 "paper_saving_pct": paper.get("saving_pct"),
-                "deadline_met_pct": _mean(r["deadline_met_pct"] for r in ours),
+                **_with_spread("deadline_met_pct", [r["deadline_met_pct"] for r in ours]),
                 "paper_deadline_met_pct": paper.get("deadline_met_pct"),
-                "completion_ratio": _mean(r["completion_ratio"] for r in ours),
+                **_with_spread("completion_ratio", [r["completion_ratio"] for r in ours]),
                 "paper_completion_ratio": paper.get("completion_ratio"),
-                "saving_vs_asap_pct": _mean(r["saving_vs_asap_pct"] for r in ours),
+                **_with_spread("saving_vs_asap_pct", [r["saving_vs_asap_pct"] for r in ours]),
                 "seeds": len(ours),
             }
         )
@@ -210,6 +211,21 @@ def reproduce_caspian(out_dir: Path, *, quick: bool, step: StepFn | None = None)
     files = _write_table(out_dir, "caspian", columns, rows, notes)
     files += (_plot_caspian(rows, out_dir / "caspian_sweep.png"),)
     return Reproduction("caspian", columns, tuple(rows), notes, files)
+
+
+def _with_spread(name: str, values: Sequence[float | None]) -> dict[str, float | None]:
+    """``name`` (the seed mean, as before) and ``name_mean``, ``_std``, ``_ci95_lo``,
+    ``_ci95_hi``: the sample standard deviation and Student-t 95 % interval over seeds
+    (None with one seed), the same statistics as a sweep's (:func:`seed_stats`)."""
+    kept = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    stats = seed_stats(kept)
+    return {
+        name: stats.mean,
+        f"{name}_mean": stats.mean,
+        f"{name}_std": stats.std,
+        f"{name}_ci95_lo": stats.ci95_lo,
+        f"{name}_ci95_hi": stats.ci95_hi,
+    }
 
 
 def _mean(values: Any) -> float | None:
@@ -250,19 +266,46 @@ def _fmt(value: Any) -> str:
 
 
 def _plot_caspian(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
-    omegas = [r["omega1"] for r in rows]
+    omegas = np.array([r["omega1"] for r in rows], dtype=float)
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(omegas, [r["saving_pct"] for r in rows], "o-", label="carbon saving (ours)")
-    paper = [(r["omega1"], r["paper_saving_pct"]) for r in rows if r["paper_saving_pct"]]
-    ax.plot([p[0] for p in paper], [p[1] for p in paper], "s--", label="carbon saving (paper)")
-    ax.plot(omegas, [r["deadline_met_pct"] for r in rows], "^-", label="deadlines met (ours)")
+    for metric, marker, label in (
+        ("saving_pct", "o-", "carbon saving (ours)"),
+        ("deadline_met_pct", "^-", "deadlines met (ours)"),
+    ):
+        mean = np.array([r[metric] if r[metric] is not None else np.nan for r in rows])
+        low = np.array(
+            [r[f"{metric}_ci95_lo"] if r[f"{metric}_ci95_lo"] is not None else np.nan for r in rows]
+        )
+        high = np.array(
+            [r[f"{metric}_ci95_hi"] if r[f"{metric}_ci95_hi"] is not None else np.nan for r in rows]
+        )
+        spread = np.vstack([mean - low, high - mean])
+        has_spread = bool(np.isfinite(spread).any())
+        ax.errorbar(
+            omegas,
+            mean,
+            yerr=np.nan_to_num(spread) if has_spread else None,
+            fmt=marker,
+            capsize=3,
+            label=label + (" (seed mean, 95 % interval)" if has_spread else ""),
+        )
+    for metric, marker, label in (
+        ("paper_saving_pct", "s", "carbon saving (paper)"),
+        ("paper_deadline_met_pct", "D", "deadlines met (paper)"),
+    ):
+        paper = [(r["omega1"], r[metric]) for r in rows if r.get(metric) is not None]
+        if paper:
+            ax.plot(
+                [p[0] for p in paper], [p[1] for p in paper], marker, ms=8, mfc="none", label=label
+            )
     ax.set_xlabel("omega1 (weight of the sustainability objective)")
     ax.set_ylabel("%")
     ax.set_title("Caspian: carbon saving vs omega1 = 0, and deadlines met")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=150)
+    fig.savefig(path.with_suffix(".pdf"))
     plt.close(fig)
     return path
 
@@ -494,10 +537,10 @@ def reproduce_co2(
             {
                 "scenario": name,
                 "jobs_per_day": len(workload.ids),
-                "saving_jobs_pct": _mean(savings),
-                "saving_with_idle_pct": _mean(savings_total),
+                **_with_spread("saving_jobs_pct", savings),
+                **_with_spread("saving_with_idle_pct", savings_total),
                 "paper_saving_pct": _CO2_PAPER_PCT[name],
-                "flexible_started_within_24h_pct": _mean(met),
+                **_with_spread("flexible_started_within_24h_pct", met),
                 "days": len(days),
             }
         )
