@@ -552,6 +552,9 @@ class HubRunner:
             except CarbonshiftError as exc:
                 self.controller.counters.errors += 1
                 _LOG.warning("hub reconcile failed: %s", exc)
+            except Exception:  # a bug must not stop the hub: log it, count it, go on
+                self.controller.counters.errors += 1
+                _LOG.exception("hub reconcile failed")
             until = clock.now() + timedelta(seconds=self.resync_s)
             step = timedelta(
                 seconds=self.elector.section.renew_every_s if self.elector else self.resync_s
