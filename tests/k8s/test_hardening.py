@@ -9,6 +9,7 @@ used capacity for the whole horizon, so every later workload fell back to its la
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -382,3 +383,63 @@ async def test_an_unschedulable_pod_does_not_switch_shifting_off(
         assert shifted == 12
     finally:
         await h.stop()
+
+
+# -- item 12: who writes --------------------------------------------------------------------
+
+
+@pytestmark_fake
+async def test_every_write_is_made_as_carbonshift(fakekube: FakeKube, tmp_path: Path) -> None:
+    h = await make_harness(fakekube, tmp_path)
+    app = await h.start(controller_config(h.certs))
+    try:
+        assert app.kube._client.user_agent.startswith("carbonshift")  # type: ignore[attr-defined]
+        notes = {DEADLINE: "20h", RUNTIME: "2h"}
+        await h.create(_fresh(pod("p", created=None, annotations=notes, cpu="1")))
+        await h.create(_fresh(job("j", created=None, annotations=notes)))
+        await h.step()
+        while fakekube.now() < START + timedelta(hours=19):
+            await h.step(hours=2)
+        for kind, name in (("Pod", "p"), ("Job", "j")):
+            got = await h.get(kind, name)
+            assert "carbonshift.io/released-at" in got["metadata"]["annotations"]
+            writers = {
+                m["manager"]
+                for m in got["metadata"]["managedFields"]
+                if "f:carbonshift.io/state" in str(m.get("fieldsV1"))
+            }
+            assert writers == {"carbonshift"}
+        events = [e for e in fakekube.list("Event", "batch") if e["reason"] in ("Held", "Released")]
+        assert events
+        assert {m["manager"] for e in events for m in e["metadata"]["managedFields"]} == {
+            "carbonshift"
+        }
+    finally:
+        await h.stop()
+
+
+@pytest.mark.parametrize(
+    ("message", "args", "want_hidden"),
+    [
+        ("receive_response_headers.complete return_value=%r",
+         ((b"HTTP/1.1", 200, b"OK", [(b"auth-token", b"upstream-echo-1"), (b"x", b"y")]),),
+         "upstream-echo-1"),
+        ("GET %s", ("https://api.example/v3?zone=DE&token=tok-123456&x=1",), "tok-123456"),
+        ("headers %s", ("Authorization: Bearer eyJ.abc.def",), "eyJ.abc.def"),
+        ("echoed body %s", ('{"message": "bad key sk-known-987654"}',), "sk-known-987654"),
+    ],
+    ids=["httpcore-header-tuple", "token-parameter", "bearer-header", "known-key-anywhere"],
+)  # fmt: skip
+def test_logs_never_show_a_credential(
+    message: str, args: tuple[Any, ...], want_hidden: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from carbonshift.carbon.providers._http import ScrubSecrets
+    from carbonshift.carbon.providers.secrets import Secret
+
+    ScrubSecrets.install(Secret("sk-known-987654"))
+    caplog.handler.addFilter(ScrubSecrets())
+    with caplog.at_level(logging.DEBUG, logger="httpcore.http11"):
+        logging.getLogger("httpcore.http11").debug(message, *args)
+
+    assert want_hidden not in caplog.text
+    assert "***" in caplog.text
