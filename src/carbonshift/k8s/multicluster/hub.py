@@ -386,7 +386,12 @@ class HubController:
                 continue
             candidates += [(kind, o) for o in items if self._ours(kind, o)]
         for kind, obj in candidates:
-            seen = read_workload(kind, obj, self._cconfig, now, by_uid)
+            try:
+                seen = read_workload(kind, obj, self._cconfig, now, by_uid)
+            except Exception:  # one malformed object must not stop every pass
+                self.counters.errors += 1
+                _LOG.exception("reading %s %s failed; left alone", kind, _name_of(obj))
+                continue
             if isinstance(seen, NotHeld):
                 if seen.unusable:
                     self.counters.errors += 1
@@ -1087,6 +1092,13 @@ class HubController:
                 self.counters.errors += 1
                 _LOG.exception("reconcile failed")
             await self.clock.sleep_until(self.clock.now() + timedelta(seconds=resync_s))
+
+
+def _name_of(obj: Obj) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return "?"
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _with_obj(w: HubWorkload, obj: Obj) -> HubWorkload:

@@ -20,6 +20,7 @@ Workload's owner Job, or the AppWrapper's Job item under the AppWrapper's own me
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -255,6 +256,11 @@ def read_workload(
         released_raw = annotations.get(RELEASED_AT)
         released = parse_utc(released_raw, what=RELEASED_AT) if released_raw else None
         done_s = float(annotations.get(DONE_SECONDS, "0") or 0)
+        if not 0 <= done_s < math.inf:
+            raise InputError(
+                f"annotation {DONE_SECONDS}={annotations.get(DONE_SECONDS)!r} is not a finite "
+                "number of seconds >= 0"
+            )
     except (InputError, ValueError, ArithmeticError, TypeError, AttributeError) as exc:
         return NotHeld(f"unusable annotation: {exc}", unusable=True)
     placed = annotations.get(PLACED_CLUSTER) or None
