@@ -98,6 +98,10 @@ async def test_dry_run_plans_and_reports_but_writes_nothing(
         wrote = [a for a in h.controller.actions if not a.dry_run]
         assert wrote == []
         assert any(a.dry_run and a.key == "Pod/batch/p" for a in h.controller.actions)
+        # dry run records nothing, not even the leader Lease (issue 12, item 12)
+        assert fakekube.list("Lease", None, "coordination.k8s.io/v1") == []
+        assert h.app is not None
+        assert h.app.elector is None
     finally:
         await h.stop()
 

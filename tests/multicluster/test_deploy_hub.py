@@ -60,7 +60,7 @@ def test_kustomize_renders_the_hub_bundle() -> None:
     kinds = sorted(d["kind"] for d in yaml.safe_load_all(out) if d)
     assert kinds == sorted(
         ["ClusterRole", "ClusterRoleBinding", "ConfigMap", "CustomResourceDefinition",
-         "Deployment", "Namespace", "Role", "RoleBinding", "ServiceAccount"]
+         "Deployment", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "ServiceAccount"]
     )  # fmt: skip
 
 

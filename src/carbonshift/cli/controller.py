@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from carbonshift.carbon.providers._http import ScrubSecrets
 from carbonshift.k8s.app import ControllerApp
 from carbonshift.k8s.config import ControllerConfig, load_config
 from carbonshift.k8s.planner import carbon_source_for, check_source
@@ -49,6 +50,7 @@ def _summary(config: ControllerConfig) -> dict[str, object]:
 
 
 async def _run(config: ControllerConfig, kubeconfig: str | None) -> None:
+    ScrubSecrets.install()  # no credential in the logs, even at debug level
     app = await ControllerApp.connect(config, kubeconfig)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -21,6 +22,7 @@ from typing import Any
 import typer
 from prometheus_client import make_asgi_app
 
+from carbonshift.carbon.providers._http import ScrubSecrets
 from carbonshift.k8s.app import Served, serve
 from carbonshift.k8s.client import ApiKube, connect
 from carbonshift.k8s.clock import SystemClock
@@ -71,10 +73,23 @@ async def _serve(controller: HubController, kube: ApiKube, resync_s: float) -> N
             typer.echo(f"{identity} campaigns for Lease {lease}", err=True)
         runner = HubRunner(observer, resync_s=resync_s, elector=elector)
         tasks.append(asyncio.create_task(runner.run()))
-        typer.echo("carbonshift hub running; Ctrl-C stops it", err=True)
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        stop = asyncio.Event()  # SIGTERM (kubelet) or SIGINT (Ctrl-C): give the Lease up, exit
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        stopper = asyncio.create_task(stop.wait())
+        typer.echo("carbonshift hub running; Ctrl-C or SIGTERM stops it", err=True)
+        try:
+            done, _ = await asyncio.wait([*tasks, stopper], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
         for task in done:
-            task.result()
+            if task is not stopper:
+                task.result()
+        if stop.is_set():
+            typer.echo("carbonshift hub stopping: giving the Lease up", err=True)
     finally:
         for task in tasks:
             task.cancel()
@@ -92,6 +107,7 @@ async def _serve(controller: HubController, kube: ApiKube, resync_s: float) -> N
 async def _run(
     config: HubConfig, kubeconfig: str | None, once: bool, resync_s: float
 ) -> dict[str, object]:
+    ScrubSecrets.install()  # no credential in the logs, even at debug level
     clock = SystemClock()
     kube = await connect(kubeconfig, clock)
     hub = HubApi(kube)
@@ -186,6 +202,8 @@ def command(
                 typer.echo(f"{zone + '.' + key:26} {value}")
         return
     result = asyncio.run(_run(loaded, kubeconfig, once, resync_s))
+    if not once:  # run mode ended by SIGTERM or Ctrl-C: the Lease is given up, nothing to print
+        return
     if fmt is Format.JSON:
         typer.echo(json.dumps(result, indent=1))
         return

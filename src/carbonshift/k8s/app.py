@@ -127,7 +127,7 @@ class ControllerApp:
             metrics_app = make_asgi_app(self.metrics.registry)
             self.servers["metrics"] = await serve("metrics", metrics_app, config.metrics, tls=False)
         leader: asyncio.Event | None = None
-        if config.leader_election.enabled:
+        if config.leader_election.enabled and not config.dry_run:  # dry run writes no Lease
             identity = config.identity or f"{socket.gethostname()}-{os.getpid()}"
             self.elector = LeaderElector(
                 config.leader_election, self.kube, self.clock, identity, self.metrics

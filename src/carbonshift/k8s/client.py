@@ -24,6 +24,8 @@ from carbonshift.errors import CarbonshiftError, TemporaryError
 from carbonshift.k8s.clock import Clock
 
 __all__ = [
+    "FIELD_MANAGER",
+    "USER_AGENT",
     "ApiKube",
     "ConflictError",
     "GoneError",
@@ -33,6 +35,7 @@ __all__ = [
     "NotFoundError",
     "connect",
     "error_for",
+    "set_user_agent",
 ]
 
 _LOG = logging.getLogger("carbonshift.k8s")
@@ -41,6 +44,22 @@ Obj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
+#: Who writes: the ``fieldManager`` of every create, replace and patch (managedFields show
+#: it) and the User-Agent of every request (the API server's audit log shows it).
+FIELD_MANAGER = "carbonshift"
+USER_AGENT = "carbonshift"
+
+
+def set_user_agent(api_client: Any) -> Any:
+    """Name carbonshift as the User-Agent of a kubernetes-asyncio ``ApiClient`` (its default
+    is ``OpenAPI-Generator/...``); answers the client."""
+    try:
+        from importlib.metadata import version
+
+        api_client.user_agent = f"{USER_AGENT}/{version('carbonshift')}"
+    except Exception:  # not installed as a distribution (a source checkout)
+        api_client.user_agent = USER_AGENT
+    return api_client
 
 
 class KubeError(CarbonshiftError):
@@ -107,7 +126,7 @@ class ApiKube:
     def __init__(
         self, api_client: Any, clock: Clock, *, retries: int = 6, first_backoff_s: float = 0.2
     ) -> None:
-        self._client = api_client
+        self._client = set_user_agent(api_client)
         self._clock = clock
         self._retries = retries
         self._first_backoff_s = first_backoff_s
@@ -146,6 +165,8 @@ class ApiKube:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Obj:
+        if method in ("POST", "PUT", "PATCH") and not (query or {}).get("fieldManager"):
+            query = {**(query or {}), "fieldManager": FIELD_MANAGER}
         delay = self._first_backoff_s
         last = ""
         for attempt in range(self._retries + 1):

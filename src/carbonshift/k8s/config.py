@@ -106,6 +106,13 @@ class PlanningSection(_Section):
     horizon_slots: int = Field(
         24, ge=1, le=24 * 14, description="minimum look-ahead, slots (extended to fit the longest)"
     )
+    max_horizon_hours: float = Field(
+        168.0,
+        gt=0,
+        le=24 * 366,
+        description="longest look-ahead, h: a workload whose expected runtime is longer is not "
+        "held (planning it would cost time and memory without bound)",
+    )
     plan_on_arrival: bool = Field(
         True,
         description="a new held workload triggers a planning pass at once (false: it waits "
@@ -127,10 +134,10 @@ class DefaultsSection(_Section):
     """What an opted-in workload gets when it does not say."""
 
     deadline_hours: float = Field(
-        24.0, gt=0, description="deadline from creation when none is annotated, h"
+        24.0, gt=0, le=24 * 366, description="deadline from creation when none is annotated, h"
     )
     expected_runtime_minutes: float = Field(
-        60.0, gt=0, description="expected runtime when none is annotated, min"
+        60.0, gt=0, le=60 * 24 * 366, description="expected runtime when none is annotated, min"
     )
 
 

@@ -20,11 +20,12 @@ with ``unusable=True`` and a one-line reason, and the workload runs as if not op
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from decimal import Decimal, InvalidOperation
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any, Literal
 
 from carbonshift.errors import InputError
@@ -45,7 +46,9 @@ __all__ = [
     "Obj",
     "object_key",
     "parse_quantity",
+    "read_duration",
     "read_intent",
+    "read_time",
     "requested",
 ]
 
@@ -61,10 +64,17 @@ POWER = "carbonshift.io/power-watts"
 FLUIDOS_DEADLINE = "fluidos-intent-deadline"
 HOLD_GATE = "carbonshift.io/hold"
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[a-zA-Z]*)$")
+# The Kubernetes quantity grammar (k8s.io/apimachinery resource.Quantity): a signed decimal
+# number, then a binary suffix (Ki..Ei), a decimal exponent (e3, E-2) or a decimal SI suffix
+# (n u m "" k M G T P E: "1E" is one exa, "1e3" a thousand).
+_QUANTITY = re.compile(
+    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE]([+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?))$"
+)
 _SUFFIX = {
-    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
     "m": Decimal("0.001"),
+    "": Decimal(1),
     "k": Decimal(10) ** 3,
     "M": Decimal(10) ** 6,
     "G": Decimal(10) ** 9,
@@ -78,10 +88,49 @@ _SUFFIX = {
     "Pi": Decimal(2) ** 50,
     "Ei": Decimal(2) ** 60,
 }
+# A real API server keeps quantities in int64 (milli-units); anything larger is a mistake.
+_MAX_QUANTITY = Decimal(2**63 - 1)
+_MAX_EXPONENT = 60
 #: One planning unit of each resource, in the resource's base unit (memory: GiB in bytes).
 _UNIT = {"cpu": Decimal(1), "memory": Decimal(2) ** 30, "nvidia.com/gpu": Decimal(1)}
+#: The longest duration or deadline distance read from an annotation. ``timedelta`` and
+#: ``datetime`` overflow a few millennia away; a workload is planned within days.
+MAX_SPAN = timedelta(days=366 * 10)
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 _DATE_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[Tt ]")
 _DURATION_LIKE = re.compile(r"^\s*\d+(?:\.\d+)?\s*[a-zA-Z]+\s*$")
+
+
+def read_duration(text: str, *, what: str) -> timedelta:
+    """A duration annotation, at most :data:`MAX_SPAN` (no overflow on ``1e400d``)."""
+    try:
+        span = parse_duration(text, what=what)
+    except InputError:
+        raise
+    except (OverflowError, ValueError):  # more days than timedelta holds
+        span = MAX_SPAN * 2
+    if span > MAX_SPAN:
+        raise InputError(
+            f"{what}={text!r} is longer than {MAX_SPAN.days} days; give a shorter duration like 12h"
+        )
+    return span
+
+
+def read_time(text: str, *, what: str) -> datetime:
+    """An RFC 3339 annotation as UTC, refusing times ``datetime`` cannot shift (year 1 or 9999)."""
+    try:
+        moment = parse_utc(text, what=what)
+    except InputError:
+        raise
+    except (OverflowError, ValueError):  # shifting to UTC left datetime's range
+        moment = None
+    if moment is None or not _EARLIEST <= moment <= _LATEST:
+        raise InputError(
+            f"{what}={text!r} is not a time between {_EARLIEST.year} and {_LATEST.year}; "
+            "write it like 2026-01-02T06:00:00Z"
+        )
+    return moment
 
 
 def planning_units(resource: str, quantity: Decimal) -> float:
@@ -90,26 +139,25 @@ def planning_units(resource: str, quantity: Decimal) -> float:
 
 
 def parse_quantity(text: object, *, what: str = "quantity") -> Decimal:
-    """A Kubernetes resource quantity (``500m``, ``2``, ``1Gi``, ``1e3``) as a Decimal."""
+    """A Kubernetes resource quantity (``500m``, ``2``, ``1Gi``, ``1e3``, ``1E``) as a Decimal.
+
+    Follows the API server's grammar; refuses negative values and values beyond int64.
+    """
     raw = str(text).strip()
     match = _QUANTITY.match(raw)
     if match is None:
         raise InputError(f"{what} {text!r} is not a Kubernetes quantity; write e.g. 500m, 2 or 1Gi")
-    number, suffix = match.groups()
-    try:
-        value = Decimal(number)
-        if suffix[:1] in ("e", "E"):
-            return value * Decimal(10) ** int(suffix[1:])
-    except (InvalidOperation, ValueError):
-        raise InputError(
-            f"{what} {text!r} is not a Kubernetes quantity; write e.g. 500m, 2 or 1Gi"
-        ) from None
-    scale = _SUFFIX.get(suffix)
-    if scale is None:
-        raise InputError(
-            f"{what} {text!r} has unknown suffix {suffix!r}; use m, k, M, G, Ki, Mi, Gi, ..."
-        )
-    return value * scale
+    number, exponent, suffix = match.groups()
+    digits = (exponent or "").lstrip("+-").lstrip("0")
+    if len(digits) > 3 or (digits and int(digits) > _MAX_EXPONENT) or len(number) > 40:
+        raise InputError(f"{what} {text!r} is out of range; write e.g. 500m, 2 or 1Gi")
+    value = Decimal(number)
+    value = value.scaleb(int(exponent)) if exponent is not None else value * _SUFFIX[suffix]
+    if value < 0:
+        raise InputError(f"{what} {text!r} is negative; requests and capacities are >= 0")
+    if value > _MAX_QUANTITY:
+        raise InputError(f"{what} {text!r} is out of range (over 2^63); write e.g. 500m, 2 or 1Gi")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +192,11 @@ class Intent:
 
 @dataclass(frozen=True, slots=True)
 class NotHeld:
-    """The controller leaves this workload alone; ``unusable`` when an annotation was bad."""
+    """The controller leaves this workload alone; ``unusable`` when an annotation was bad.
+
+    ``annotation`` names the value that decided it: the bad one, ``carbonshift.io/critical``
+    for a critical workload, the managed label for one that opts out (else empty).
+    """
 
     reason: str
     unusable: bool = False
@@ -210,7 +262,13 @@ def requested(obj: Obj, resources: tuple[str, ...]) -> dict[str, float]:
     copies = 1
     if obj.get("kind") == "Job":
         parallelism = (obj.get("spec") or {}).get("parallelism")
-        copies = 1 if parallelism is None else int(parallelism)
+        if parallelism is not None and (
+            not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0
+        ):
+            raise InputError(
+                f"spec.parallelism {parallelism!r} is not a count of pods >= 0; write e.g. 4"
+            )
+        copies = 1 if parallelism is None else parallelism
     return {r: planning_units(r, total[r]) * copies for r in resources}
 
 
@@ -227,7 +285,7 @@ def _demand(obj: Obj, config: ControllerConfig) -> dict[str, float]:
 
 def _created(obj: Obj, now: datetime) -> datetime:
     stamp = (obj.get("metadata") or {}).get("creationTimestamp")
-    return parse_utc(str(stamp), what="creationTimestamp") if stamp else now
+    return read_time(str(stamp), what="metadata.creationTimestamp") if stamp else now
 
 
 def _deadline(
@@ -237,13 +295,13 @@ def _deadline(
     if raw is not None:
         text = str(raw)
         if _DURATION_LIKE.match(text):
-            return created + parse_duration(text, what=f"annotation {DEADLINE}"), DEADLINE
+            return created + read_duration(text, what=f"annotation {DEADLINE}"), DEADLINE
         if not _DATE_LIKE.match(text):
             raise InputError(
                 f"annotation {DEADLINE}={text!r} is neither an RFC 3339 time nor a duration; "
                 "write 2026-01-02T06:00:00Z or 12h"
             )
-        return parse_utc(text, what=f"annotation {DEADLINE}"), DEADLINE
+        return read_time(text, what=f"annotation {DEADLINE}"), DEADLINE
     fluidos = annotations.get(FLUIDOS_DEADLINE)
     if fluidos is not None:
         try:
@@ -260,10 +318,20 @@ def _deadline(
 
 
 def read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | NotHeld:
-    """The workload's intent, or why the controller leaves it alone.
+    """The workload's intent, or why the controller leaves it alone; never raises.
 
-    ``now`` stands in for the creation time of an object not yet created (admission).
+    ``now`` stands in for the creation time of an object not yet created (admission). A
+    malformed object (a field of the wrong type) is unusable like a bad annotation, so one
+    object can never stop the webhook, the controller or the hub.
     """
+    try:
+        return _read_intent(obj, config, now)
+    except (ArithmeticError, ValueError, TypeError, AttributeError, KeyError) as exc:
+        what = f"{type(exc).__name__}: {exc}"[:200]
+        return NotHeld(f"unusable object: {what}", unusable=True, annotation="object")
+
+
+def _read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | NotHeld:
     kind = obj.get("kind")
     meta = obj.get("metadata") or {}
     annotations: Mapping[str, str] = meta.get("annotations") or {}
@@ -279,7 +347,7 @@ def read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | N
     try:
         opted, why = _opted_in(obj, config)
         if not opted:
-            return NotHeld(why)
+            return NotHeld(why, annotation=MANAGED_LABEL if why.startswith("label") else "")
         critical = annotations.get(CRITICAL)
         if critical is not None:
             field_name = CRITICAL
@@ -290,15 +358,22 @@ def read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | N
                     "'true' means never held"
                 )
             if value == "true":
-                return NotHeld(f"annotation {CRITICAL}=true: never held")
+                return NotHeld(f"annotation {CRITICAL}=true: never held", annotation=CRITICAL)
         field_name = RUNTIME
         raw_runtime = annotations.get(RUNTIME)
         if raw_runtime is None:
             runtime = timedelta(minutes=config.defaults.expected_runtime_minutes)
         else:
-            runtime = parse_duration(str(raw_runtime), what=f"annotation {RUNTIME}")
+            runtime = read_duration(str(raw_runtime), what=f"annotation {RUNTIME}")
             if runtime <= timedelta(0):
                 raise InputError(f"annotation {RUNTIME}={raw_runtime!r} must be longer than 0s")
+        if runtime > timedelta(hours=config.planning.max_horizon_hours):
+            raise InputError(
+                f"expected runtime {runtime} is longer than the planning horizon "
+                f"(planning.max_horizon_hours = {config.planning.max_horizon_hours:g} h); "
+                "such work is not held: it runs at once"
+            )
+        field_name = "metadata.creationTimestamp"
         created = _created(obj, now)
         field_name = DEADLINE if DEADLINE in annotations else FLUIDOS_DEADLINE
         deadline, source = _deadline(annotations, created, runtime, config)
@@ -309,9 +384,9 @@ def read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | N
                 power = float(str(annotations[POWER]))
             except ValueError:
                 power = -1.0
-            if not power >= 0:
+            if not 0 <= power < math.inf:
                 raise InputError(
-                    f"annotation {POWER}={annotations[POWER]!r} is not a power >= 0 in W; "
+                    f"annotation {POWER}={annotations[POWER]!r} is not a finite power >= 0 in W; "
                     'write e.g. "350"'
                 )
         field_name = "resources.requests"

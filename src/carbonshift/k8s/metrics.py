@@ -59,8 +59,21 @@ class Metrics:
         )
         self.unusable = Counter(
             "carbonshift_unusable_intent",
-            "Opted-in workloads left unheld because of an unusable value",
+            "Opted-in workloads left unheld because of an unusable value (once per workload "
+            "and reason, counted by the controller)",
             ["annotation"],
+            registry=r,
+        )
+        self.not_held = Counter(
+            "carbonshift_not_held",
+            "Opted-in workloads left unheld on purpose (why: critical, opted-out), once each",
+            ["why"],
+            registry=r,
+        )
+        self.errors = Counter(
+            "carbonshift_errors",
+            "Errors contained to one object or one pass (logged; the controller goes on)",
+            ["stage"],
             registry=r,
         )
         self.write_conflicts = Counter(

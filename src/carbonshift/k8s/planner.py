@@ -3,8 +3,9 @@
 :func:`build_snapshot` mirrors ``carbonshift.sim.engine._plan_round``: slot 0 is the current
 slot, pending workloads have release 0, ``runtime_slots = ceil(runtime / slot)``,
 ``deadline_slot = floor((deadline - slot 0) / slot)``, the horizon is at least
-``horizon_slots`` and fits the longest pending workload, running work holds capacity for its
-remaining slots (``held_units``) and ``waited_slots`` counts whole slots since creation.
+``horizon_slots`` and fits the longest pending workload up to ``max_horizon_hours``, running
+work holds capacity for its remaining slots (``held_units``) and ``waited_slots`` counts whole
+slots since creation.
 :func:`plan_round` runs the configured policy once for every pending workload and answers,
 per workload, start now or hold until when, why, and the estimated emissions of both.
 :class:`CarbonSource` gives the forecast, falling back to the last good one on errors.
@@ -30,7 +31,7 @@ from carbonshift.carbon.replay import extend_by_replay, replayed_span
 from carbonshift.carbon.series import CarbonSeries, CiKind
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 from carbonshift.errors import CarbonshiftError, TemporaryError
-from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.config import ControllerConfig, PlanningSection
 from carbonshift.k8s.intent import Intent
 from carbonshift.planning.registry import run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
@@ -45,6 +46,7 @@ __all__ = [
     "check_source",
     "data_note",
     "estimate_g",
+    "horizon_slots",
     "plan_round",
     "slot_floor",
 ]
@@ -61,6 +63,16 @@ def slot_floor(moment: datetime, slot_minutes: int) -> datetime:
     slot_s = slot_minutes * 60
     elapsed = (moment - midnight).total_seconds()
     return midnight + timedelta(seconds=math.floor(elapsed / slot_s + _EPS) * slot_s)
+
+
+def horizon_slots(planning: PlanningSection, longest_slots: int) -> int:
+    """The look-ahead of one planning call, slots: at least ``horizon_slots``, long enough for
+    the longest pending runtime, but never past ``max_horizon_hours`` (intents refuse longer
+    runtimes, so the cap only guards the cost of a pass)."""
+    cap = max(
+        planning.horizon_slots, math.ceil(planning.max_horizon_hours * 60 / planning.slot_minutes)
+    )
+    return min(max(planning.horizon_slots, longest_slots), cap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,7 +428,7 @@ def plan_round(
     slot_s = config.slot_seconds()
     slot0 = slot_floor(now, slot_minutes)
     longest = max((_runtime_slots(i, slot_s) for i in pending), default=1)
-    horizon = max(config.planning.horizon_slots, longest)
+    horizon = horizon_slots(config.planning, longest)
     forecast = source.forecast(slot0, horizon)
     instance, context = build_snapshot(config, slot0, pending, capacity, running, forecast)
     result = run_policy(config.planning.policy, instance, dict(config.planning.params), context)

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -40,13 +40,16 @@ from carbonshift.k8s.client import (
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import (
+    CRITICAL,
     HOLD_GATE,
     MANAGED_LABEL,
     RUNTIME,
     Intent,
     NotHeld,
     Obj,
+    read_duration,
     read_intent,
+    read_time,
     requested,
 )
 from carbonshift.k8s.metrics import Metrics
@@ -61,7 +64,7 @@ from carbonshift.k8s.planner import (
     plan_round,
     slot_floor,
 )
-from carbonshift.units import format_utc, parse_duration, parse_utc
+from carbonshift.units import format_utc
 
 __all__ = [
     "ANNOTATIONS",
@@ -207,14 +210,21 @@ class Controller:
         self._queue.put_nowait("")
 
     async def step(self) -> None:
-        """One turn: queued object checks, the planning pass when due, fail-open checks."""
+        """One turn: queued object checks, the planning pass when due, fail-open checks.
+
+        Nothing raised for one object or one pass ends the loop: a carbonshift error is logged,
+        any other exception with its traceback, both counted in ``carbonshift_errors_total``;
+        held workloads still fail open on time.
+        """
         self._idle_at = None
         async with self._lock:
             while not self._queue.empty():
                 key = self._queue.get_nowait()
                 if key:
-                    await self._check_object(key)
+                    async with self._contained("check", key):
+                        await self._check_object(key)
             now = self.clock.now()
+            failed = False
             if self._next_plan is None or now >= self._next_plan:
                 try:
                     await self.plan_pass()
@@ -222,11 +232,31 @@ class Controller:
                         timedelta(minutes=self.config.planning.slot_minutes)
                     )
                 except CarbonshiftError as exc:  # API trouble, bad data: retry, keep failing open
+                    self.metrics.errors.labels(stage="pass").inc()
                     _LOG.warning("planning pass failed: %s; retrying soon", exc)
-                    await self.clock.backoff(1.0)
-                    return
-            await self._fail_open(self.clock.now())
+                    failed = True
+                except Exception:  # a bug must not stop the controller: fail open, retry
+                    self.metrics.errors.labels(stage="pass").inc()
+                    _LOG.exception("planning pass failed; retrying soon")
+                    failed = True
+            async with self._contained("fail-open", ""):
+                await self._fail_open(self.clock.now())
+            if failed:
+                await self.clock.backoff(1.0)
+                return
         self._idle_at = self.clock.now()
+
+    @contextlib.asynccontextmanager
+    async def _contained(self, stage: str, key: str) -> AsyncIterator[None]:
+        """Contain an exception raised while handling one object: log, count, go on."""
+        try:
+            yield
+        except CarbonshiftError as exc:
+            self.metrics.errors.labels(stage=stage).inc()
+            _LOG.warning("%s of %s failed: %s", stage, key or "held workloads", exc)
+        except Exception:
+            self.metrics.errors.labels(stage=stage).inc()
+            _LOG.exception("%s of %s failed", stage, key or "held workloads")
 
     async def _sleep_until_due(self) -> None:
         wake = self._next_plan or self.clock.now()
@@ -391,34 +421,39 @@ class Controller:
             source = self.jobs.get(
                 f"Job/{obj['metadata'].get('namespace')}/{owner.get('name')}", obj
             )
+        intent = read_intent(source, self.config, self.clock.now())
+        if isinstance(intent, Intent):
+            return intent.expected_runtime
         raw = _annotations(source).get(RUNTIME) or _annotations(obj).get(RUNTIME)
         if raw is None:
             return None
         try:
-            return parse_duration(raw)
+            return read_duration(str(raw), what=f"annotation {RUNTIME}")
         except InputError:
             return None
 
     def running(self, now: datetime) -> list[RunningWork]:
-        """Work that holds capacity: live pods not held, and released Jobs without pods yet."""
-        resources = self.config.cluster.resources
+        """Work that holds capacity, counted as the scheduler does.
+
+        A Pod holds room once it is bound to a node (``spec.nodeName``) and until it ends; a
+        Pod this controller released holds it from its release even before it is bound (the
+        scheduler is about to place it). Pending Pods nobody placed hold nothing: the
+        scheduler does not count them either. How long: an opted-in Pod (or a Job's) for its
+        expected runtime from its start (or release); any other Pod for the whole horizon
+        (a service does not say when it ends). Released Jobs without pods yet hold their
+        demand for their runtime from the release. A Pod whose requests cannot be read is
+        skipped (the scheduler would not have bound it).
+        """
         out: list[RunningWork] = []
         jobs_with_pods: set[str] = set()
         for key, pod in self.pods.items():
-            status = pod.get("status") or {}
-            if status.get("phase") in _TERMINAL or _gates(pod):
-                continue
-            for ref in pod["metadata"].get("ownerReferences") or []:
-                if ref.get("kind") == "Job":
-                    jobs_with_pods.add(f"Job/{pod['metadata'].get('namespace')}/{ref.get('name')}")
             try:
-                demand = requested(pod, resources)
-            except InputError:
+                work = self._pod_work(key, pod, now, jobs_with_pods)
+            except (InputError, ArithmeticError, ValueError, TypeError, AttributeError) as exc:
+                _LOG.info("capacity: %s skipped (%s)", key, exc)
                 continue
-            runtime = self._runtime_of(pod)
-            started = status.get("startTime")
-            begin = parse_utc(started) if started else now
-            out.append(RunningWork(key, demand, None if runtime is None else begin + runtime))
+            if work is not None:
+                out.append(work)
         for key, job in self.jobs.items():
             released = _annotations(job).get(RELEASED_AT)
             if released is None or key in jobs_with_pods or _job_finished(job):
@@ -428,9 +463,34 @@ class Controller:
             intent = read_intent(job, self.config, now)
             if not isinstance(intent, Intent):
                 continue
-            ends = parse_utc(released) + intent.expected_runtime
+            try:
+                ends = read_time(released, what=RELEASED_AT) + intent.expected_runtime
+            except InputError:
+                continue
             out.append(RunningWork(key, dict(intent.demand), ends))
         return out
+
+    def _pod_work(
+        self, key: str, pod: Obj, now: datetime, jobs_with_pods: set[str]
+    ) -> RunningWork | None:
+        status = pod.get("status") or {}
+        if status.get("phase") in _TERMINAL or _gates(pod):
+            return None
+        meta = pod["metadata"]
+        released = _annotations(pod).get(RELEASED_AT)
+        if not (pod.get("spec") or {}).get("nodeName") and released is None:
+            return None  # pending and not placed: the scheduler counts nothing for it
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("kind") == "Job":
+                jobs_with_pods.add(f"Job/{meta.get('namespace')}/{ref.get('name')}")
+        demand = requested(pod, self.config.cluster.resources)
+        runtime = self._runtime_of(pod)
+        started = status.get("startTime") or released
+        try:
+            begin = read_time(str(started), what="status.startTime") if started else now
+        except InputError:  # a start nobody can read: count it from now
+            begin = now
+        return RunningWork(key, demand, None if runtime is None else begin + runtime)
 
     # -- passes ---------------------------------------------------------------------------
 
@@ -446,15 +506,16 @@ class Controller:
             uid = obj["metadata"].get("uid", "")
             if uid in self._released:
                 continue
-            intent = read_intent(obj, self.config, now)
-            if isinstance(intent, NotHeld):
-                await self._release(obj, None, "not-held", f"released: {intent.reason}")
-                continue
-            if now >= intent.latest_start:
-                await self._release(obj, intent, "fail-open", self._fail_open_reason(intent))
-                continue
-            pending.append(intent)
-            objects[intent.key] = obj
+            async with self._contained("collect", _key(obj)):
+                intent = read_intent(obj, self.config, now)
+                if isinstance(intent, NotHeld):
+                    await self._release(obj, None, "not-held", f"released: {intent.reason}")
+                    continue
+                if now >= intent.latest_start:
+                    await self._release(obj, intent, "fail-open", self._fail_open_reason(intent))
+                    continue
+                pending.append(intent)
+                objects[intent.key] = obj
         await self._note_unheld(now)
         keep = {intent.key for intent in pending}
         self.outcomes = {k: v for k, v in self.outcomes.items() if k in keep}
@@ -469,6 +530,10 @@ class Controller:
                 self.metrics.provider_errors.inc()
                 _LOG.warning("planning failed (%s); workloads stay held until they must start", exc)
                 round_ = None
+            except Exception:  # a bug: held workloads still fail open at their latest start
+                self.metrics.errors.labels(stage="plan").inc()
+                _LOG.exception("planning failed; workloads stay held until they must start")
+                round_ = None
             self.metrics.provider_errors.inc(max(0, self.source.errors - errors_before))
             if round_ is not None:
                 self.rounds += 1
@@ -479,15 +544,16 @@ class Controller:
                     outcome = round_.outcomes[intent.key]
                     self.outcomes[intent.key] = outcome
                     obj = objects[intent.key]
-                    if outcome.start_now:
-                        why = "planned" if now < intent.latest_start else "fail-open"
-                        await self._release(obj, intent, why, outcome.reason, outcome)
-                    else:
-                        counts[intent.kind] += 1
-                        self.metrics.planned_delay.observe(
-                            max(0.0, (outcome.planned_start - now).total_seconds())
-                        )
-                        await self._write_plan(obj, intent, outcome)
+                    async with self._contained("act", intent.key):
+                        if outcome.start_now:
+                            why = "planned" if now < intent.latest_start else "fail-open"
+                            await self._release(obj, intent, why, outcome.reason, outcome)
+                        else:
+                            counts[intent.kind] += 1
+                            self.metrics.planned_delay.observe(
+                                max(0.0, (outcome.planned_start - now).total_seconds())
+                            )
+                            await self._write_plan(obj, intent, outcome)
         for kind, count in counts.items():
             self.metrics.held.labels(kind=kind).set(count)
         self.metrics.reconcile_duration.observe(time.perf_counter() - began)
@@ -497,7 +563,8 @@ class Controller:
             intent = read_intent(obj, self.config, now)
             released = obj["metadata"].get("uid") in self._released
             if isinstance(intent, Intent) and now >= intent.latest_start and not released:
-                await self._release(obj, intent, "fail-open", self._fail_open_reason(intent))
+                async with self._contained("fail-open", intent.key):
+                    await self._release(obj, intent, "fail-open", self._fail_open_reason(intent))
 
     def _fail_open_reason(self, intent: Intent) -> str:
         return (
@@ -547,50 +614,67 @@ class Controller:
         for key, job in list(self.jobs.items()):
             if only is not None and key != only:
                 continue
-            spec, status = job.get("spec") or {}, job.get("status") or {}
-            if spec.get("suspend") or RELEASED_AT in _annotations(job):
-                continue
-            if status.get("startTime") or status.get("active") or _job_finished(job):
-                continue
-            intent = read_intent(job, self.config, now)
-            if not isinstance(intent, Intent) or now >= intent.latest_start:
-                continue
-            patch = {
-                "metadata": {
-                    "resourceVersion": job["metadata"]["resourceVersion"],
-                    "annotations": {STATE: "held", REASON: "suspended by carbonshift on arrival"},
-                },
-                "spec": {"suspend": True},
-            }
-            with contextlib.suppress(ConflictError, NotFoundError, InvalidError):
-                self.jobs[key] = await self.kube.patch(_path(job), patch)
-                self.jobs[key].setdefault("kind", "Job")
-                self.actions.append(Action(now, "hold", key, "arrival", "suspended on arrival"))
+            async with self._contained("hold", key):
+                await self._hold_new_job(now, key, job)
+
+    async def _hold_new_job(self, now: datetime, key: str, job: Obj) -> None:
+        spec, status = job.get("spec") or {}, job.get("status") or {}
+        if spec.get("suspend") or RELEASED_AT in _annotations(job):
+            return
+        if status.get("startTime") or status.get("active") or _job_finished(job):
+            return
+        intent = read_intent(job, self.config, now)
+        if not isinstance(intent, Intent) or now >= intent.latest_start:
+            return
+        patch = {
+            "metadata": {
+                "resourceVersion": job["metadata"]["resourceVersion"],
+                "annotations": {STATE: "held", REASON: "suspended by carbonshift on arrival"},
+            },
+            "spec": {"suspend": True},
+        }
+        with contextlib.suppress(ConflictError, NotFoundError, InvalidError):
+            self.jobs[key] = await self.kube.patch(_path(job), patch)
+            self.jobs[key].setdefault("kind", "Job")
+            self.actions.append(Action(now, "hold", key, "arrival", "suspended on arrival"))
 
     async def _note_unheld(self, now: datetime, objects: list[Obj] | None = None) -> None:
-        """Say once, on the object, why an opted-in workload with a bad value is not held."""
+        """Say once, on the object, why an opted-in workload is not held: a bad value
+        (``UnusableIntent`` Warning), ``critical: "true"`` or the label opting it out
+        (``NotHeld``): an annotation, an Event and a metric, once per workload and reason."""
         if objects is None:
             objects = [*self.pods.values(), *self.jobs.values()]
         for obj in objects:
-            meta = obj.get("metadata") or {}
-            opted = MANAGED_LABEL in (meta.get("labels") or {})
-            if not opted and meta.get("namespace") not in self.config.opt_in.namespaces:
-                continue
-            if self._terminal(obj):
-                continue
-            intent = read_intent(obj, self.config, now)
-            if not isinstance(intent, NotHeld) or not intent.unusable:
-                continue
-            uid = meta.get("uid", "")
-            if self._noted.get(uid) == intent.reason or _annotations(obj).get(REASON) == (
-                intent.reason
-            ):
-                self._noted[uid] = intent.reason
-                continue
+            async with self._contained("note", _key(obj)):
+                await self._note_one(now, obj)
+
+    async def _note_one(self, now: datetime, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        opted = MANAGED_LABEL in (meta.get("labels") or {})
+        if not opted and meta.get("namespace") not in self.config.opt_in.namespaces:
+            return
+        if self._terminal(obj):
+            return
+        intent = read_intent(obj, self.config, now)
+        if not isinstance(intent, NotHeld):
+            return
+        if not intent.unusable and intent.annotation not in (CRITICAL, MANAGED_LABEL):
+            return
+        uid = meta.get("uid", "")
+        if self._noted.get(uid) == intent.reason or _annotations(obj).get(REASON) == (
+            intent.reason
+        ):
             self._noted[uid] = intent.reason
+            return
+        self._noted[uid] = intent.reason
+        await self._annotate(obj, {STATE: "not-held", REASON: intent.reason})
+        if intent.unusable:
             self.metrics.unusable.labels(annotation=intent.annotation).inc()
-            await self._annotate(obj, {STATE: "not-held", REASON: intent.reason})
             await self._event(obj, "UnusableIntent", intent.reason, warning=True)
+        else:
+            why = "critical" if intent.annotation == CRITICAL else "opted-out"
+            self.metrics.not_held.labels(why=why).inc()
+            await self._event(obj, "NotHeld", intent.reason)
 
     # -- writes ---------------------------------------------------------------------------
 

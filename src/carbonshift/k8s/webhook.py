@@ -5,8 +5,8 @@ base64 JSONPatch: a Pod with a usable intent gets the scheduling gate ``carbonsh
 (the API server refuses to add a gate later) and ``carbonshift.io/state: held``; a Job gets
 ``spec.suspend: true``. The webhook never denies: a workload that is not opted in, critical,
 or has an unusable value is admitted unchanged, with the reason as an admission warning
-(``kubectl`` prints it) and in the ``carbonshift_unusable_intent`` metric. Dry-run mode
-patches nothing.
+(``kubectl`` prints it); the controller then writes the reason on the object and counts it
+once in ``carbonshift_unusable_intent``. Dry-run mode patches nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import HOLD_GATE, NotHeld, Obj, read_intent
 from carbonshift.k8s.metrics import Metrics
+from carbonshift.units import format_utc
 
 __all__ = ["admission_patch", "review_response", "webhook_app"]
 
@@ -41,13 +42,14 @@ def admission_patch(
     """The JSONPatch for a new object, and warnings to show the user."""
     intent = read_intent(obj, config, clock.now())
     if isinstance(intent, NotHeld):
-        if intent.unusable:
-            if metrics is not None:
-                metrics.unusable.labels(annotation=intent.annotation).inc()
+        if intent.unusable:  # counted once, by the controller, when it notes it on the object
             return [], [f"carbonshift: not held: {intent.reason}"]
         return [], []
     if config.dry_run:
-        return [], [f"carbonshift (dry-run): would hold until planned; deadline {intent.deadline}"]
+        return [], [
+            "carbonshift (dry-run): would hold until planned; deadline "
+            f"{format_utc(intent.deadline)}"
+        ]
     ops: list[Obj] = []
     meta = obj.get("metadata") or {}
     if not meta.get("annotations"):
@@ -101,6 +103,8 @@ def review_response(
             ops, warnings = admission_patch(obj, config, clock, metrics)
         except Exception as exc:  # never block a workload on our bug
             _LOG.exception("webhook failed on %s", request.get("name"))
+            if metrics is not None:
+                metrics.errors.labels(stage="webhook").inc()
             ops, warnings = [], [f"carbonshift: not held: internal error {exc!r}"]
         if ops:
             response["patchType"] = "JSONPatch"

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -216,6 +216,27 @@ def _runtime(pod: Obj) -> timedelta | None:
     return None
 
 
+def _ends(pod: Obj, started: object) -> datetime | None:
+    """When the fake container ends: its start plus its runtime; None when it runs on (no
+    runtime, a start the fake cannot read, or an end past the last datetime)."""
+    runtime = _runtime(pod)
+    if runtime is None or not started:
+        return None
+    try:
+        return parse_utc(str(started), what="status.startTime") + runtime
+    except (ConfigError, OverflowError):
+        return None
+
+
+def _exit_code(pod: Obj) -> int:
+    """The exit code the test asked for (a value that is no integer exits 1, like a crash)."""
+    raw = (pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION)
+    try:
+        return max(-(2**31), min(2**31 - 1, int(str(raw or 0).strip())))
+    except ValueError:
+        return 1
+
+
 async def kubelet(api: FakeApi) -> None:
     pod_rt = api.kind("Pod")
     now = api.clock.now()
@@ -263,11 +284,11 @@ async def kubelet(api: FakeApi) -> None:
             await _write_status(api, pod, new)
             api.record_event(pod, "Started", "Started container", component="kubelet")
             continue
-        runtime = _runtime(pod)
-        started = status.get("startTime")
-        if runtime is None or not started or now < parse_utc(started) + runtime:
+        ends = _ends(pod, status.get("startTime"))
+        if ends is None or now < ends:
             continue
-        code = int(((pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION)) or 0)
+        started = status.get("startTime")
+        code = _exit_code(pod)
         st["phase"] = "Succeeded" if code == 0 else "Failed"
         st["containerStatuses"] = [
             {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from fakekube._errors import ApiError
@@ -231,8 +231,10 @@ def tolerates(tolerations: list[Mapping[str, Any]], taint: Mapping[str, Any]) ->
 
 
 _SUFFIX = {
-    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
     "m": Decimal("0.001"),
+    "": Decimal(1),
     "k": Decimal(10**3),
     "M": Decimal(10**6),
     "G": Decimal(10**9),
@@ -246,15 +248,32 @@ _SUFFIX = {
     "Pi": Decimal(2**50),
     "Ei": Decimal(2**60),
 }
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+# k8s.io/apimachinery resource.Quantity: <signedNumber> then a binary SI suffix, a decimal
+# exponent ("e3", "E-2") or a decimal SI suffix ("1E" is one exa, not an exponent).
+_QUANTITY = re.compile(
+    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?:[eE]([+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]?))$"
+)
+# The real server keeps a Quantity in an int64 of its smallest unit; far larger values are
+# refused rather than overflowing, as "quantities must match the regular expression" is.
+_MAX_QUANTITY = Decimal(2**63 - 1)
 
 
 def parse_quantity(text: Any) -> Decimal | None:
-    """A resource.Quantity (``500m``, ``2``, ``1Gi``) as a Decimal; None when malformed."""
+    """A resource.Quantity (``500m``, ``2``, ``1Gi``, ``1e3``, ``1E``) as a Decimal; None when
+    malformed or beyond int64 (never raises)."""
     match = _QUANTITY.match(str(text).strip())
     if match is None:
         return None
-    try:
-        return Decimal(match.group(1)) * _SUFFIX[match.group(2) or ""]
-    except InvalidOperation:
+    number, exponent, suffix = match.groups()
+    digits = (exponent or "").lstrip("+-").lstrip("0")
+    if len(digits) > 3 or len(number) > 64:
         return None
+    try:
+        value = Decimal(number)
+        value = value.scaleb(int(exponent)) if exponent is not None else value * _SUFFIX[suffix]
+    except ArithmeticError:
+        return None
+    if abs(value) > _MAX_QUANTITY:
+        return None
+    return value

@@ -15,9 +15,10 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -29,11 +30,71 @@ __all__ = [
     "AuthError",
     "HttpSource",
     "RetryPolicy",
+    "ScrubSecrets",
     "UnknownZoneError",
     "UpstreamFormatError",
 ]
 
 _LOG = logging.getLogger("carbonshift.carbon.providers")
+
+# Credentials as libraries log them at debug level: httpcore's header tuples
+# (b'auth-token', b'...'), "Authorization: Bearer ...", and token=/key= in URLs.
+_SECRET_PATTERNS = (
+    re.compile(
+        r"(\(b['\"](?:authorization|auth-token|x-api-key|api-key|apikey|x-auth-token)['\"],\s*b)"
+        r"(['\"])[^'\"]*\2",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"((?:authorization|auth-token|x-api-key|api-key|apikey)['\"]?\s*[:=]\s*['\"]?)"
+        r"(?:bearer\s+|basic\s+)?[^\s'\",;&)]+",
+        re.IGNORECASE,
+    ),
+    re.compile(r"((?:[?&]|\b)(?:token|api_key|apikey|key|access_token)=)[^&\s'\"]+", re.IGNORECASE),
+    re.compile(r"(\bbearer\s+)[A-Za-z0-9._~+/=-]+", re.IGNORECASE),
+)
+
+
+def _mask(match: re.Match[str]) -> str:
+    """The credential's prefix (and its closing quote, when quoted) around ``***``."""
+    quote = match.group(2) if match.lastindex == 2 else ""
+    return f"{match.group(1)}{quote}***{quote}"
+
+
+class ScrubSecrets(logging.Filter):
+    """A handler filter that masks provider keys and credential headers in every record.
+
+    Known values (the keys carbonshift was given) become ``***`` wherever they appear;
+    ``Authorization``/``auth-token`` headers, ``Bearer`` tokens and ``token=`` parameters
+    are masked whatever their value (an upstream may echo a key back, and httpcore logs
+    response headers at debug level).
+    """
+
+    values: ClassVar[set[str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # a malformed record: leave it to the handler
+            return True
+        clean = text
+        for value in sorted(self.values, key=len, reverse=True):
+            clean = clean.replace(value, "***")
+        for pattern in _SECRET_PATTERNS:
+            clean = pattern.sub(_mask, clean)
+        if clean != text:
+            record.msg, record.args = clean, None
+        return True
+
+    @classmethod
+    def install(cls, *secrets: Secret | None) -> None:
+        """Remember ``secrets`` and filter every handler of the root logger (idempotent)."""
+        for secret in secrets:
+            if secret is not None and len(secret.reveal()) >= 4:
+                cls.values.add(secret.reveal())
+        for handler in logging.getLogger().handlers:
+            if not any(isinstance(f, cls) for f in handler.filters):
+                handler.addFilter(cls())
 
 
 class AuthError(PermanentError):
@@ -96,6 +157,7 @@ class HttpSource:
         self.retry = retry or RetryPolicy()
         self.clock = clock or SystemClock()
         self.secrets = secrets
+        ScrubSecrets.install(*secrets)
         self.auth_hint = auth_hint
         self._client = httpx.Client(
             base_url=self.base_url,

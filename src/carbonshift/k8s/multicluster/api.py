@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from carbonshift.errors import InputError
 from carbonshift.k8s.client import APPLY_PATCH, ApiKube, NotFoundError
 from carbonshift.k8s.clock import Clock
 
@@ -62,20 +61,21 @@ class HubApi:
         await self.kube.close()
 
 
-async def connect_kubeconfig_text(text: str, clock: Clock, *, retries: int = 1) -> HubApi:
+async def connect_kubeconfig_text(
+    text: str, clock: Clock, *, retries: int = 1, allow_insecure_tls: bool = True
+) -> HubApi:
     """A client from kubeconfig text (as stored in a Secret), with few retries.
 
     A spoke that does not answer must be noticed within one reconcile, so spokes get one
     retry where the hub's own client gets six.
     """
-    import yaml  # type: ignore[import-untyped]  # kubernetes-asyncio depends on PyYAML
     from kubernetes_asyncio import config
 
-    try:
-        parsed = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"the spoke kubeconfig is not YAML or JSON: {exc}") from exc
-    if not isinstance(parsed, dict):
-        raise InputError("the spoke kubeconfig is not a mapping; store a kubeconfig file")
+    from carbonshift.k8s.multicluster.inventory import check_spoke_kubeconfig, parse_kubeconfig
+
+    parsed = parse_kubeconfig(text)
+    # Again here, whoever calls: no exec plugin or file reference reaches the client (the
+    # hub checks insecure-skip-tls-verify against the CarbonCluster before it calls this).
+    check_spoke_kubeconfig(parsed, allow_insecure_tls=allow_insecure_tls)
     api_client = await config.new_client_from_config_dict(config_dict=parsed)
     return HubApi(ApiKube(api_client, clock, retries=retries, first_backoff_s=0.2))

@@ -41,7 +41,7 @@ from typing import Any
 
 from carbonshift.carbon.series import CarbonSeries
 from carbonshift.errors import CarbonshiftError, InputError
-from carbonshift.k8s.client import ConflictError, KubeError, NotFoundError
+from carbonshift.k8s.client import ConflictError, NotFoundError
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.intent import MANAGED_LABEL, RUNTIME, NotHeld
 from carbonshift.k8s.multicluster.api import HubApi, connect_kubeconfig_text
@@ -49,8 +49,10 @@ from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.inventory import (
     CARBONCLUSTERS,
     Spoke,
+    check_spoke_kubeconfig,
     kubeconfig_from_secret,
     others_requests,
+    parse_kubeconfig,
     parse_spoke,
 )
 from carbonshift.k8s.multicluster.plan import (
@@ -256,6 +258,16 @@ class HubController:
             if spoke.api is None or text != spoke.kubeconfig:
                 if spoke.api is not None:
                     await spoke.api.close()
+                    spoke.api = None
+                try:  # before any client exists: no plugin runs, no hub file is read
+                    check_spoke_kubeconfig(
+                        parse_kubeconfig(text), allow_insecure_tls=spec.allow_insecure_tls
+                    )
+                except InputError as exc:
+                    if spoke.message != str(exc):
+                        self._event(now, spec.name, "kubeconfig-refused", spec.name, str(exc))
+                    spoke.kubeconfig = ""
+                    raise
                 spoke.api = await self._connector(text, self.clock)
                 spoke.kubeconfig = text
             nodes = await spoke.api.list_items("/api/v1/nodes")
@@ -375,7 +387,12 @@ class HubController:
                 continue
             candidates += [(kind, o) for o in items if self._ours(kind, o)]
         for kind, obj in candidates:
-            seen = read_workload(kind, obj, self._cconfig, now, by_uid)
+            try:
+                seen = read_workload(kind, obj, self._cconfig, now, by_uid)
+            except Exception:  # one malformed object must not stop every pass
+                self.counters.errors += 1
+                _LOG.exception("reading %s %s failed; left alone", kind, _name_of(obj))
+                continue
             if isinstance(seen, NotHeld):
                 if seen.unusable:
                     self.counters.errors += 1
@@ -1072,9 +1089,17 @@ class HubController:
             except CarbonshiftError as exc:
                 self.counters.errors += 1
                 _LOG.warning("reconcile failed: %s", exc)
-            except KubeError as exc:  # pragma: no cover - KubeError is a CarbonshiftError
-                _LOG.warning("reconcile failed: %s", exc)
+            except Exception:  # a bug must not stop the hub: log it, count it, go on
+                self.counters.errors += 1
+                _LOG.exception("reconcile failed")
             await self.clock.sleep_until(self.clock.now() + timedelta(seconds=resync_s))
+
+
+def _name_of(obj: Obj) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return "?"
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def _with_obj(w: HubWorkload, obj: Obj) -> HubWorkload:

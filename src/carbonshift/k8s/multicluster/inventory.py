@@ -8,18 +8,23 @@ A ``CarbonCluster`` (``carbonshift.io/v1alpha1``, cluster-scoped) names one spok
       wattsPerUnit: {cpu: 10}                  # W per unit in use
       pue: 1.2
       embodiedGPerUnitHour: {cpu: 2.0}
+      allowInsecureSkipTLSVerify: false        # true: accept insecure-skip-tls-verify
     status:
       health: Healthy | Unreachable | Misconfigured
       capacity: {cpu: 24}                      # Ready, schedulable nodes' allocatable
       lastContactTime, forecastAgeSeconds, message, conditions[Ready]
 
-:func:`parse_spoke` reads the spec; :class:`Spoke` is the controller's connection and
-what it last learnt. Capacity is in planning units (cpu cores, memory GiB, gpu devices).
+:func:`parse_spoke` reads the spec; :func:`check_spoke_kubeconfig` refuses a spoke
+kubeconfig that could make the hub run a command or read its own files; :class:`Spoke` is
+the controller's connection and what it last learnt. Capacity is in planning units (cpu
+cores, memory GiB, gpu devices).
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +39,9 @@ __all__ = [
     "CARBONCLUSTERS",
     "Spoke",
     "SpokeSpec",
+    "check_spoke_kubeconfig",
     "others_requests",
+    "parse_kubeconfig",
     "parse_spoke",
     "pod_requests",
 ]
@@ -55,6 +62,7 @@ class SpokeSpec:
     watts_per_unit: Mapping[str, float]
     pue: float
     embodied_g_per_unit_hour: Mapping[str, float]
+    allow_insecure_tls: bool = False
 
 
 def _floats(raw: Any, what: str) -> dict[str, float]:
@@ -68,7 +76,7 @@ def _floats(raw: Any, what: str) -> dict[str, float]:
             number = float(value)
         except (TypeError, ValueError):
             number = -1.0
-        if not number >= 0:
+        if not 0 <= number < math.inf:
             raise InputError(f"{what}.{key} is {value!r}; write a number >= 0")
         out[str(key)] = number
     return out
@@ -91,8 +99,14 @@ def parse_spoke(obj: Obj) -> SpokeSpec:
         pue = float(spec.get("pue", 1.0))
     except (TypeError, ValueError):
         pue = 0.0
-    if not pue >= 1.0:
+    if not 1.0 <= pue < math.inf:
         raise InputError(f"CarbonCluster {name!r}: spec.pue {spec.get('pue')!r} must be >= 1")
+    insecure = spec.get("allowInsecureSkipTLSVerify", False)
+    if not isinstance(insecure, bool):
+        raise InputError(
+            f"CarbonCluster {name!r}: spec.allowInsecureSkipTLSVerify {insecure!r} is not "
+            "true or false"
+        )
     return SpokeSpec(
         name=name,
         zone=str(zone),
@@ -103,6 +117,7 @@ def parse_spoke(obj: Obj) -> SpokeSpec:
         embodied_g_per_unit_hour=_floats(
             spec.get("embodiedGPerUnitHour"), f"CarbonCluster {name!r} embodiedGPerUnitHour"
         ),
+        allow_insecure_tls=insecure,
     )
 
 
@@ -147,10 +162,90 @@ def others_requests(
 def kubeconfig_from_secret(secret: Obj, key: str) -> str:
     """The kubeconfig text stored under ``key`` of a Secret (``data`` is base64)."""
     data = secret.get("data") or {}
+    name = (secret.get("metadata") or {}).get("name")
     if key not in data:
-        name = (secret.get("metadata") or {}).get("name")
         raise InputError(f"Secret {name!r} has no key {key!r}; store the kubeconfig under it")
-    return base64.b64decode(data[key]).decode()
+    try:
+        return base64.b64decode(data[key], validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError, TypeError) as exc:
+        raise InputError(
+            f"Secret {name!r} key {key!r} is not base64 of UTF-8 text ({exc}); store the "
+            "kubeconfig file itself"
+        ) from None
+
+
+#: What a spoke kubeconfig may not say: each makes the hub run a program or read (and send
+#: the spoke) a file of its own. Inline credentials (``token``, ``*-data``) are fine.
+_REFUSED_USER_FIELDS = {
+    "exec": "runs a command in the hub",
+    "auth-provider": "runs an auth plugin in the hub",
+    "tokenFile": "reads a file of the hub",
+    "token-file": "reads a file of the hub",
+    "client-certificate": "reads a file of the hub (use client-certificate-data)",
+    "client-key": "reads a file of the hub (use client-key-data)",
+}
+_REFUSED_CLUSTER_FIELDS = {
+    "certificate-authority": "reads a file of the hub (use certificate-authority-data)",
+}
+
+
+def _entries(parsed: Obj, section: str, field_name: str) -> list[tuple[str, Obj]]:
+    entries = parsed.get(section) or []
+    if not isinstance(entries, list):
+        raise InputError(f"the spoke kubeconfig's {section} is not a list")
+    out: list[tuple[str, Obj]] = []
+    for entry in entries:
+        body = entry.get(field_name) if isinstance(entry, dict) else None
+        if not isinstance(body, dict):
+            raise InputError(f"the spoke kubeconfig has a {section} entry without a {field_name}")
+        out.append((str(entry.get("name", "")), body))
+    return out
+
+
+def parse_kubeconfig(text: str) -> Any:
+    """The kubeconfig text of a Secret as data (YAML or JSON); InputError when neither."""
+    import yaml  # type: ignore[import-untyped]  # kubernetes-asyncio depends on PyYAML
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"the spoke kubeconfig is not YAML or JSON: {exc}") from exc
+
+
+def check_spoke_kubeconfig(parsed: Any, *, allow_insecure_tls: bool = False) -> None:
+    """Refuse a spoke kubeconfig that could run commands or read files in the hub.
+
+    A spoke kubeconfig comes from a Secret that a spoke administrator writes, and the hub
+    builds a client from it: ``exec`` and ``auth-provider`` plugins would run in the hub,
+    and ``tokenFile``, ``client-certificate``, ``client-key`` and ``certificate-authority``
+    paths would read the hub's own files (its service-account token) and send them to the
+    spoke. Only inline credentials are accepted. ``insecure-skip-tls-verify: true`` is
+    refused unless the CarbonCluster sets ``allowInsecureSkipTLSVerify``. Raises
+    :class:`~carbonshift.errors.InputError` naming the entry and the field, before any
+    client exists.
+    """
+    if not isinstance(parsed, dict):
+        raise InputError("the spoke kubeconfig is not a mapping; store a kubeconfig file")
+    for name, user in _entries(parsed, "users", "user"):
+        for key, why in _REFUSED_USER_FIELDS.items():
+            if user.get(key) not in (None, "", {}):
+                raise InputError(
+                    f"the spoke kubeconfig's user {name!r} sets {key!r}, which {why}; the hub "
+                    "accepts only inline credentials (token, client-certificate-data, "
+                    "client-key-data)"
+                )
+    for name, cluster in _entries(parsed, "clusters", "cluster"):
+        for key, why in _REFUSED_CLUSTER_FIELDS.items():
+            if cluster.get(key) not in (None, ""):
+                raise InputError(
+                    f"the spoke kubeconfig's cluster {name!r} sets {key!r}, which {why}"
+                )
+        if cluster.get("insecure-skip-tls-verify") and not allow_insecure_tls:
+            raise InputError(
+                f"the spoke kubeconfig's cluster {name!r} sets insecure-skip-tls-verify; give "
+                "certificate-authority-data, or set spec.allowInsecureSkipTLSVerify: true on "
+                "the CarbonCluster to accept an unverified spoke"
+            )
 
 
 @dataclass(slots=True)

@@ -23,6 +23,7 @@ cleaned                Cleaned               Normal    the hub Job (UID from the
 recalled               RecalledFromLostSpoke Warning   the hub Job
 unreachable            SpokeUnreachable      Warning   the CarbonCluster
 healthy                SpokeHealthy          Normal    the CarbonCluster
+kubeconfig-refused     KubeconfigRefused     Warning   the CarbonCluster
 (anything else)        its CamelCase         Normal    as the key says
 =====================  ====================  ========  ==================================
 
@@ -100,6 +101,7 @@ REASONS: dict[str, tuple[str, str]] = {
     "recalled": ("RecalledFromLostSpoke", "Warning"),
     "unreachable": ("SpokeUnreachable", "Warning"),
     "healthy": ("SpokeHealthy", "Normal"),
+    "kubeconfig-refused": ("KubeconfigRefused", "Warning"),
 }
 
 _SPOKE_EVENTS_NAMESPACE = "default"
@@ -327,6 +329,8 @@ class HubObserver:
                 text = f"spoke {cluster} does not answer; no new work goes there{detail}"
             case "healthy":
                 text = f"spoke {cluster} answers; it gets work again"
+            case "kubeconfig-refused":
+                text = f"spoke {cluster}: kubeconfig refused, no client built{detail}"
             case what if what.startswith("finished-"):
                 outcome = what.removeprefix("finished-")
                 text = f"finished ({outcome}) in spoke {cluster}; status mirrored, copy deleted"
@@ -577,6 +581,9 @@ class HubRunner:
             except CarbonshiftError as exc:
                 self.controller.counters.errors += 1
                 _LOG.warning("hub reconcile failed: %s", exc)
+            except Exception:  # a bug must not stop the hub: log it, count it, go on
+                self.controller.counters.errors += 1
+                _LOG.exception("hub reconcile failed")
             until = clock.now() + timedelta(seconds=self.resync_s)
             step = timedelta(
                 seconds=self.elector.section.renew_every_s if self.elector else self.resync_s

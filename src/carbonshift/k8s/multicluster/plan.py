@@ -27,7 +27,7 @@ import numpy as np
 
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 from carbonshift.k8s.multicluster.config import HubConfig
-from carbonshift.k8s.planner import CarbonSource, Forecast, data_note, slot_floor
+from carbonshift.k8s.planner import CarbonSource, Forecast, data_note, horizon_slots, slot_floor
 from carbonshift.planning.registry import run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 
@@ -148,7 +148,7 @@ def plan_hub(
     if not pending:
         return HubRound(slot0, None, None, {}, decisions)
     longest = max(_runtime_slots(p.runtime, slot_s) for p in pending)
-    horizon = max(config.planning.horizon_slots, longest)
+    horizon = horizon_slots(config.planning, longest)
     forecasts = {s.name: sources[s.name].forecast(slot0, horizon) for s in spokes}
     clusters = tuple(
         Cluster(

@@ -20,14 +20,22 @@ Workload's owner Job, or the AppWrapper's Job item under the AppWrapper's own me
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.config import ControllerConfig
-from carbonshift.k8s.intent import MANAGED_LABEL, Intent, NotHeld, read_intent, requested
-from carbonshift.units import parse_duration, parse_utc
+from carbonshift.k8s.intent import (
+    MANAGED_LABEL,
+    Intent,
+    NotHeld,
+    read_duration,
+    read_intent,
+    requested,
+)
+from carbonshift.units import parse_utc
 
 __all__ = [
     "APPWRAPPERS",
@@ -222,7 +230,7 @@ def _job_view(kind: Kind, obj: Obj, owners: dict[str, Obj]) -> Obj | None:
 def _interruptible(annotations: dict[str, str]) -> tuple[bool, timedelta]:
     flag = str(annotations.get(INTERRUPTIBLE, "false")).strip().lower() == "true"
     raw = annotations.get(OVERHEAD)
-    overhead = parse_duration(str(raw), what=f"annotation {OVERHEAD}") if raw else timedelta(0)
+    overhead = read_duration(str(raw), what=f"annotation {OVERHEAD}") if raw else timedelta(0)
     return flag, overhead
 
 
@@ -248,7 +256,12 @@ def read_workload(
         released_raw = annotations.get(RELEASED_AT)
         released = parse_utc(released_raw, what=RELEASED_AT) if released_raw else None
         done_s = float(annotations.get(DONE_SECONDS, "0") or 0)
-    except (InputError, ValueError) as exc:
+        if not 0 <= done_s < math.inf:
+            raise InputError(
+                f"annotation {DONE_SECONDS}={annotations.get(DONE_SECONDS)!r} is not a finite "
+                "number of seconds >= 0"
+            )
+    except (InputError, ValueError, ArithmeticError, TypeError, AttributeError) as exc:
         return NotHeld(f"unusable annotation: {exc}", unusable=True)
     placed = annotations.get(PLACED_CLUSTER) or None
     finished = is_finished(kind, obj)
