@@ -262,7 +262,7 @@ async def test_work_in_a_spoke_removed_from_the_inventory_is_planned_again() -> 
         await f.step(0)
         job = await f.get(f.hub, "Job", "now", "batch", "batch/v1")
         gone = job["metadata"]["annotations"][PLACED_CLUSTER]
-        await controller.hub.delete(f"/apis/carbonshift.io/v1alpha1/carbonclusters/{gone}")
+        await f.delete(f.hub, "CarbonCluster", gone, "", "carbonshift.io/v1alpha1")
         await f.step(15)
         notes = (await f.get(f.hub, "Job", "now", "batch", "batch/v1"))["metadata"]["annotations"]
         assert notes["carbonshift.io/lost-from"] == gone

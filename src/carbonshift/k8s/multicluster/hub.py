@@ -41,7 +41,7 @@ from typing import Any
 
 from carbonshift.carbon.series import CarbonSeries
 from carbonshift.errors import CarbonshiftError, InputError
-from carbonshift.k8s.client import ConflictError, KubeError, NotFoundError
+from carbonshift.k8s.client import ConflictError, ForbiddenError, KubeError, NotFoundError
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.intent import MANAGED_LABEL, RUNTIME, NotHeld
 from carbonshift.k8s.multicluster.api import HubApi, connect_kubeconfig_text
@@ -268,6 +268,18 @@ class HubController:
             )
         except NotFoundError as exc:
             spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
+            return
+        except ForbiddenError as exc:
+            # The spoke answers, but its RBAC refuses us: a misconfiguration, never an outage.
+            # It gets no new work; what is placed there stays (not recalled: down_since off).
+            message = (
+                f"the hub's identity in spoke {spec.name} cannot {exc.denied()}; grant it in "
+                f"spoke-rbac.yaml ({str(exc)[:300]})"
+            )
+            if spoke.health != "Forbidden":
+                self._event(now, spec.name, "forbidden", spec.name, message)
+            spoke.failures, spoke.down_since = 0, None
+            spoke.healthy, spoke.health, spoke.message = False, "Forbidden", message
             return
         except InputError as exc:
             spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)

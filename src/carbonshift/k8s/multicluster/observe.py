@@ -99,6 +99,7 @@ REASONS: dict[str, tuple[str, str]] = {
     "cleaned": ("Cleaned", "Normal"),
     "recalled": ("RecalledFromLostSpoke", "Warning"),
     "unreachable": ("SpokeUnreachable", "Warning"),
+    "forbidden": ("SpokeForbidden", "Warning"),
     "healthy": ("SpokeHealthy", "Normal"),
 }
 
@@ -313,6 +314,8 @@ class HubObserver:
                 text = f"spoke copy deleted from spoke {cluster}"
             case "unreachable":
                 text = f"spoke {cluster} does not answer; no new work goes there{detail}"
+            case "forbidden":
+                text = f"spoke {cluster} refuses the hub (RBAC); no new work goes there{detail}"
             case "healthy":
                 text = f"spoke {cluster} answers; it gets work again"
             case what if what.startswith("finished-"):

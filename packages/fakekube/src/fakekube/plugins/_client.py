@@ -54,9 +54,10 @@ def _check(answer: httpx.Response) -> None:
 class FakeClient:
     """JSON verbs against one fake cluster; a 404 on get answers None."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, token: str = "") -> None:
         self.base_url = base_url
-        self.http = httpx.AsyncClient(base_url=base_url, timeout=30)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=30, headers=headers)
         self.writes = 0
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -149,9 +150,14 @@ class Emulator:
     #: passes :meth:`settle` takes at most by default
     max_passes = 10
 
-    def __init__(self, hub_url: str, workers: Mapping[str, str]) -> None:
-        self.hub = FakeClient(hub_url)
-        self.workers = {name: FakeClient(url) for name, url in workers.items()}
+    def __init__(
+        self, hub_url: str, workers: Mapping[str, str], tokens: Mapping[str, str] | None = None
+    ) -> None:
+        # tokens: bearer token per base URL, for clusters that enforce RBAC (the admin's:
+        # the emulated Kueue and MCAD run as cluster-wide system controllers)
+        tokens = tokens or {}
+        self.hub = FakeClient(hub_url, tokens.get(hub_url, ""))
+        self.workers = {name: FakeClient(url, tokens.get(url, "")) for name, url in workers.items()}
         self.failures = 0
         self.created: dict[str, int] = {}
         """Objects created in workers, per hub object (``namespace/name``)."""

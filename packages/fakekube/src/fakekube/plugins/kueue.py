@@ -338,9 +338,14 @@ class KueueEmulator(Emulator):
     max_passes = 20
 
     def __init__(
-        self, hub_url: str, workers: Mapping[str, str], *, worker_lost_timeout_s: float = 900.0
+        self,
+        hub_url: str,
+        workers: Mapping[str, str],
+        *,
+        worker_lost_timeout_s: float = 900.0,
+        tokens: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(hub_url, workers)
+        super().__init__(hub_url, workers, tokens)
         self.worker_lost_timeout_s = worker_lost_timeout_s
         self.remote_creates = 0
         self.evictions = 0
