@@ -85,6 +85,7 @@ from carbonshift.k8s.multicluster.workloads import (
     spoke_job_names,
 )
 from carbonshift.k8s.nodes import fits_a_node, usable_allocatables
+from carbonshift.k8s.owned import owned_fields
 from carbonshift.k8s.planner import CarbonSource, slot_floor
 from carbonshift.units import parse_utc
 
@@ -614,13 +615,32 @@ class HubController:
         status = w.obj.get("status") or {}
         if status.get("clusterName"):
             return
+        # Kueue requires external dispatchers to write nominatedClusterNames as
+        # kueue-admission (kubernetes-sigs/kueue PR #5782), the manager Kueue's own
+        # server-side applies of status.admission and the conditions use; an apply that
+        # named only our field would delete those (the workload loses its quota
+        # reservation). So, as Kueue's dispatcher (multikueue ``dispatcher.nominate`` ->
+        # ``workload.PatchAdmissionStatus``, which applies the whole admission status):
+        # read what the manager owns, set our field, apply it all, guarded by the
+        # resourceVersion read (a 409 is retried next pass).
+        path = _path("Workload", meta["namespace"], meta["name"])
+        live = await self.hub.get(path)
+        if (live.get("status") or {}).get("clusterName"):
+            return  # dispatched meanwhile
+        owned = owned_fields(live, self.config.field_manager, subresource="status")
+        body_status = dict(owned.get("status") or {})
+        body_status["nominatedClusterNames"] = [cluster]
         await self.hub.apply(
-            _path("Workload", meta["namespace"], meta["name"]) + "/status",
+            path + "/status",
             {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "apiVersion": live.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
                 "kind": "Workload",
-                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-                "status": {"nominatedClusterNames": [cluster]},
+                "metadata": {
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "resourceVersion": live["metadata"]["resourceVersion"],
+                },
+                "status": body_status,
             },
             self.config.field_manager,
         )

@@ -120,6 +120,18 @@ class FakeClient:
         )
         return self._written(answer, path)
 
+    async def apply(self, path: str, body: Obj, field_manager: str) -> bool:
+        """Server-side apply (force) as ``field_manager``; :class:`WriteConflictError` on a
+        409 (e.g. a stale ``metadata.resourceVersion`` in ``body``); False when gone."""
+        answer = await self._send(
+            "PATCH",
+            path,
+            params={"fieldManager": field_manager, "force": "true"},
+            content=json.dumps(body),
+            headers={"Content-Type": "application/apply-patch+yaml"},
+        )
+        return self._written(answer, path)
+
     def _written(self, answer: httpx.Response, path: str) -> bool:
         """True when a write landed; False when the object is gone; raises on a 409."""
         if answer.status_code == 404:
