@@ -18,6 +18,7 @@ from typing import Any
 
 from carbonshift.k8s.client import connect
 from carbonshift.k8s.clock import ExternalClock
+from carbonshift.k8s.intent import HUB_LABEL
 from carbonshift.k8s.multicluster import HubConfig, HubController
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.workloads import HOLD_GATE, QUEUE_LABEL
@@ -148,7 +149,8 @@ def hub_job(
     overhead: str = "",
     queue: str = "",
 ) -> Obj:
-    """A hub Job that opts in (or a Kueue-queued one when ``queue`` is set), suspended."""
+    """A hub Job (label carbonshift.io/hub: "true"; or a Kueue-queued one when ``queue`` is
+    set), suspended."""
     runtime = f"{int(runtime_h * 60)}m"
     annotations = {
         "carbonshift.io/expected-runtime": runtime,
@@ -158,7 +160,7 @@ def hub_job(
         annotations["carbonshift.io/interruptible"] = "true"
     if overhead:
         annotations["carbonshift.io/restart-overhead"] = overhead
-    labels = {QUEUE_LABEL: queue} if queue else {"carbonshift.io/managed": "true"}
+    labels = {QUEUE_LABEL: queue} if queue else {HUB_LABEL: "true"}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -43,7 +43,7 @@ from carbonshift.carbon.series import CarbonSeries
 from carbonshift.errors import CarbonshiftError, InputError
 from carbonshift.k8s.client import ConflictError, ForbiddenError, KubeError, NotFoundError
 from carbonshift.k8s.clock import Clock
-from carbonshift.k8s.intent import MANAGED_LABEL, RUNTIME, NotHeld
+from carbonshift.k8s.intent import HUB_LABEL, MANAGED_LABEL, RUNTIME, NotHeld
 from carbonshift.k8s.multicluster.api import HubApi, connect_kubeconfig_text
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.inventory import (
@@ -375,7 +375,7 @@ class HubController:
         candidates: list[tuple[Kind, Obj]] = [
             ("Job", j)
             for j in jobs
-            if (j["metadata"].get("labels") or {}).get(MANAGED_LABEL) == "true"
+            if (j["metadata"].get("labels") or {}).get(HUB_LABEL) == "true"  # the hub's Jobs only
             and QUEUE_LABEL not in (j["metadata"].get("labels") or {})
             and HUB_UID_LABEL not in (j["metadata"].get("labels") or {})
         ]
@@ -460,7 +460,11 @@ class HubController:
         labels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _TEMPLATE_LABELS}
         tmeta["labels"] = labels
         tmeta.setdefault("annotations", {})[RUNTIME] = f"{int(w.remaining.total_seconds())}s"
-        body_labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != MANAGED_LABEL}
+        body_labels = {
+            k: v
+            for k, v in (meta.get("labels") or {}).items()
+            if k not in (MANAGED_LABEL, HUB_LABEL)
+        }
         body_labels[HUB_UID_LABEL] = w.uid
         body_labels[MANAGED_LABEL] = "false"  # a spoke's own carbonshift must not hold it again
         annotations = {

@@ -57,7 +57,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from carbonshift.errors import CarbonshiftError
 from carbonshift.k8s.client import NotFoundError
-from carbonshift.k8s.intent import MANAGED_LABEL
+from carbonshift.k8s.intent import HUB_LABEL
 from carbonshift.k8s.leader import LeaderElector
 from carbonshift.k8s.multicluster.hub import HubController, HubEvent
 from carbonshift.k8s.multicluster.inventory import CARBONCLUSTERS
@@ -481,7 +481,7 @@ class HubObserver:
         hub = self.controller.hub
         lists: dict[Kind, list[Obj]] = {}
         sources: tuple[tuple[Kind, str, dict[str, str]], ...] = (
-            ("Job", JOBS, {"labelSelector": f"{MANAGED_LABEL}=true"}),
+            ("Job", JOBS, {"labelSelector": f"{HUB_LABEL}=true"}),
             ("Workload", WORKLOADS, {}),
             ("AppWrapper", APPWRAPPERS, {}),
         )
