@@ -88,6 +88,8 @@ class FakeCluster:
         self.api = FakeApi(self.registry, self.store, self.clock, seed=config.seed)
         self.faults = FaultInjector(config.seed)
         self.auth = Authenticator()
+        self.rbac = config.rbac
+        """Whether RBAC is enforced now (``FakeKube.enforce_rbac`` turns it on after setup)."""
         self.host = "127.0.0.1:0"
         self._kick: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []

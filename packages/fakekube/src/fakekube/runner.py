@@ -177,6 +177,11 @@ class FakeKube:
         target = path or self.kubeconfig.with_name(f"kubeconfig-{namespace}-{name}")
         return write_kubeconfig(target, self.base_url, namespace=namespace, token=token)
 
+    def enforce_rbac(self, on: bool = True) -> None:
+        """Turn RBAC enforcement on (or off) for a running cluster, e.g. after a fixture has
+        set it up as the admin; as ``FakeKubeConfig(rbac=True)`` from the start."""
+        self._run(setattr, self.cluster, "rbac", on)
+
     @property
     def admin_token(self) -> str:
         """The bearer token of ``kubernetes-admin`` (group ``system:masters``), which the

@@ -359,7 +359,7 @@ def build_app(cluster: FakeCluster) -> Starlette:
         if rt.namespaced and target.name and target.namespace is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = _verb(request.method, bool(target.name), watch)
-        if cluster.config.rbac:
+        if cluster.rbac:
             check_access(request, rt, verb, target)
         fault = cluster.faults.pick(verb, rt.plural, target.name)
         if fault is not None:
