@@ -16,6 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from carbonshift.k8s.client import connect
 from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.intent import HUB_LABEL
@@ -23,7 +25,7 @@ from carbonshift.k8s.multicluster import HubConfig, HubController
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.workloads import HOLD_GATE, QUEUE_LABEL
 from fakekube import FakeKube, FakeKubeConfig, run_fakekube
-from fakekube.plugins import all_crds
+from fakekube.plugins import appwrapper_crd, upstream_crds
 from fakekube.plugins.appwrapper import AppWrapperEmulator
 from fakekube.plugins.kueue import KueueEmulator, setup_objects
 from tests.k8s import rbac
@@ -248,7 +250,7 @@ async def fleet(
     with contextlib.ExitStack() as stack:
         hub = stack.enter_context(
             run_fakekube(
-                FakeKubeConfig(nodes=0, start=start, custom_resources=all_crds(), rbac=True)
+                FakeKubeConfig(nodes=0, start=start, custom_resources=hub_crds(), rbac=True)
             )
         )
         kubes = {
@@ -293,6 +295,14 @@ async def fleet(
 
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+def hub_crds() -> tuple[Obj, ...]:
+    """The hub's CRDs: the real Kueue ones (unchanged upstream copies), the CarbonCluster CRD
+    as shipped in deploy/hub/, and the emulation's AppWrapper schema (the real tardieu/mcad
+    CRD has no dispatchingGates nor clusterScheduling, which the hub writes: docs/fakekube.md)."""
+    carbon = yaml.safe_load((rbac.DEPLOY / "hub" / "crd-carboncluster.yaml").read_text())
+    return (*upstream_crds("kueue"), carbon, appwrapper_crd())
 
 
 def kueue_setup(workers: list[str], *, quota_cpu: int = 64) -> list[Obj]:

@@ -11,6 +11,7 @@ from fakekube.plugins.crds import (
     appwrapper_crd,
     carboncluster_crd,
     kueue_crds,
+    upstream_crds,
 )
 
 __all__ = [
@@ -21,4 +22,5 @@ __all__ = [
     "appwrapper_crd",
     "carboncluster_crd",
     "kueue_crds",
+    "upstream_crds",
 ]

@@ -510,6 +510,23 @@ def appwrapper_crd() -> Obj:
     )
 
 
+def upstream_crds(*sets: str) -> tuple[Obj, ...]:
+    """The real CRDs shipped unchanged in ``plugins/upstream/<set>/`` (``"kueue"``,
+    ``"mcad"``; none given: every set), sorted by file name."""
+    import importlib
+    import importlib.resources
+
+    yaml: Any = importlib.import_module("yaml")  # no type stubs installed
+    root = importlib.resources.files("fakekube.plugins") / "upstream"
+    out: list[Obj] = []
+    for name in sets or ("kueue", "mcad"):
+        folder = root / name
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith(".yaml"):
+                out.append(yaml.safe_load(entry.read_text()))
+    return tuple(out)
+
+
 def all_crds() -> tuple[Obj, ...]:
     """Every CRD above, for ``FakeKubeConfig(custom_resources=all_crds())``."""
     return (carboncluster_crd(), *kueue_crds(), appwrapper_crd())
