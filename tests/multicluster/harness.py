@@ -297,12 +297,17 @@ async def fleet(
 KUEUE = "kueue.x-k8s.io/v1beta2"
 
 
+def carboncluster_crd() -> Obj:
+    """The CarbonCluster CRD as shipped: deploy/hub/crd-carboncluster.yaml (the one source)."""
+    crd: Obj = yaml.safe_load((rbac.DEPLOY / "hub" / "crd-carboncluster.yaml").read_text())
+    return crd
+
+
 def hub_crds() -> tuple[Obj, ...]:
     """The hub's CRDs: the real Kueue ones (unchanged upstream copies), the CarbonCluster CRD
     as shipped in deploy/hub/, and the emulation's AppWrapper schema (the real tardieu/mcad
     CRD has no dispatchingGates nor clusterScheduling, which the hub writes: docs/fakekube.md)."""
-    carbon = yaml.safe_load((rbac.DEPLOY / "hub" / "crd-carboncluster.yaml").read_text())
-    return (*upstream_crds("kueue"), carbon, appwrapper_crd())
+    return (*upstream_crds("kueue"), carboncluster_crd(), appwrapper_crd())
 
 
 def kueue_setup(workers: list[str], *, quota_cpu: int = 64) -> list[Obj]:
