@@ -22,6 +22,7 @@ status subresource.
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 __all__ = [
@@ -492,19 +493,24 @@ def appwrapper_crd() -> Obj:
 
 def upstream_crds(*sets: str) -> tuple[Obj, ...]:
     """The real CRDs shipped unchanged in ``plugins/upstream/<set>/`` (``"kueue"``,
-    ``"mcad"``; none given: every set), sorted by file name."""
+    ``"mcad"``; none given: every set), sorted by file name; fresh copies each call."""
+    return copy.deepcopy(tuple(c for name in sets or ("kueue", "mcad") for c in _upstream(name)))
+
+
+@functools.cache
+def _upstream(name: str) -> tuple[Obj, ...]:
+    # parsed once per process: the Workload CRD alone is 1.3 MB of YAML (seconds to parse)
     import importlib
     import importlib.resources
 
     yaml: Any = importlib.import_module("yaml")  # no type stubs installed
-    root = importlib.resources.files("fakekube.plugins") / "upstream"
-    out: list[Obj] = []
-    for name in sets or ("kueue", "mcad"):
-        folder = root / name
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith(".yaml"):
-                out.append(yaml.safe_load(entry.read_text()))
-    return tuple(out)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    folder = importlib.resources.files("fakekube.plugins") / "upstream" / name
+    return tuple(
+        yaml.load(entry.read_text(), Loader=loader)
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".yaml")
+    )
 
 
 def all_crds() -> tuple[Obj, ...]:
