@@ -21,6 +21,7 @@ from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.config import ControllerConfig, parse_config
 from carbonshift.k8s.reconciler import Controller
 from fakekube import FakeKube
+from tests.k8s import rbac
 from tests.k8s.certs import Certs, make_certs
 
 Obj = dict[str, Any]
@@ -112,10 +113,12 @@ class Harness:
         return self.app.controller
 
     async def start(self, config: ControllerConfig) -> ControllerApp:
-        """Start a controller process (webhook endpoint registered, leader elected)."""
-        app = ControllerApp(
-            config, await connect(str(self.kube.kubeconfig), self.clock), self.clock
+        """Start a controller process (webhook endpoint registered, leader elected), as
+        ServiceAccount carbonshift-controller under the shipped deploy/base RBAC."""
+        kubeconfig = await asyncio.to_thread(
+            self.kube.service_account_kubeconfig, WEBHOOK_NS, "carbonshift-controller"
         )
+        app = ControllerApp(config, await connect(str(kubeconfig), self.clock), self.clock)
         await app.start()
         await asyncio.to_thread(
             self.kube.register_service_endpoint,
@@ -179,8 +182,10 @@ class Harness:
                 await asyncio.to_thread(self.kube.settle)
 
 
-async def make_harness(kube: FakeKube, tmp_path: Path) -> Harness:
-    """Namespaces, webhook configuration and certificates; no controller yet."""
+async def make_harness(kube: FakeKube, tmp_path: Path, *, rbac_on: bool = True) -> Harness:
+    """Namespaces, webhook configuration, certificates and the shipped deploy/base RBAC
+    (enforced from then on unless ``rbac_on`` is False: kubectl sends no credentials over
+    plain HTTP); no controller yet."""
     certs = make_certs(tmp_path / "tls")
     for name, labels in ((WEBHOOK_NS, {}), ("batch", {"team": "ml"})):
         await asyncio.to_thread(
@@ -188,4 +193,7 @@ async def make_harness(kube: FakeKube, tmp_path: Path) -> Harness:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}},
         )
     await asyncio.to_thread(kube.create, webhook_configuration(certs.ca_pem))
+    await asyncio.to_thread(rbac.install, kube, rbac.CONTROLLER_RBAC)
+    if rbac_on:
+        await asyncio.to_thread(kube.enforce_rbac)
     return Harness(kube, ExternalClock(kube.now, poll_s=3600.0), certs)

@@ -169,3 +169,41 @@ async def test_pinning_writes_node_affinity_in_the_release_patch(
         assert "schedulingGates" not in got["spec"]
     finally:
         await h.stop()
+
+
+@pytest.mark.parametrize("kind", ["Pod", "Job"], ids=["pod-gate", "job-suspend"])
+@pytest.mark.fakekube_config(start=START, nodes=3, cpu="4")
+async def test_pinning_to_several_nodes_writes_one_term_per_node(
+    fakekube: FakeKube, tmp_path: Path, kind: str
+) -> None:
+    # issue 14: one matchFields requirement with two values is refused by a real server
+    # (422, one value per field selector), so such releases went out unpinned or not at all
+    h = await make_harness(fakekube, tmp_path)
+    await h.start(controller_config(h.certs, pin_nodes=True))
+    try:
+        await h.create(fresh(pod("busy", created=None, managed=None, cpu="3")))
+        await h.step()
+        busy_node = (await h.get("Pod", "busy"))["spec"]["nodeName"]
+        notes = {"carbonshift.io/deadline": "1h", "carbonshift.io/expected-runtime": "1h"}
+        if kind == "Pod":
+            await h.create(fresh(pod("pinned", created=None, cpu="2", annotations=notes)))
+        else:
+            await h.create(fresh(job("pinned", created=None, cpu="2", annotations=notes)))
+        await h.step()
+        got = await h.get(kind, "pinned")
+        spec = got["spec"] if kind == "Pod" else got["spec"]["template"]["spec"]
+        terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        want_nodes = sorted({"node-0", "node-1", "node-2"} - {busy_node})
+        assert terms == [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [n]}]}
+            for n in want_nodes
+        ]
+        if kind == "Pod":
+            assert "schedulingGates" not in got["spec"]
+            assert got["spec"]["nodeName"] in want_nodes
+        else:
+            assert got["spec"]["suspend"] is False
+    finally:
+        await h.stop()

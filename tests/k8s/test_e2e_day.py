@@ -160,7 +160,7 @@ class DayResult:
 
 
 async def run_day(kube: FakeKube, tmp_path: Path, works: list[Work], *, chaos: bool) -> DayResult:
-    h: Harness = await make_harness(kube, tmp_path)
+    h: Harness = await make_harness(kube, tmp_path, rbac_on=False)  # kubectl: no creds over HTTP
     config = controller_config(h.certs, planning={"horizon_slots": 24})
     await h.start(config)
     release_actions: list[str] = []

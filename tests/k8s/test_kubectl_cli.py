@@ -99,7 +99,7 @@ def jsonpath(kube: FakeKube, kind: str, name: str, path: str) -> str:
 async def test_kubectl_workloads_are_held_with_reasons_and_released_on_plan(
     fakekube: FakeKube, tmp_path: Path
 ) -> None:
-    h = await make_harness(fakekube, tmp_path)
+    h = await make_harness(fakekube, tmp_path, rbac_on=False)  # kubectl: no creds over HTTP
     await h.start(controller_config(h.certs))
     try:
         manifest = tmp_path / "work.yaml"
@@ -178,7 +178,7 @@ def test_a_bad_configuration_is_one_line_and_exit_2(
 @needs_kubectl
 @pytest.mark.fakekube_config(start=None, nodes=1, cpu="8")
 async def test_the_cli_verb_holds_a_kubectl_pod(fakekube: FakeKube, tmp_path: Path) -> None:
-    h = await make_harness(fakekube, tmp_path)
+    h = await make_harness(fakekube, tmp_path, rbac_on=False)  # kubectl: no creds over HTTP
     config = tmp_path / "controller.yaml"
     tls = {"port": 0, "cert_file": str(h.certs.cert_file), "key_file": str(h.certs.key_file)}
     config.write_text(

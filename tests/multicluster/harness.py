@@ -13,17 +13,22 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from carbonshift.k8s.client import connect
 from carbonshift.k8s.clock import ExternalClock
+from carbonshift.k8s.intent import HUB_LABEL
 from carbonshift.k8s.multicluster import HubConfig, HubController
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.workloads import HOLD_GATE, QUEUE_LABEL
 from fakekube import FakeKube, FakeKubeConfig, run_fakekube
-from fakekube.plugins import all_crds
+from fakekube.plugins import appwrapper_crd, upstream_crds
 from fakekube.plugins.appwrapper import AppWrapperEmulator
 from fakekube.plugins.kueue import KueueEmulator, setup_objects
+from tests.k8s import rbac
 
 Obj = dict[str, Any]
 HUB_NS = "carbonshift-system"
@@ -50,7 +55,11 @@ class Fleet:
         return self.hub.now()
 
     async def start_controller(self) -> HubController:
-        api = HubApi(await connect(str(self.hub.kubeconfig), self.clock))
+        # as the shipped ServiceAccount under deploy/hub's RBAC, never as the admin
+        kubeconfig = await asyncio.to_thread(
+            self.hub.service_account_kubeconfig, HUB_NS, "carbonshift-hub"
+        )
+        api = HubApi(await connect(str(kubeconfig), self.clock))
         self.controller = HubController(self.config, api, self.clock)
         return self.controller
 
@@ -87,6 +96,17 @@ class Fleet:
         result: Obj = await asyncio.to_thread(kube.get, kind, name, namespace, api_version)
         return result
 
+    async def delete(
+        self, kube: FakeKube, kind: str, name: str, namespace: str = "", api_version: str = "v1"
+    ) -> None:
+        """Delete as the cluster's admin (the tests' own setup, not the product)."""
+
+        def remove() -> None:
+            api = kube.cluster.api
+            kube._run(api.delete, api.kind(kind, api_version), namespace, name, {})
+
+        await asyncio.to_thread(remove)
+
     async def list(
         self, kube: FakeKube, kind: str, namespace: str | None = None, api_version: str = "v1"
     ) -> list[Obj]:
@@ -109,8 +129,9 @@ def carbon_cluster(name: str, zone: str, watts: float) -> Obj:
     }
 
 
-def kubeconfig_secret(name: str, kube: FakeKube) -> Obj:
-    text = kube.kubeconfig.read_text()
+def kubeconfig_secret(name: str, kube: FakeKube, kubeconfig: Path | None = None) -> Obj:
+    """The hub's Secret for spoke ``name``: ``kubeconfig`` (default: the spoke's admin one)."""
+    text = (kubeconfig or kube.kubeconfig).read_text()
     return {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -130,7 +151,8 @@ def hub_job(
     overhead: str = "",
     queue: str = "",
 ) -> Obj:
-    """A hub Job that opts in (or a Kueue-queued one when ``queue`` is set), suspended."""
+    """A hub Job (label carbonshift.io/hub: "true"; or a Kueue-queued one when ``queue`` is
+    set), suspended."""
     runtime = f"{int(runtime_h * 60)}m"
     annotations = {
         "carbonshift.io/expected-runtime": runtime,
@@ -140,7 +162,7 @@ def hub_job(
         annotations["carbonshift.io/interruptible"] = "true"
     if overhead:
         annotations["carbonshift.io/restart-overhead"] = overhead
-    labels = {QUEUE_LABEL: queue} if queue else {"carbonshift.io/managed": "true"}
+    labels = {QUEUE_LABEL: queue} if queue else {HUB_LABEL: "true"}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -217,16 +239,25 @@ async def fleet(
     nodes: int = 2,
     cpu: str = "8",
     config: HubConfig | None = None,
+    spoke_rbac: tuple[Path, ...] = rbac.SPOKE_RBAC,
 ) -> AsyncIterator[Fleet]:
-    """A hub (no nodes, every CRD) and spokes (``nodes`` x ``cpu``), all at ``start``."""
+    """A hub (no nodes, every CRD) and spokes (``nodes`` x ``cpu``), all at ``start``.
+
+    Every cluster enforces RBAC: the hub controller runs as ServiceAccount carbonshift-hub
+    under deploy/hub/rbac.yaml, and reaches each spoke as a ServiceAccount bound to the
+    ClusterRole of ``spoke_rbac`` (default: the shipped deploy/hub/spoke-rbac.yaml)."""
     spokes = spokes or SPOKES
     with contextlib.ExitStack() as stack:
         hub = stack.enter_context(
-            run_fakekube(FakeKubeConfig(nodes=0, start=start, custom_resources=all_crds()))
+            run_fakekube(
+                FakeKubeConfig(nodes=0, start=start, custom_resources=hub_crds(), rbac=True)
+            )
         )
         kubes = {
             name: stack.enter_context(
-                run_fakekube(FakeKubeConfig(nodes=nodes, cpu=cpu, start=start, seed=i + 1))
+                run_fakekube(
+                    FakeKubeConfig(nodes=nodes, cpu=cpu, start=start, seed=i + 1, rbac=True)
+                )
             )
             for i, name in enumerate(spokes)
         }
@@ -239,12 +270,17 @@ async def fleet(
         )
         for ns in (HUB_NS, "batch"):
             await f.create(hub, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        await asyncio.to_thread(rbac.install, hub, rbac.HUB_RBAC)
         for name, (zone, watts) in spokes.items():
-            await f.create(hub, kubeconfig_secret(name, kubes[name]))
+            remote = await asyncio.to_thread(
+                rbac.spoke_identity, kubes[name], rbac_files=spoke_rbac
+            )
+            await f.create(hub, kubeconfig_secret(name, kubes[name], remote))
             await f.create(hub, carbon_cluster(name, zone, watts))
         workers = {name: kube.base_url for name, kube in kubes.items()}
-        f.kueue = KueueEmulator(hub.base_url, workers)
-        f.mcad = AppWrapperEmulator(hub.base_url, workers)
+        tokens = {kube.base_url: kube.admin_token for kube in f.kubes}
+        f.kueue = KueueEmulator(hub.base_url, workers, tokens=tokens)
+        f.mcad = AppWrapperEmulator(hub.base_url, workers, tokens=tokens)
         for obj in kueue_setup(list(spokes)):
             await f.create(hub, obj)
         try:
@@ -259,6 +295,19 @@ async def fleet(
 
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
+
+
+def carboncluster_crd() -> Obj:
+    """The CarbonCluster CRD as shipped: deploy/hub/crd-carboncluster.yaml (the one source)."""
+    crd: Obj = yaml.safe_load((rbac.DEPLOY / "hub" / "crd-carboncluster.yaml").read_text())
+    return crd
+
+
+def hub_crds() -> tuple[Obj, ...]:
+    """The hub's CRDs: the real Kueue ones (unchanged upstream copies), the CarbonCluster CRD
+    as shipped in deploy/hub/, and the emulation's AppWrapper schema (the real tardieu/mcad
+    CRD has no dispatchingGates nor clusterScheduling, which the hub writes: docs/fakekube.md)."""
+    return (*upstream_crds("kueue"), carboncluster_crd(), appwrapper_crd())
 
 
 def kueue_setup(workers: list[str], *, quota_cpu: int = 64) -> list[Obj]:

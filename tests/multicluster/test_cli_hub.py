@@ -21,14 +21,16 @@ from typer.testing import CliRunner
 from carbonshift.cli.hub import command
 from fakekube import FakeKube, FakeKubeConfig, run_fakekube
 from fakekube.plugins import all_crds
-from tests.multicluster.harness import HUB_NS, carbon_cluster, hub_job
+from tests.multicluster.harness import HUB_NS, carbon_cluster, carboncluster_crd, hub_job
 
 
 @contextlib.contextmanager
 def hub_and_spoke() -> Iterator[tuple[FakeKube, FakeKube]]:
     """A fake hub with the spoke ``de`` (16 cores) in its inventory and an urgent hub Job."""
     with (
-        run_fakekube(FakeKubeConfig(nodes=0, custom_resources=all_crds())) as hub,
+        run_fakekube(
+            FakeKubeConfig(nodes=0, custom_resources=(*all_crds(), carboncluster_crd()))
+        ) as hub,
         run_fakekube(FakeKubeConfig(nodes=1, cpu="16")) as spoke,
     ):
         for ns in (HUB_NS, "batch"):

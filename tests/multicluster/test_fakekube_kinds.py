@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from carbonshift.k8s.owned import owned_fields
 from carbonshift.units import parse_utc
 from fakekube import FakeKube, FakeKubeConfig, run_fakekube
 from fakekube.faults import Fault
@@ -140,8 +141,15 @@ async def admit_on(client: FakeClient, kueue: KueueEmulator, cluster: str) -> No
     update = {"name": "main", "annotations": {"carbonshift.io/planned-cluster": cluster}}
     await set_check(client, "job-j", state="Ready", podSetUpdates=[update], message="go")
     wl = await workload(client)
-    wl["status"]["nominatedClusterNames"] = [cluster]
-    assert await client.replace_status(WL, wl)
+    # as an external dispatcher must (and the hub does): apply as kueue-admission, with every
+    # field that manager owns, or the apply deletes Kueue's admission and conditions
+    status = {
+        **(owned_fields(wl, "kueue-admission", subresource="status").get("status") or {}),
+        "nominatedClusterNames": [cluster],
+    }
+    meta = {k: wl["metadata"][k] for k in ("name", "namespace", "resourceVersion")}
+    body = {"apiVersion": KUEUE_API, "kind": "Workload", "metadata": meta, "status": status}
+    assert await client.apply(f"{WL}/status", body, "kueue-admission")
     await kueue.settle()
     wl = await workload(client)
     assert cond(wl, "Admitted") == "True"

@@ -11,6 +11,7 @@ import yaml  # type: ignore[import-untyped]
 from fakekube import FakeKubeConfig, run_fakekube
 from fakekube.plugins import KUEUE_API, all_crds
 from fakekube.plugins.kueue import setup_objects
+from tests.multicluster.harness import carboncluster_crd
 
 KUEUE_YAML = Path(__file__).parents[2] / "deploy" / "hub" / "kueue.yaml"
 
@@ -22,7 +23,9 @@ def _shape(obj: dict[str, Any]) -> tuple[str, str, str]:
 def test_the_deployed_kueue_objects_are_v1beta2_and_accepted_by_a_fake_hub() -> None:
     docs = [d for d in yaml.safe_load_all(KUEUE_YAML.read_text()) if d]
     assert {d["apiVersion"] for d in docs} == {KUEUE_API}
-    with run_fakekube(FakeKubeConfig(nodes=0, custom_resources=all_crds())) as hub:
+    with run_fakekube(
+        FakeKubeConfig(nodes=0, custom_resources=(*all_crds(), carboncluster_crd()))
+    ) as hub:
         hub.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "batch"}})
         created = [hub.create(doc)["kind"] for doc in docs]
     assert sorted(created) == sorted(

@@ -95,3 +95,26 @@ def test_the_event_history_is_bounded() -> None:
     assert len(controller.events) == MAX_EVENTS // 2
     assert controller.events_dropped == MAX_EVENTS + 1 - MAX_EVENTS // 2
     assert controller.events[-1].key == f"Job/batch/j{MAX_EVENTS}"
+
+
+async def test_the_hub_leaves_one_cluster_jobs_alone() -> None:
+    # issue 14: the hub also copied Jobs opted in for a one-cluster controller on the same
+    # cluster; it acts only on Jobs labelled carbonshift.io/hub: "true"
+    async with fleet(START) as f:
+        local = hub_job("local", cpu=1, runtime_h=1, deadline_h=1)
+        local["metadata"]["labels"] = {"carbonshift.io/managed": "true"}
+        await f.create(f.hub, local)
+        await f.create(f.hub, hub_job("placed", cpu=1, runtime_h=1, deadline_h=1))
+        controller = await f.start_controller()
+        await f.step(0)
+        left = await f.get(f.hub, "Job", "local", "batch", "batch/v1")
+        assert not [k for k in left["metadata"].get("annotations") or {} if "planned" in k]
+        copies = [
+            j["metadata"]["name"]
+            for spoke in f.spokes.values()
+            for j in await f.list(spoke, "Job", "batch", "batch/v1")
+        ]
+        assert copies == ["placed"]
+        assert {e.key for e in controller.events if e.key.startswith("Job/")} == {
+            "Job/batch/placed"
+        }

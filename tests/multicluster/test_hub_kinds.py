@@ -101,3 +101,34 @@ async def test_appwrapper_is_gated_then_dispatched_to_the_planned_spoke() -> Non
         assert parse_utc(aw["status"]["startTime"]) == want_start
         assert f.mcad is not None
         assert f.mcad.dispatches == 1
+
+
+async def test_the_nomination_keeps_kueues_quota_reservation() -> None:
+    # issue 14: the hub applied only status.nominatedClusterNames as kueue-admission, the
+    # manager that owns Kueue's status.admission and conditions, so the apply deleted them
+    # and the workload lost its quota reservation
+    async with fleet(START, config=FLUIDOS) as f:
+        # no slack: FLUIDOS releases it at once, so the hub nominates on its first plan
+        await f.create(f.hub, hub_job("now", cpu=2, runtime_h=2, deadline_h=2, queue="batch"))
+        controller = await f.start_controller()
+        nominated = None
+        for _ in range(4):
+            for kube in f.kubes:
+                await kube.advance_async(minutes=1)
+            await f.settle()
+            await controller.reconcile()  # no Kueue pass between the nomination and the read
+            wl = await f.get(f.hub, "Workload", "job-now", "batch", KUEUE)
+            if wl["status"].get("nominatedClusterNames"):
+                nominated = wl
+                break
+        assert nominated is not None, "the hub never nominated the workload"
+        status = nominated["status"]
+        assert status["admission"]["clusterQueue"] == "batch"
+        assert any(
+            c["type"] == "QuotaReserved" and c["status"] == "True" for c in status["conditions"]
+        ), status["conditions"]
+        await f.settle()
+        wl = await f.get(f.hub, "Workload", "job-now", "batch", KUEUE)
+        assert wl["status"]["clusterName"] == status["nominatedClusterNames"][0]
+        assert f.kueue is not None
+        assert f.kueue.evictions == 0

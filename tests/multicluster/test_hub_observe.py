@@ -105,6 +105,20 @@ async def test_a_held_then_released_job_has_events_with_its_uid_and_reasons() ->
         assert observer.handled == len(observer.controller.events)
 
 
+def anonymous_reader() -> dict[str, Any]:
+    rules = [
+        {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list"]},
+        {"apiGroups": [""], "resources": ["events", "pods"], "verbs": ["get", "list"]},
+        {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["get", "list"]},
+    ]
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "anonymous-reader", "namespace": "batch"},
+        "rules": rules,
+    }
+
+
 async def test_kubectl_describe_job_shows_the_hub_events(tmp_path: Path) -> None:
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
@@ -112,6 +126,23 @@ async def test_kubectl_describe_job_shows_the_hub_events(tmp_path: Path) -> None
         await f.create(f.hub, hub_job("train", cpu=4, runtime_h=2, deadline_h=16))
         observer = HubObserver(await f.start_controller())
         await hold_then_run(f, observer, "train")
+        # kubectl sends no credentials over plain HTTP (clientcmd reads auth info only for
+        # TLS): the fake hub lets the anonymous user read what describe shows
+        await f.create(f.hub, anonymous_reader())
+        await f.create(
+            f.hub,
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": {"name": "anonymous-reader", "namespace": "batch"},
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "anonymous-reader",
+                },
+                "subjects": [{"kind": "User", "name": "system:anonymous"}],
+            },
+        )
         env = {
             **os.environ,
             "KUBECONFIG": str(f.hub.kubeconfig),
@@ -293,7 +324,10 @@ async def test_only_the_leader_reconciles_and_a_follower_takes_over_when_it_stop
         await f.create(f.hub, hub_job("train", cpu=4, runtime_h=2, deadline_h=14))
         section = HubLeaderSection(lease_duration_s=15, renew_every_s=5)
         first = await f.start_controller()
-        second_api = HubApi(await connect(str(f.hub.kubeconfig), f.clock))
+        as_hub = await asyncio.to_thread(
+            f.hub.service_account_kubeconfig, HUB_NS, "carbonshift-hub"
+        )
+        second_api = HubApi(await connect(str(as_hub), f.clock))
         second = HubController(f.config, second_api, f.clock)
         electors = {
             name: LeaderElector(section, c.hub.kube, f.clock, name)

@@ -84,7 +84,7 @@ async def test_a_hub_job_is_released_to_a_real_spoke() -> None:
             "kind": "Job",
             "metadata": {
                 "name": "probe",
-                "labels": {"carbonshift.io/managed": "true"},
+                "labels": {"carbonshift.io/hub": "true"},
                 "annotations": {
                     "carbonshift.io/expected-runtime": "1m",
                     "carbonshift.io/deadline": "1m",

@@ -305,3 +305,30 @@ def test_webhook_configuration_needs_side_effects_and_one_client(http: httpx.Cli
     fields = [c["field"] for c in answer.json()["details"]["causes"]]
     assert answer.status_code == 422
     assert fields == ["webhooks[0].clientConfig", "webhooks[0].sideEffects"]
+
+
+def test_a_node_field_selector_takes_one_value(http: httpx.Client) -> None:
+    spec = {
+        "containers": [{"name": "main", "image": "busybox"}],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["a", "b"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    pod_ = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+    answer = http.post("/api/v1/namespaces/default/pods", json=pod_)
+    want = (
+        'Pod "p" is invalid: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuring'
+        "Execution.nodeSelectorTerms[0].matchFields[0].values: Required value: must be only one "
+        "value when `operator` is 'In' or 'NotIn' for node field selector"
+    )
+    assert (answer.status_code, answer.json()["message"]) == (422, want)

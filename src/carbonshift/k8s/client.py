@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
@@ -87,7 +88,28 @@ class InvalidError(KubeError):
     """422: the change breaks a validation rule."""
 
 
+class ForbiddenError(KubeError):
+    """403: RBAC does not grant our identity this verb on this resource; a misconfiguration
+    to fix in the shipped RBAC, not an outage (trying again changes nothing)."""
+
+    def denied(self) -> str:
+        """What was refused, as ``list pods`` (``list jobs.batch in namespace x``), read from
+        the API server's message (``responsewriters.forbiddenMessage``); else the message."""
+        found = _DENIED.search(str(self))
+        if found is None:
+            return str(self)
+        verb, resource, group, namespace = found.groups()
+        where = f" in namespace {namespace}" if namespace else ""
+        return f"{verb} {resource}{'.' + group if group else ''}{where}"
+
+
+_DENIED = re.compile(
+    r'cannot (\S+) resource "([^"]+)" in API group "([^"]*)"(?: in the namespace "([^"]*)")?'
+)
+
+
 _BY_STATUS: dict[int, type[KubeError]] = {
+    403: ForbiddenError,
     409: ConflictError,
     410: GoneError,
     404: NotFoundError,

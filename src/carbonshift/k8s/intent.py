@@ -38,6 +38,7 @@ __all__ = [
     "DEADLINE",
     "FLUIDOS_DEADLINE",
     "HOLD_GATE",
+    "HUB_LABEL",
     "MANAGED_LABEL",
     "POWER",
     "RUNTIME",
@@ -57,6 +58,9 @@ Kind = Literal["Pod", "Job"]
 
 ANNOTATION_PREFIX = "carbonshift.io/"
 MANAGED_LABEL = "carbonshift.io/managed"
+HUB_LABEL = "carbonshift.io/hub"
+"""``"true"`` on a hub Job: the multi-cluster hub's, never this controller's or its webhook's
+(the two may run on one cluster; Kueue Workloads and AppWrappers are the hub's by kind)."""
 DEADLINE = "carbonshift.io/deadline"
 RUNTIME = "carbonshift.io/expected-runtime"
 CRITICAL = "carbonshift.io/critical"
@@ -220,6 +224,8 @@ def _pod_spec(obj: Obj) -> Obj:
 def _opted_in(obj: Obj, config: ControllerConfig) -> tuple[bool, str]:
     """(opted in, why) -- or raises InputError for an unusable managed label."""
     meta = obj.get("metadata") or {}
+    if (meta.get("labels") or {}).get(HUB_LABEL) == "true":
+        return False, f"label {HUB_LABEL}=true: a hub Job, the carbonshift hub's to place"
     label = (meta.get("labels") or {}).get(MANAGED_LABEL)
     if label is not None:
         value = str(label).strip().lower()

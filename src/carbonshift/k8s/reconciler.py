@@ -738,12 +738,15 @@ class Controller:
             affinity = {
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
+                        # terms are ORed; a field selector takes one value per requirement
+                        # (validateNodeFieldSelectorRequirement: 422 otherwise)
                         "nodeSelectorTerms": [
                             {
                                 "matchFields": [
-                                    {"key": "metadata.name", "operator": "In", "values": nodes}
+                                    {"key": "metadata.name", "operator": "In", "values": [node]}
                                 ]
                             }
+                            for node in nodes
                         ]
                     }
                 }

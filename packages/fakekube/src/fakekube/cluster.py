@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from fakekube.api import FakeApi
+from fakekube.auth import Authenticator
 from fakekube.clock import Clock, format_time
 from fakekube.controllers import run_controllers
 from fakekube.errors import ConfigError
@@ -61,6 +62,8 @@ class FakeKubeConfig:
     """Seed for generated names and fault draws."""
     custom_resources: tuple[Obj, ...] = ()
     """CustomResourceDefinition objects to install at start-up."""
+    rbac: bool = False
+    """Authorize every resource request by RBAC (fakekube.auth); False: everyone is admin."""
 
     def __post_init__(self) -> None:
         if self.nodes < 0:
@@ -84,6 +87,9 @@ class FakeCluster:
         self.clock = Clock(config.start, virtual=config.virtual_time, speed=config.speed)
         self.api = FakeApi(self.registry, self.store, self.clock, seed=config.seed)
         self.faults = FaultInjector(config.seed)
+        self.auth = Authenticator()
+        self.rbac = config.rbac
+        """Whether RBAC is enforced now (``FakeKube.enforce_rbac`` turns it on after setup)."""
         self.host = "127.0.0.1:0"
         self._kick: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []

@@ -215,6 +215,7 @@ def validate_pod_spec(
         errs.append(
             unsupported(f"{path}.restartPolicy", spec.get("restartPolicy"), restart_policies)
         )
+    errs += _validate_node_affinity(spec, path)
     gates = spec.get("schedulingGates") or []
     seen: set[str] = set()
     for i, gate in enumerate(gates):
@@ -224,6 +225,36 @@ def validate_pod_spec(
         elif name in seen:
             errs.append(duplicate(f"{path}.schedulingGates[{i}]", name))
         seen.add(name)
+    return errs
+
+
+def _validate_node_affinity(spec: Obj, path: str) -> list[FieldError]:
+    """Required node affinity's field selectors, as ``validateNodeFieldSelectorRequirement``
+    (``pkg/apis/core/validation``): ``In``/``NotIn`` with exactly one value, key
+    ``metadata.name`` only (one value per requirement: pin several nodes with one term each)."""
+    errs: list[FieldError] = []
+    required_ = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    where = f"{path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    for i, term in enumerate(required_.get("nodeSelectorTerms") or []):
+        for j, req in enumerate((term or {}).get("matchFields") or []):
+            at = f"{where}.nodeSelectorTerms[{i}].matchFields[{j}]"
+            if req.get("operator") in ("In", "NotIn"):
+                if len(req.get("values") or []) != 1:
+                    errs.append(
+                        required(
+                            f"{at}.values",
+                            "must be only one value when `operator` is 'In' or 'NotIn' for "
+                            "node field selector",
+                        )
+                    )
+            else:
+                errs.append(
+                    invalid(f"{at}.operator", req.get("operator"), "not a valid selector operator")
+                )
+            if req.get("key") != "metadata.name":
+                errs.append(invalid(f"{at}.key", req.get("key"), "not a valid field selector key"))
     return errs
 
 
@@ -317,8 +348,8 @@ def _strip_empty(value: Any) -> Any:
 
 
 def _validate_pod_update(old: Obj, new: Obj) -> list[FieldError]:
-    errs: list[FieldError] = []
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    errs: list[FieldError] = _validate_node_affinity(new_spec, "spec")
     old_tols, new_tols = old_spec.get("tolerations") or [], new_spec.get("tolerations") or []
     for tol in old_tols:
         if tol in new_tols:

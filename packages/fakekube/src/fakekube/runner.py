@@ -33,13 +33,16 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 
 
-def write_kubeconfig(path: Path, base_url: str, *, namespace: str = "default") -> Path:
-    """A kubeconfig with one context ``fakekube`` pointing at ``base_url`` (no credentials)."""
+def write_kubeconfig(
+    path: Path, base_url: str, *, namespace: str = "default", token: str = ""
+) -> Path:
+    """A kubeconfig with one context ``fakekube`` pointing at ``base_url`` (``token``: a
+    bearer token, else no credentials)."""
     config = {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "fakekube", "cluster": {"server": base_url}}],
-        "users": [{"name": "fakekube", "user": {}}],
+        "users": [{"name": "fakekube", "user": {"token": token} if token else {}}],
         "contexts": [
             {
                 "name": "fakekube",
@@ -163,6 +166,28 @@ class FakeKube:
         """Route webhook calls for Service ``namespace/name`` to ``url`` (https://127.0.0.1:P)."""
         self._run(self.cluster.api.service_endpoints.__setitem__, (namespace, name), url)
 
+    # -- identities -----------------------------------------------------------------------
+
+    def service_account_kubeconfig(
+        self, namespace: str, name: str, path: Path | None = None
+    ) -> Path:
+        """A kubeconfig that authenticates as ServiceAccount ``namespace/name`` (a bearer
+        token, valid while the ServiceAccount exists); written next to the admin one."""
+        token = self._run(self.cluster.auth.issue, namespace, name)
+        target = path or self.kubeconfig.with_name(f"kubeconfig-{namespace}-{name}")
+        return write_kubeconfig(target, self.base_url, namespace=namespace, token=token)
+
+    def enforce_rbac(self, on: bool = True) -> None:
+        """Turn RBAC enforcement on (or off) for a running cluster, e.g. after a fixture has
+        set it up as the admin; as ``FakeKubeConfig(rbac=True)`` from the start."""
+        self._run(setattr, self.cluster, "rbac", on)
+
+    @property
+    def admin_token(self) -> str:
+        """The bearer token of ``kubernetes-admin`` (group ``system:masters``), which the
+        kubeconfig at :attr:`kubeconfig` carries."""
+        return self.cluster.auth.admin_token
+
     @property
     def resource_version(self) -> int:
         return self.cluster.store.rv
@@ -251,7 +276,9 @@ def run_fakekube(
         target=_serve, args=(cluster, sock, server, started, box), name="fakekube", daemon=True
     )
     with tempfile.TemporaryDirectory(prefix="fakekube-") as tmp:
-        path = write_kubeconfig(kubeconfig or Path(tmp) / "kubeconfig", base_url)
+        path = write_kubeconfig(
+            kubeconfig or Path(tmp) / "kubeconfig", base_url, token=cluster.auth.admin_token
+        )
         thread.start()
         started.wait(30)
         while "error" not in box and not server.started and thread.is_alive():

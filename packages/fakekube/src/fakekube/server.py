@@ -26,6 +26,8 @@ from starlette.routing import Route
 from fakekube._errors import ApiError
 from fakekube._protobuf import decode_object
 from fakekube.api import PATCH_TYPES
+from fakekube.auth import Identity, authorize, forbidden, impersonate
+from fakekube.auth import Request as AuthRequest
 from fakekube.cluster import FakeCluster
 from fakekube.faults import Fault
 from fakekube.resources import ALL_VERBS, ResourceType
@@ -357,6 +359,8 @@ def build_app(cluster: FakeCluster) -> Starlette:
         if rt.namespaced and target.name and target.namespace is None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         verb = _verb(request.method, bool(target.name), watch)
+        if cluster.rbac:
+            check_access(request, rt, verb, target)
         fault = cluster.faults.pick(verb, rt.plural, target.name)
         if fault is not None:
             if fault.latency_s:
@@ -469,6 +473,36 @@ def build_app(cluster: FakeCluster) -> Starlette:
             return _json(answer, 202 if pending else 200)
         raise ApiError.method_not_allowed(
             f"the server does not allow this method on the requested resource ({method})"
+        )
+
+    def check_access(request: Request, rt: ResourceType, verb: str, target: _Target) -> None:
+        who = identity(request)
+        sub = target.sub
+        wanted = AuthRequest(
+            verb if sub != "binding" else "create",
+            rt.group,
+            rt.plural,
+            sub,
+            target.namespace or "",
+            target.name if not (verb == "create" and not sub) else "",
+        )
+        if not authorize(who, wanted, cluster.registry, cluster.store):
+            raise forbidden(who, wanted)
+
+    def identity(request: Request) -> Identity:
+        sa_rt = cluster.api.kind("ServiceAccount")
+
+        def sa_exists(namespace: str, name: str) -> bool:
+            return cluster.store.peek(sa_rt, namespace, name) is not None
+
+        who = cluster.auth.authenticate(request.headers, sa_exists)
+        groups = request.headers.getlist("impersonate-group")
+        return impersonate(
+            who,
+            request.headers.get("impersonate-user"),
+            groups,
+            cluster.registry,
+            cluster.store,
         )
 
     def list_response(

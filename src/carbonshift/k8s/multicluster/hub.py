@@ -41,9 +41,9 @@ from typing import Any
 
 from carbonshift.carbon.series import CarbonSeries
 from carbonshift.errors import CarbonshiftError, InputError
-from carbonshift.k8s.client import ConflictError, NotFoundError
+from carbonshift.k8s.client import ConflictError, ForbiddenError, NotFoundError
 from carbonshift.k8s.clock import Clock
-from carbonshift.k8s.intent import MANAGED_LABEL, RUNTIME, NotHeld
+from carbonshift.k8s.intent import HUB_LABEL, MANAGED_LABEL, RUNTIME, NotHeld
 from carbonshift.k8s.multicluster.api import HubApi, connect_kubeconfig_text
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.inventory import (
@@ -87,6 +87,7 @@ from carbonshift.k8s.multicluster.workloads import (
     spoke_job_names,
 )
 from carbonshift.k8s.nodes import fits_a_node, usable_allocatables
+from carbonshift.k8s.owned import owned_fields
 from carbonshift.k8s.planner import CarbonSource, carbon_source_for, slot_floor
 from carbonshift.units import parse_utc
 
@@ -282,6 +283,18 @@ class HubController:
         except NotFoundError as exc:
             spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
             return
+        except ForbiddenError as exc:
+            # The spoke answers, but its RBAC refuses us: a misconfiguration, never an outage.
+            # It gets no new work; what is placed there stays (not recalled: down_since off).
+            message = (
+                f"the hub's identity in spoke {spec.name} cannot {exc.denied()}; grant it in "
+                f"spoke-rbac.yaml ({str(exc)[:300]})"
+            )
+            if spoke.health != "Forbidden":
+                self._event(now, spec.name, "forbidden", spec.name, message)
+            spoke.failures, spoke.down_since = 0, None
+            spoke.healthy, spoke.health, spoke.message = False, "Forbidden", message
+            return
         except InputError as exc:
             spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
             return
@@ -375,7 +388,7 @@ class HubController:
         candidates: list[tuple[Kind, Obj]] = [
             ("Job", j)
             for j in jobs
-            if (j["metadata"].get("labels") or {}).get(MANAGED_LABEL) == "true"
+            if (j["metadata"].get("labels") or {}).get(HUB_LABEL) == "true"  # the hub's Jobs only
             and QUEUE_LABEL not in (j["metadata"].get("labels") or {})
             and HUB_UID_LABEL not in (j["metadata"].get("labels") or {})
         ]
@@ -465,7 +478,11 @@ class HubController:
         labels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _TEMPLATE_LABELS}
         tmeta["labels"] = labels
         tmeta.setdefault("annotations", {})[RUNTIME] = f"{int(w.remaining.total_seconds())}s"
-        body_labels = {k: v for k, v in (meta.get("labels") or {}).items() if k != MANAGED_LABEL}
+        body_labels = {
+            k: v
+            for k, v in (meta.get("labels") or {}).items()
+            if k not in (MANAGED_LABEL, HUB_LABEL)
+        }
         body_labels[HUB_UID_LABEL] = w.uid
         body_labels[MANAGED_LABEL] = "false"  # a spoke's own carbonshift must not hold it again
         annotations = {
@@ -620,13 +637,32 @@ class HubController:
         status = w.obj.get("status") or {}
         if status.get("clusterName"):
             return
+        # Kueue requires external dispatchers to write nominatedClusterNames as
+        # kueue-admission (kubernetes-sigs/kueue PR #5782), the manager Kueue's own
+        # server-side applies of status.admission and the conditions use; an apply that
+        # named only our field would delete those (the workload loses its quota
+        # reservation). So, as Kueue's dispatcher (multikueue ``dispatcher.nominate`` ->
+        # ``workload.PatchAdmissionStatus``, which applies the whole admission status):
+        # read what the manager owns, set our field, apply it all, guarded by the
+        # resourceVersion read (a 409 is retried next pass).
+        path = _path("Workload", meta["namespace"], meta["name"])
+        live = await self.hub.get(path)
+        if (live.get("status") or {}).get("clusterName"):
+            return  # dispatched meanwhile
+        owned = owned_fields(live, self.config.field_manager, subresource="status")
+        body_status = dict(owned.get("status") or {})
+        body_status["nominatedClusterNames"] = [cluster]
         await self.hub.apply(
-            _path("Workload", meta["namespace"], meta["name"]) + "/status",
+            path + "/status",
             {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "apiVersion": live.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
                 "kind": "Workload",
-                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
-                "status": {"nominatedClusterNames": [cluster]},
+                "metadata": {
+                    "name": meta["name"],
+                    "namespace": meta["namespace"],
+                    "resourceVersion": live["metadata"]["resourceVersion"],
+                },
+                "status": body_status,
             },
             self.config.field_manager,
         )

@@ -58,7 +58,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from carbonshift.errors import CarbonshiftError
 from carbonshift.k8s.client import NotFoundError
-from carbonshift.k8s.intent import MANAGED_LABEL
+from carbonshift.k8s.intent import HUB_LABEL
 from carbonshift.k8s.leader import LeaderElector
 from carbonshift.k8s.multicluster.hub import HubController, HubEvent
 from carbonshift.k8s.multicluster.inventory import CARBONCLUSTERS
@@ -100,6 +100,7 @@ REASONS: dict[str, tuple[str, str]] = {
     "cleaned": ("Cleaned", "Normal"),
     "recalled": ("RecalledFromLostSpoke", "Warning"),
     "unreachable": ("SpokeUnreachable", "Warning"),
+    "forbidden": ("SpokeForbidden", "Warning"),
     "healthy": ("SpokeHealthy", "Normal"),
     "kubeconfig-refused": ("KubeconfigRefused", "Warning"),
 }
@@ -327,6 +328,8 @@ class HubObserver:
                 text = f"spoke copy deleted from spoke {cluster}"
             case "unreachable":
                 text = f"spoke {cluster} does not answer; no new work goes there{detail}"
+            case "forbidden":
+                text = f"spoke {cluster} refuses the hub (RBAC); no new work goes there{detail}"
             case "healthy":
                 text = f"spoke {cluster} answers; it gets work again"
             case "kubeconfig-refused":
@@ -507,7 +510,7 @@ class HubObserver:
         hub = self.controller.hub
         lists: dict[Kind, list[Obj]] = {}
         sources: tuple[tuple[Kind, str, dict[str, str]], ...] = (
-            ("Job", JOBS, {"labelSelector": f"{MANAGED_LABEL}=true"}),
+            ("Job", JOBS, {"labelSelector": f"{HUB_LABEL}=true"}),
             ("Workload", WORKLOADS, {}),
             ("AppWrapper", APPWRAPPERS, {}),
         )

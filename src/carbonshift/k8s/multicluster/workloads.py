@@ -28,6 +28,7 @@ from typing import Any, Literal
 from carbonshift.errors import InputError
 from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import (
+    HUB_LABEL,
     MANAGED_LABEL,
     Intent,
     NotHeld,
@@ -243,8 +244,11 @@ def read_workload(
         return NotHeld(f"{kind} has no Job to read its intent from")
     view = copy.deepcopy(view)
     view["kind"] = "Job"
-    if kind != "Job":  # the hold is our gate / admission check, not a label
-        view.setdefault("metadata", {}).setdefault("labels", {}).setdefault(MANAGED_LABEL, "true")
+    labels = view.setdefault("metadata", {}).setdefault("labels", {})
+    # a hub Job opts in by the hub label (which the one-cluster reading refuses); the other
+    # kinds by our gate / admission check
+    if kind != "Job" or labels.pop(HUB_LABEL, None) == "true":
+        labels.setdefault(MANAGED_LABEL, "true")
     intent = read_intent(view, config, now)
     if isinstance(intent, NotHeld):
         return intent

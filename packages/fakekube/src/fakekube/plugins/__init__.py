@@ -5,20 +5,18 @@ The CRDs of :mod:`.crds` install through ``FakeKubeConfig(custom_resources=all_c
 
 from fakekube.plugins.crds import (
     APPWRAPPER_API,
-    CARBONCLUSTER_API,
     KUEUE_API,
     all_crds,
     appwrapper_crd,
-    carboncluster_crd,
     kueue_crds,
+    upstream_crds,
 )
 
 __all__ = [
     "APPWRAPPER_API",
-    "CARBONCLUSTER_API",
     "KUEUE_API",
     "all_crds",
     "appwrapper_crd",
-    "carboncluster_crd",
     "kueue_crds",
+    "upstream_crds",
 ]

@@ -54,9 +54,10 @@ def _check(answer: httpx.Response) -> None:
 class FakeClient:
     """JSON verbs against one fake cluster; a 404 on get answers None."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, token: str = "") -> None:
         self.base_url = base_url
-        self.http = httpx.AsyncClient(base_url=base_url, timeout=30)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=30, headers=headers)
         self.writes = 0
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -119,6 +120,18 @@ class FakeClient:
         )
         return self._written(answer, path)
 
+    async def apply(self, path: str, body: Obj, field_manager: str) -> bool:
+        """Server-side apply (force) as ``field_manager``; :class:`WriteConflictError` on a
+        409 (e.g. a stale ``metadata.resourceVersion`` in ``body``); False when gone."""
+        answer = await self._send(
+            "PATCH",
+            path,
+            params={"fieldManager": field_manager, "force": "true"},
+            content=json.dumps(body),
+            headers={"Content-Type": "application/apply-patch+yaml"},
+        )
+        return self._written(answer, path)
+
     def _written(self, answer: httpx.Response, path: str) -> bool:
         """True when a write landed; False when the object is gone; raises on a 409."""
         if answer.status_code == 404:
@@ -149,9 +162,14 @@ class Emulator:
     #: passes :meth:`settle` takes at most by default
     max_passes = 10
 
-    def __init__(self, hub_url: str, workers: Mapping[str, str]) -> None:
-        self.hub = FakeClient(hub_url)
-        self.workers = {name: FakeClient(url) for name, url in workers.items()}
+    def __init__(
+        self, hub_url: str, workers: Mapping[str, str], tokens: Mapping[str, str] | None = None
+    ) -> None:
+        # tokens: bearer token per base URL, for clusters that enforce RBAC (the admin's:
+        # the emulated Kueue and MCAD run as cluster-wide system controllers)
+        tokens = tokens or {}
+        self.hub = FakeClient(hub_url, tokens.get(hub_url, ""))
+        self.workers = {name: FakeClient(url, tokens.get(url, "")) for name, url in workers.items()}
         self.failures = 0
         self.created: dict[str, int] = {}
         """Objects created in workers, per hub object (``namespace/name``)."""

@@ -22,16 +22,15 @@ status subresource.
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 __all__ = [
     "APPWRAPPER_API",
-    "CARBONCLUSTER_API",
     "KUEUE_API",
     "all_crds",
     "appwrapper_crd",
     "appwrapper_schema",
-    "carboncluster_crd",
     "crd",
     "kueue_crds",
     "kueue_schemas",
@@ -39,7 +38,6 @@ __all__ = [
 
 Obj = dict[str, Any]
 
-CARBONCLUSTER_API = "carbonshift.io/v1alpha1"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 APPWRAPPER_API = "workload.codeflare.dev/v1beta1"
 
@@ -90,23 +88,6 @@ def crd(
             ],
         },
     }
-
-
-def carboncluster_crd() -> Obj:
-    """The spoke inventory: one ``CarbonCluster`` per spoke, named as in plans."""
-    return crd(
-        "carbonshift.io",
-        "CarbonCluster",
-        "carbonclusters",
-        versions=("v1alpha1",),
-        namespaced=False,
-        short_names=("ccl",),
-        printer_columns=(
-            {"name": "Zone", "type": "string", "jsonPath": ".spec.zone"},
-            {"name": "Health", "type": "string", "jsonPath": ".status.health"},
-            {"name": "Forecast-Age", "type": "integer", "jsonPath": ".status.forecastAgeSeconds"},
-        ),
-    )
 
 
 # -- schema pieces ---------------------------------------------------------------------------
@@ -510,6 +491,31 @@ def appwrapper_crd() -> Obj:
     )
 
 
+def upstream_crds(*sets: str) -> tuple[Obj, ...]:
+    """The real CRDs shipped unchanged in ``plugins/upstream/<set>/`` (``"kueue"``,
+    ``"mcad"``; none given: every set), sorted by file name; fresh copies each call."""
+    return copy.deepcopy(tuple(c for name in sets or ("kueue", "mcad") for c in _upstream(name)))
+
+
+@functools.cache
+def _upstream(name: str) -> tuple[Obj, ...]:
+    # parsed once per process: the Workload CRD alone is 1.3 MB of YAML (seconds to parse)
+    import importlib
+    import importlib.resources
+
+    yaml: Any = importlib.import_module("yaml")  # no type stubs installed
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    folder = importlib.resources.files("fakekube.plugins") / "upstream" / name
+    return tuple(
+        yaml.load(entry.read_text(), Loader=loader)
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".yaml")
+    )
+
+
 def all_crds() -> tuple[Obj, ...]:
-    """Every CRD above, for ``FakeKubeConfig(custom_resources=all_crds())``."""
-    return (carboncluster_crd(), *kueue_crds(), appwrapper_crd())
+    """The emulations' hand-written CRDs (Kueue, AppWrapper), for
+    ``FakeKubeConfig(custom_resources=all_crds())``. The product's own CRDs (carbonshift's
+    CarbonCluster) come from its repository (``deploy/hub/crd-carboncluster.yaml``), passed
+    in as dicts: fakekube never imports or copies them."""
+    return (*kueue_crds(), appwrapper_crd())

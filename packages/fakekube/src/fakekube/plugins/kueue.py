@@ -119,6 +119,7 @@ PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 WORKER_LOST_SINCE = "kueue.x-k8s.io/multikueue-worker-lost-since"
 #: ``multiKueue.origin`` of Kueue's Configuration (default)
 ORIGIN = "multikueue"
+ADMISSION_MANAGER = "kueue-admission"
 _WL = "workloads"
 
 
@@ -338,9 +339,14 @@ class KueueEmulator(Emulator):
     max_passes = 20
 
     def __init__(
-        self, hub_url: str, workers: Mapping[str, str], *, worker_lost_timeout_s: float = 900.0
+        self,
+        hub_url: str,
+        workers: Mapping[str, str],
+        *,
+        worker_lost_timeout_s: float = 900.0,
+        tokens: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(hub_url, workers)
+        super().__init__(hub_url, workers, tokens)
         self.worker_lost_timeout_s = worker_lost_timeout_s
         self.remote_creates = 0
         self.evictions = 0
@@ -495,11 +501,26 @@ class KueueEmulator(Emulator):
     # -- one Workload ------------------------------------------------------------------------
 
     async def _write(self, wl: Obj, status: Obj) -> None:
+        """The Workload's status as real Kueue writes it: server-side apply of the whole
+        admission status as field manager ``kueue-admission`` (force, with the read
+        resourceVersion: ``workload.ApplyAdmissionStatus`` / ``PrepareWorkloadPatch``), so
+        that manager owns ``admission``, the conditions and the check states; another writer
+        applying as ``kueue-admission`` without them drops them, as on a real server."""
         if status == (wl.get("status") or {}):
             return
         meta = wl["metadata"]
         path = api_path(KUEUE_API, _WL, meta["namespace"], meta["name"])
-        await self.hub.replace_status(path, {**wl, "status": status})
+        body = {
+            "apiVersion": KUEUE_API,
+            "kind": "Workload",
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "resourceVersion": meta["resourceVersion"],
+            },
+            "status": status,
+        }
+        await self.hub.apply(f"{path}/status", body, ADMISSION_MANAGER)
 
     async def _workload(self, wl: Obj, p: _Pass) -> None:
         status = copy.deepcopy(wl.get("status") or {})

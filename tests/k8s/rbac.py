@@ -1,0 +1,77 @@
+"""Install the shipped deploy/ RBAC into a fake cluster and hand out its ServiceAccount's
+kubeconfig: the product under test never runs as an all-powerful client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fakekube import FakeKube
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+RBAC_KINDS = ("ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
+
+CONTROLLER_RBAC = (DEPLOY / "base" / "serviceaccount.yaml", DEPLOY / "base" / "rbac.yaml")
+HUB_RBAC = (DEPLOY / "hub" / "deployment.yaml", DEPLOY / "hub" / "rbac.yaml")
+SPOKE_RBAC = (DEPLOY / "hub" / "spoke-rbac.yaml",)
+NAMESPACE = "carbonshift-system"
+
+
+def rbac_documents(paths: Iterable[Path], namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    """The RBAC objects (and ServiceAccounts) of ``paths``, namespaced as kustomize would."""
+    docs: list[dict[str, Any]] = []
+    for path in paths:
+        for doc in yaml.safe_load_all(path.read_text()):
+            if not doc or doc.get("kind") not in RBAC_KINDS:
+                continue
+            if doc["kind"] in ("ServiceAccount", "Role", "RoleBinding"):
+                doc["metadata"].setdefault("namespace", namespace)
+            docs.append(doc)
+    return docs
+
+
+def install(kube: FakeKube, paths: Iterable[Path], *, extra: Iterable[dict[str, Any]] = ()) -> None:
+    """Create the RBAC objects of ``paths`` (and ``extra``) as the admin, in their namespace."""
+    for doc in [*rbac_documents(paths), *extra]:
+        kube.create(doc)
+
+
+def spoke_binding(namespace: str, name: str) -> dict[str, Any]:
+    """spoke-rbac.yaml's ClusterRole bound to ServiceAccount ``namespace/name`` (its file says:
+    bind it to the identity whose kubeconfig the hub's Secret holds)."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "carbonshift-spoke"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "carbonshift-spoke",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }
+
+
+def spoke_identity(
+    kube: FakeKube,
+    name: str = "carbonshift-hub-remote",
+    *,
+    rbac_files: tuple[Path, ...] = SPOKE_RBAC,
+) -> Path:
+    """A spoke's ServiceAccount bound to the ClusterRole of ``rbac_files`` (default: the
+    shipped spoke-rbac.yaml); its kubeconfig."""
+    for obj in (
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+        },
+    ):
+        kube.create(obj)
+    install(kube, rbac_files, extra=[spoke_binding(NAMESPACE, name)])
+    return kube.service_account_kubeconfig(NAMESPACE, name)
