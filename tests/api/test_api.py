@@ -165,9 +165,9 @@ def test_marginal_outage_with_no_cache_is_a_503_with_retry_after(
         ),
         pytest.param(
             "/emissions/bylocations",
-            {"location": "DE", "time": "2026-03-01T00:00Z", "toTime": "2026-03-10T00:00Z"},
+            {"location": "DE", "time": "2026-01-01T00:00Z", "toTime": "2026-03-10T00:00Z"},
             400,
-            "longer than 168 h",
+            "longer than 31 days",
             id="range-too-long",
         ),
         pytest.param(

@@ -332,6 +332,7 @@ def create_app(
             regions=regions or RegionTable(),
             max_locations=cfg.max_locations,
             horizon_hours=cfg.default_horizon_hours,
+            max_range_hours=cfg.max_range_hours,
         ),
     )
 

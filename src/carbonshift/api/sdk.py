@@ -67,6 +67,8 @@ AnswerFn = Callable[[str, datetime, datetime, int, CiKind], Answer]
 ProvenanceFn = Callable[[Answer], dict[str, Any]]
 
 _EMISSIONS_SLOT_MINUTES = 60
+#: longest range of past emissions one request may ask (asked in pieces the app allows)
+MAX_EMISSIONS_DAYS = 31
 
 # query parameter types shared by the routes (module level: annotations are resolved here)
 KindQuery = Annotated[
@@ -93,6 +95,7 @@ class SdkContext:
     regions: RegionTable
     max_locations: int = 50
     horizon_hours: int = 24
+    max_range_hours: int = 7 * 24
 
 
 class SdkInputError(InputError):
@@ -340,26 +343,39 @@ class _Sdk:
         hi = min(hi, floor_to_slot(now, slot) + timedelta(minutes=slot))  # measured data only
         if hi <= lo:
             return []
+        if hi - lo > timedelta(days=MAX_EMISSIONS_DAYS):
+            raise SdkInputError(
+                "toTime",
+                f"the range {format_utc(lo)} to {format_utc(hi)} is longer than "
+                f"{MAX_EMISSIONS_DAYS} days; ask a shorter range (or several)",
+            )
         ci_kind = kind or self.ctx.kind
+        piece = timedelta(hours=self.ctx.max_range_hours)
         out: list[dict[str, Any]] = []
         for name, zone in pairs:
-            answer = self.ctx.answer(zone, lo, hi, slot, ci_kind)
-            provenance = self.ctx.provenance(answer)
-            window = answer.window
-            for moment, value in zip(window.slot_starts(), window.values_g_per_kwh, strict=True):
-                if math.isnan(float(value)):
-                    continue
-                out.append(
-                    {
-                        **provenance,
-                        "location": name,
-                        "zone": zone,
-                        "time": moment,
-                        "rating": float(value),
-                        "duration": _timespan(window.slot_minutes),
-                    }
-                )
+            piece_start = lo
+            while piece_start < hi:
+                piece_end = min(hi, piece_start + piece)
+                answer = self.ctx.answer(zone, piece_start, piece_end, slot, ci_kind)
+                out.extend(self._points(name, zone, answer))
+                piece_start = piece_end
         return out
+
+    def _points(self, name: str, zone: str, answer: Answer) -> list[dict[str, Any]]:
+        provenance = self.ctx.provenance(answer)
+        window = answer.window
+        return [
+            {
+                **provenance,
+                "location": name,
+                "zone": zone,
+                "time": moment,
+                "rating": float(value),
+                "duration": _timespan(window.slot_minutes),
+            }
+            for moment, value in zip(window.slot_starts(), window.values_g_per_kwh, strict=True)
+            if not math.isnan(float(value))
+        ]
 
     # -- averages --------------------------------------------------------------------------
     def average(

@@ -18,6 +18,13 @@ def command(
     ),
     max_jobs: int = typer.Option(2000, "--max-jobs", min=1, help="Most jobs per /v1/plan."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+    region_map: str | None = typer.Option(
+        None,
+        "--region-map",
+        help="A JSON or YAML file mapping cloud region names to zone ids (name: zone), added "
+        "to the built-in Azure/AWS table of the Carbon Aware SDK routes "
+        "(default $CARBONSHIFT_REGION_MAP).",
+    ),
     policy_module: list[str] = typer.Option(
         [],
         "--policy-module",
@@ -33,12 +40,18 @@ def command(
     then: curl 'http://127.0.0.1:8080/emissions/forecasts/current?location=DE&windowSize=180'
 
     Your own policies: carbonshift serve --policy-module my_policy.greenest
+
+    Your own region names: carbonshift serve --region-map regions.yaml (lines like
+    'my-dc-frankfurt: DE'); then: curl 'http://127.0.0.1:8080/emissions/bylocation?location=eastus'
     """
     import dataclasses
+    import os
+    from pathlib import Path
 
     import uvicorn
 
     from carbonshift.api import ApiSettings, create_app
+    from carbonshift.api.regions import RegionTable
     from carbonshift.carbon.providers import ProviderSettings, build_chains
     from carbonshift.carbon.series import CiKind
     from carbonshift.errors import InputError
@@ -56,8 +69,12 @@ def command(
     settings = ProviderSettings.from_env()
     if offline:
         settings = dataclasses.replace(settings, offline=True)
+    regions = RegionTable()
+    region_file = region_map or os.environ.get("CARBONSHIFT_REGION_MAP") or None
+    if region_file:
+        regions = regions.with_file(Path(region_file))
     chains = build_chains(settings)
-    app = create_app(chains, settings=ApiSettings(kind=ci_kind, max_jobs=max_jobs))
+    app = create_app(chains, settings=ApiSettings(kind=ci_kind, max_jobs=max_jobs), regions=regions)
     typer.echo(
         f"carbonshift serve on http://{host}:{port} (docs at /docs); chains: "
         + "; ".join(f"{k.value}: {','.join(c.names)}" for k, c in chains.chains.items())
