@@ -592,3 +592,37 @@ def test_docs_render_in_headless_chromium(page: str, want_text: str, tmp_path: P
     assert want_text in dom, (result.returncode, result.stderr[-2000:])
     # rendered, not just the empty shell the server sent
     assert len(dom) > 20_000
+
+
+# -- an SDK client -------------------------------------------------------------------------------
+
+
+def test_carbonshifts_own_sdk_client_reads_this_server_by_azure_region(tmp_path: Path) -> None:
+    # carbonshift's carbon-aware-sdk source is a client written against the SDK's WebAPI: it
+    # asks bylocations for the past and forecasts/current for the rest, by region name
+    from carbonshift.carbon.embedded import load_series
+    from carbonshift.carbon.providers import CarbonAwareSdkProvider, DiskCache
+    from carbonshift.carbon.providers.zones import ZoneTable
+
+    start = datetime(2022, 7, 19, 8, tzinfo=UTC)
+    with LoopbackServer(offline_app()) as server:
+        client = CarbonAwareSdkProvider(
+            server.url,
+            kind=CiKind.DIRECT,
+            zones=ZoneTable(carbon_aware_sdk={"US-MIDA-PJM": "eastus"}),
+            clock=ManualClock(SDK_NOW),
+            cache=DiskCache(tmp_path),
+        )
+        try:
+            series = client.fetch("US-MIDA-PJM", start, start + timedelta(hours=10), CiKind.DIRECT)
+        finally:
+            client.close()
+    truth = load_series("US-MIDA-PJM")
+
+    def at(of: Any, moment: datetime) -> float:
+        index = int((moment - of.start).total_seconds() // 60) // of.step_minutes
+        return float(of.values_g_per_kwh[index])
+
+    past = [start + timedelta(hours=h) for h in range(5)]  # 08:00 to 12:00, before "now"
+    assert [at(series, t) for t in past] == pytest.approx([at(truth, t) for t in past])
+    assert series.end >= start + timedelta(hours=10)
