@@ -112,7 +112,7 @@ def test_carbon_routes_never_fail_with_5xx(
         if value is not None:
             params.append((name, value))
     if window is not None:
-        params.append(("windowSize" if "forecasts" in path else "slotMinutes", window))
+        params.append(("windowSize" if "forecasts" in path else "durationMinutes", window))
     if kind is not None:
         params.append(("kind", kind))
     response = offline_client.get(path, params=params)

@@ -626,3 +626,70 @@ def test_carbonshifts_own_sdk_client_reads_this_server_by_azure_region(tmp_path:
     past = [start + timedelta(hours=h) for h in range(5)]  # 08:00 to 12:00, before "now"
     assert [at(series, t) for t in past] == pytest.approx([at(truth, t) for t in past])
     assert series.end >= start + timedelta(hours=10)
+
+
+class GappySignal:
+    """Hourly values 100, 200, ... with one hour missing (NaN) at 16:00."""
+
+    def window(
+        self,
+        zone: str,
+        start: datetime,
+        end: datetime,
+        *,
+        slot_minutes: int = 60,
+        kind: CiKind = CiKind.DIRECT,
+    ) -> Any:
+        import numpy as np
+
+        from carbonshift.carbon.series import SignalWindow
+
+        n = int((end - start).total_seconds() // 60) // slot_minutes
+        values = np.array([100.0 * (i + 1) for i in range(n)])
+        gap = int((datetime(2022, 7, 19, 16, tzinfo=UTC) - start).total_seconds() // 3600)
+        if 0 <= gap < n:
+            values[gap] = np.nan
+        return SignalWindow(zone, kind, start, end, slot_minutes, values, source="gappy")
+
+
+def test_windows_over_a_gap_in_the_data_are_left_out() -> None:
+    chains = ChainSet(
+        chains={CiKind.DIRECT: FallbackChain(CiKind.DIRECT, [], floor=GappySignal())},
+        providers={},
+    )
+    app = create_app(chains, clock=ManualClock(SDK_NOW))
+    with TestClient(app) as client:
+        response = client.get(
+            "/emissions/forecasts/current",
+            params={
+                "location": "eastus",
+                "dataStartAt": "2022-07-19T14:00:00Z",
+                "dataEndAt": "2022-07-19T19:00:00Z",
+                "windowSize": 120,
+            },
+        )
+        clear_of_gap = client.get(
+            "/emissions/average-carbon-intensity",
+            params={
+                "location": "eastus",
+                "startTime": "2022-07-19T11:00Z",
+                "endTime": "2022-07-19T13:00Z",
+            },
+        )
+        over_gap = client.get(
+            "/emissions/average-carbon-intensity",
+            params={
+                "location": "eastus",
+                "startTime": "2022-07-19T15:30Z",
+                "endTime": "2022-07-19T16:30Z",
+            },
+        )
+    assert clear_of_gap.status_code == 200, clear_of_gap.text
+    assert clear_of_gap.json()["carbonIntensity"] == pytest.approx(150.0)  # 100 and 200
+    assert over_gap.status_code == 400
+    assert "have gaps" in over_gap.json()["detail"]
+    assert response.status_code == 200, response.text
+    (forecast,) = response.json()
+    hours = [parse(p["timestamp"]).hour for p in forecast["forecastData"]]
+    assert hours == [14, 17]  # 15:00 and 16:00 windows hold the missing hour
+    assert [p["value"] for p in forecast["optimalDataPoints"]] == [150.0]

@@ -45,7 +45,7 @@ from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt
 
 from carbonshift.api.advice import floor_to_slot
 from carbonshift.api.models import EmissionsData, EmissionsDataPoint, Provenance
@@ -165,7 +165,7 @@ class ForecastBatch(BaseModel):
     location: str | None = Field(None, examples=["eastus"], max_length=64)
     dataStartAt: datetime | None = Field(None, examples=["2022-06-01T14:00:00Z"])
     dataEndAt: datetime | None = Field(None, examples=["2022-06-01T18:00:00Z"])
-    windowSize: int | None = Field(None, examples=[30])
+    windowSize: StrictInt | None = Field(None, examples=[30])
 
 
 class SdkLocation(BaseModel):
@@ -235,26 +235,31 @@ def rolling_means(
     slot_minutes: int,
     values: Sequence[float] | np.ndarray,
     window_starts: Sequence[datetime],
-    window_minutes: int,
+    window_minutes: float,
 ) -> list[float]:
     """Time-weighted means of a step series over ``[s, s + window_minutes)`` for each start.
 
     The series holds ``values[i]`` over ``[start + i x slot, start + (i+1) x slot)``; windows
-    must lie inside it.
+    must lie inside it. A window over a missing value (NaN) has a NaN mean.
     """
-    vals = np.asarray(values, dtype=float)
+    raw = np.asarray(values, dtype=float)
+    missing = np.isnan(raw).astype(float)
+    vals = np.where(missing > 0, 0.0, raw)
     n = len(vals)
-    cum = np.concatenate([[0.0], np.cumsum(vals)])  # integral in slot units at slot edges
 
-    def integral(offsets: np.ndarray) -> np.ndarray:
+    def integral(of: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        # the integral of a step series (in slot units) from its start to each offset
+        cum = np.concatenate([[0.0], np.cumsum(of)])
         index = np.clip(np.floor(offsets).astype(int), 0, n - 1)
-        result: np.ndarray = cum[index] + vals[index] * (offsets - index)
+        result: np.ndarray = cum[index] + of[index] * (offsets - index)
         return result
 
     slot_s = slot_minutes * 60.0
     lo = np.array([(to_utc(s) - start).total_seconds() / slot_s for s in window_starts])
     hi = lo + window_minutes / slot_minutes
-    means: np.ndarray = (integral(hi) - integral(lo)) / (hi - lo)
+    means: np.ndarray = (integral(vals, hi) - integral(vals, lo)) / (hi - lo)
+    gaps = integral(missing, hi) - integral(missing, lo) > 1e-9
+    means[gaps] = np.nan
     return [float(v) for v in means]
 
 
@@ -398,7 +403,15 @@ class _Sdk:
         slot = _EMISSIONS_SLOT_MINUTES
         lo, hi = floor_to_slot(start, slot), _ceil_to_slot(end, slot)
         answer = self.ctx.answer(zone, lo, hi, slot, kind or self.ctx.kind)
-        mean = self._mean(answer, lo, slot, start, end)
+        got = answer.window
+        minutes = (end - start).total_seconds() / 60.0
+        (mean,) = rolling_means(got.start, got.slot_minutes, got.values_g_per_kwh, [start], minutes)
+        if math.isnan(mean):
+            raise SdkInputError(
+                "location",
+                f"the data of {location!r} have gaps between {format_utc(start)} and "
+                f"{format_utc(end)}; ask another range",
+            )
         return {
             **self.ctx.provenance(answer),
             "location": location,
@@ -407,22 +420,6 @@ class _Sdk:
             "endTime": endTime,
             "carbonIntensity": mean,
         }
-
-    @staticmethod
-    def _mean(answer: Answer, lo: datetime, slot: int, start: datetime, end: datetime) -> float:
-        minutes = (end - start).total_seconds() / 60.0
-        vals = answer.window.values_g_per_kwh
-        cum = np.concatenate([[0.0], np.cumsum(vals)])
-        slot_s = slot * 60.0
-        a = (start - lo).total_seconds() / slot_s
-        b = (end - lo).total_seconds() / slot_s
-        n = len(vals)
-
-        def integral(x: float) -> float:
-            i = min(max(math.floor(x), 0), n - 1)
-            return float(cum[i] + vals[i] * (x - i))
-
-        return (integral(b) - integral(a)) * slot / minutes
 
     # -- forecasts -------------------------------------------------------------------------
     def forecast(
@@ -466,12 +463,13 @@ class _Sdk:
         while moment + timedelta(minutes=window) <= end:
             starts.append(moment)
             moment += step
-        values = rolling_means(lo, res, answer.window.values_g_per_kwh, starts, window)
-        points = [
-            {"location": name, "timestamp": s, "duration": window, "value": v}
-            for s, v in zip(starts, values, strict=True)
+        got = answer.window
+        values = rolling_means(got.start, got.slot_minutes, got.values_g_per_kwh, starts, window)
+        kept = [(s, v) for s, v in zip(starts, values, strict=True) if not math.isnan(v)]
+        points = [  # a window over a gap in the source's data has no mean: left out
+            {"location": name, "timestamp": s, "duration": window, "value": v} for s, v in kept
         ]
-        best = min(values) if values else None
+        best = min((v for _s, v in kept), default=None)
         return {
             **self.ctx.provenance(answer),
             "generatedAt": min(answer.window.stale_since or answer.now, requested_at),
