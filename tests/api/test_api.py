@@ -27,7 +27,8 @@ def parse(text: str) -> datetime:
 
 
 def test_forecast_current_has_the_sdk_shape_and_the_lowest_window(client: TestClient) -> None:
-    start = T0 - timedelta(hours=12)
+    # the SDK's forecastData is the rolling average of windowSize minutes, one per data point
+    start = T0
     response = client.get(
         "/emissions/forecasts/current",
         params={
@@ -39,10 +40,10 @@ def test_forecast_current_has_the_sdk_shape_and_the_lowest_window(client: TestCl
     )
     assert response.status_code == 200, response.text
     (forecast,) = response.json()
-    values = [em_value(start + timedelta(hours=i)) for i in range(24)]
-    assert [p["value"] for p in forecast["forecastData"]] == values
-    assert {p["duration"] for p in forecast["forecastData"]} == {60}
-    means = [sum(values[i : i + 3]) / 3 for i in range(22)]
+    values = [em_value(start + timedelta(hours=i)) for i in range(12)]
+    means = [sum(values[i : i + 3]) / 3 for i in range(10)]
+    assert [p["value"] for p in forecast["forecastData"]] == pytest.approx(means)
+    assert {p["duration"] for p in forecast["forecastData"]} == {180}
     want_index = means.index(min(means))
     (optimal,) = forecast["optimalDataPoints"]
     assert parse(optimal["timestamp"]) == start + timedelta(hours=want_index)
@@ -110,7 +111,7 @@ def test_outage_answers_from_embedded_replay_with_a_stale_age(
     assert parse(forecast["staleSince"]) == datetime(2024, 1, 1, tzinfo=UTC)
     assert forecast["staleAgeSeconds"] > 0
     assert "HTTP 503" in forecast["fallback"][0]
-    assert len(forecast["forecastData"]) == 24
+    assert len(forecast["forecastData"]) == 24 - 2 + 1  # 2 h windows in the 24 h forecast
 
 
 def test_marginal_outage_with_no_cache_is_a_503_with_retry_after(
@@ -133,58 +134,54 @@ def test_marginal_outage_with_no_cache_is_a_503_with_retry_after(
         pytest.param(
             "/emissions/forecasts/current",
             {},
-            422,
-            "query.location: Field required",
+            400,
+            "The location field is required.",
             id="no-location",
         ),
         pytest.param(
             "/emissions/forecasts/current",
             {"location": "DE", "kind": "green"},
-            422,
-            "query.kind: Input should be 'direct', 'lca', 'marginal' or 'index'",
+            400,
+            "The value 'green' is not valid for kind.",
             id="bad-kind",
         ),
         pytest.param(
             "/emissions/forecasts/current",
             {
                 "location": "DE",
-                "dataStartAt": "2026-03-10T12:00Z",
-                "dataEndAt": "2026-03-10T10:00Z",
+                "dataStartAt": "2026-03-10T16:00Z",
+                "dataEndAt": "2026-03-10T14:00Z",
             },
             400,
-            "not after its start",
+            "dataStartAt must be before dataEndAt",
             id="end-before-start",
         ),
         pytest.param(
             "/emissions/forecasts/current",
-            {
-                "location": "DE",
-                "dataStartAt": "2026-03-01T00:00Z",
-                "dataEndAt": "2026-03-20T00:00Z",
-            },
+            {"location": "DE", "dataStartAt": "2026-03-01T00:00Z"},
             400,
-            "longer than 168 h",
+            "is outside the forecast data",
+            id="start-before-the-forecast",
+        ),
+        pytest.param(
+            "/emissions/bylocations",
+            {"location": "DE", "time": "2026-01-01T00:00Z", "toTime": "2026-03-10T00:00Z"},
+            400,
+            "longer than 31 days",
             id="range-too-long",
         ),
         pytest.param(
             "/emissions/forecasts/current",
-            {"location": "DE", "windowSize": 3000},
+            {"location": "DE", "windowSize": -5},
             400,
-            "does not fit",
-            id="window-longer-than-range",
-        ),
-        pytest.param(
-            "/emissions/forecasts/current",
-            {"location": "DE", "windowSize": 0},
-            422,
-            "greater than or equal to 1",
-            id="zero-window",
+            "negative",
+            id="negative-window",
         ),
         pytest.param(
             "/emissions/forecasts/current",
             {"location": "DE", "dataStartAt": "soon"},
-            422,
-            "query.dataStartAt",
+            400,
+            "The value 'soon' is not valid for dataStartAt.",
             id="bad-time",
         ),
         pytest.param(
@@ -208,7 +205,9 @@ def test_bad_requests_get_a_clear_4xx(
 ) -> None:
     response = client.get(path, params=params)
     assert response.status_code == want_status, response.text
-    assert want_detail in response.json()["detail"]
+    body = response.json()
+    assert body["title"]
+    assert want_detail in (body["detail"] or "") + str(body["errors"])
 
 
 def test_too_many_locations(client: TestClient) -> None:
@@ -423,11 +422,15 @@ def test_served_over_a_real_uvicorn_on_loopback() -> None:
         health = httpx.get(server.url + "/healthz", timeout=10)
         forecast = httpx.get(
             server.url + "/emissions/forecasts/current",
+            params={"location": "CA-ON", "windowSize": 240},
+            timeout=10,
+        )
+        past = httpx.get(
+            server.url + "/emissions/bylocations",
             params={
-                "location": "CA-ON",
-                "dataStartAt": "2023-06-01T00:00Z",
-                "dataEndAt": "2023-06-02T00:00Z",
-                "windowSize": 240,
+                "location": "canadacentral",
+                "time": "2023-06-01T00:00Z",
+                "toTime": "2023-06-02T00:00Z",
             },
             timeout=10,
         )
@@ -439,9 +442,11 @@ def test_served_over_a_real_uvicorn_on_loopback() -> None:
     assert forecast.status_code == 200
     (body,) = forecast.json()
     assert body["source"] == "embedded"
-    assert body["replayed"] is False
-    assert len(body["forecastData"]) == 24
-    assert bad.status_code == 422
+    assert len(body["forecastData"]) == 24 - 4 + 1
+    assert past.status_code == 200
+    assert len(past.json()) == 24
+    assert {(p["zone"], p["replayed"]) for p in past.json()} == {("CA-ON", False)}
+    assert bad.status_code == 400
 
 
 def test_refused_credentials_are_a_502(client: TestClient, chains: ChainSet) -> None:

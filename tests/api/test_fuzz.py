@@ -21,7 +21,13 @@ from carbonshift.carbon.series import CiKind
 
 FUZZED = {
     "/emissions/forecasts/current",
+    "/emissions/forecasts/batch",
+    "/emissions/bylocations",
+    "/emissions/bylocation",
     "/emissions/bylocations/best",
+    "/emissions/average-carbon-intensity",
+    "/emissions/average-carbon-intensity/batch",
+    "/locations",
     "/v1/advise",
     "/v1/plan",
     "/v1/policies",
@@ -74,7 +80,15 @@ kinds = st.one_of(st.none(), st.sampled_from(["direct", "lca", "marginal", "inde
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
-    path=st.sampled_from(["/emissions/forecasts/current", "/emissions/bylocations/best"]),
+    path=st.sampled_from(
+        [
+            "/emissions/forecasts/current",
+            "/emissions/bylocations/best",
+            "/emissions/bylocations",
+            "/emissions/bylocation",
+            "/emissions/average-carbon-intensity",
+        ]
+    ),
     locations=st.lists(zones, max_size=3),
     start=times,
     end=times,
@@ -92,11 +106,13 @@ def test_carbon_routes_never_fail_with_5xx(
 ) -> None:
     params: list[tuple[str, Any]] = [("location", z) for z in locations]
     names = ("dataStartAt", "dataEndAt") if "forecasts" in path else ("time", "toTime")
+    if "average" in path:
+        names = ("startTime", "endTime")
     for name, value in zip(names, (start, end), strict=True):
         if value is not None:
             params.append((name, value))
     if window is not None:
-        params.append(("windowSize" if "forecasts" in path else "slotMinutes", window))
+        params.append(("windowSize" if "forecasts" in path else "durationMinutes", window))
     if kind is not None:
         params.append(("kind", kind))
     response = offline_client.get(path, params=params)
@@ -196,4 +212,40 @@ def test_advise_never_fails_with_5xx(offline_client: TestClient, body: dict[str,
 )
 def test_plan_never_fails_with_5xx(offline_client: TestClient, body: Any, policy: str) -> None:
     response = offline_client.post("/v1/plan", params={"policy": policy}, json=body)
+    assert response.status_code < 500, response.text
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    path=st.sampled_from(
+        ["/emissions/forecasts/batch", "/emissions/average-carbon-intensity/batch"]
+    ),
+    body=st.one_of(
+        json_values,
+        st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "location": st.one_of(zones, json_values),
+                    "requestedAt": times,
+                    "dataStartAt": times,
+                    "dataEndAt": times,
+                    "startTime": times,
+                    "endTime": times,
+                    "windowSize": st.one_of(st.integers(-5, 20000), json_values),
+                },
+            ),
+            max_size=3,
+        ),
+    ),
+)
+def test_sdk_batches_never_fail_with_5xx(
+    offline_client: TestClient, path: str, body: object
+) -> None:
+    response = offline_client.post(path, json=body)
     assert response.status_code < 500, response.text

@@ -38,20 +38,18 @@ from carbonshift.api.advice import (
     JobAsk,
     Run,
     advise_job,
-    best_window,
-    floor_to_slot,
     power_w_of,
 )
 from carbonshift.api.models import (
     AdviseRequest,
     AdviseResponse,
-    EmissionsData,
-    EmissionsDataPoint,
-    EmissionsForecast,
     Problem,
     Provenance,
     RunOption,
 )
+from carbonshift.api.regions import RegionTable
+from carbonshift.api.sdk import SdkContext
+from carbonshift.api.sdk import install as install_sdk
 from carbonshift.api.solves import BusyError, ClientGoneError, SolveRunner
 from carbonshift.carbon.freshness import Freshness, FreshnessBoard
 from carbonshift.carbon.providers import (
@@ -60,7 +58,6 @@ from carbonshift.carbon.providers import (
     Clock,
     Secret,
     SystemClock,
-    check_zone_name,
     unit_of,
 )
 from carbonshift.carbon.series import CiKind
@@ -359,22 +356,17 @@ def _duration_of(text: str, what: str, most_hours: int) -> timedelta:
     return duration
 
 
-def _timespan(minutes: int) -> str:
-    hours, rest = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    text = f"{hours:02d}:{rest:02d}:00"
-    return f"{days}.{text}" if days else text
-
-
 def create_app(
     chains: ChainSet,
     *,
     settings: ApiSettings | None = None,
     clock: Clock | None = None,
     solves: SolveRunner | None = None,
+    regions: RegionTable | None = None,
 ) -> FastAPI:
     """The advice API over ``chains`` (one fall-back chain per signal kind); ``solves`` runs
-    ``/v1/plan`` solves (its ``stop_all`` is called when the app shuts down)."""
+    ``/v1/plan`` solves (its ``stop_all`` is called when the app shuts down); ``regions``
+    maps cloud region names to zones for the Carbon Aware SDK routes (default: built-in)."""
     cfg = settings or ApiSettings()
     clk = clock or SystemClock()
     metrics = _Metrics()
@@ -395,6 +387,8 @@ def create_app(
             "endpoints, advice and planning (CONTRACTS.md v1). Every carbon answer states its "
             "signal kind, unit, source and staleness."
         ),
+        docs_url=None,  # served offline by carbonshift.api.sdk.install_docs
+        redoc_url=None,
     )
     app.add_middleware(_BodyLimit, limit=cfg.max_body_bytes)
     app.add_middleware(_Guard, token=cfg.token, rate_per_minute=cfg.rate_per_minute)
@@ -479,14 +473,19 @@ def create_app(
             ],
         }
 
-    def _locations(location: list[str]) -> list[str]:
-        if not location:
-            raise InputError("give at least one location, like ?location=DE")
-        if len(location) > cfg.max_locations:
-            raise InputError(
-                f"{len(location)} locations asked; at most {cfg.max_locations} per request"
-            )
-        return [check_zone_name(zone, "location") for zone in location]
+    install_sdk(
+        app,
+        SdkContext(
+            answer=_answer,
+            provenance=_provenance,
+            clock=clk,
+            kind=cfg.kind,
+            regions=regions or RegionTable(),
+            max_locations=cfg.max_locations,
+            horizon_hours=cfg.default_horizon_hours,
+            max_range_hours=cfg.max_range_hours,
+        ),
+    )
 
     @app.get("/healthz", tags=["operations"])
     def healthz() -> dict[str, Any]:
@@ -510,98 +509,6 @@ def create_app(
     def prometheus() -> PlainTextResponse:
         """Prometheus metrics (text exposition format)."""
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    @app.get(
-        "/emissions/forecasts/current",
-        tags=["carbon-aware-sdk"],
-        response_model=list[EmissionsForecast],
-        responses=_ERRORS,
-    )
-    def forecasts_current(
-        location: Annotated[list[str], Query(description="zone(s), e.g. DE")],
-        dataStartAt: Annotated[datetime | None, Query(description="default: now")] = None,  # noqa: N803
-        dataEndAt: Annotated[datetime | None, Query(description="default: start + 24 h")] = None,  # noqa: N803
-        windowSize: Annotated[int, Query(ge=1, le=10080, description="minutes")] = 60,  # noqa: N803
-        kind: Annotated[
-            CiKind | None, Query(description="signal kind (default: the server's)")
-        ] = None,
-    ) -> list[dict[str, Any]]:
-        """The forecast of each location and its lowest-average window of ``windowSize``."""
-        ci_kind = kind or cfg.kind
-        now = clk.now()
-        resolution = math.gcd(windowSize, 60)
-        resolution = resolution if resolution >= 5 else 5
-        points = math.ceil(windowSize / resolution)
-        start = _time_of(dataStartAt, floor_to_slot(now, resolution), "dataStartAt")
-        end = _time_of(dataEndAt, start + timedelta(hours=cfg.default_horizon_hours), "dataEndAt")
-        out = []
-        for zone in _locations(location):
-            answer = _answer(zone, start, end, resolution, ci_kind)
-            values = answer.window.values_g_per_kwh
-            if points > len(values):
-                raise InputError(
-                    f"windowSize {windowSize} min does not fit between dataStartAt "
-                    f"{format_utc(start)} and dataEndAt {format_utc(end)}; widen the range or "
-                    "shrink the window"
-                )
-            index, mean = best_window(values, points)
-            slots = answer.window.slot_starts()
-            data = [
-                EmissionsDataPoint(location=zone, timestamp=t, duration=resolution, value=float(v))
-                for t, v in zip(slots, values, strict=True)
-            ]
-            optimal = EmissionsDataPoint(
-                location=zone, timestamp=slots[index], duration=windowSize, value=mean
-            )
-            out.append(
-                {
-                    **_provenance(answer),
-                    "generatedAt": answer.window.stale_since or answer.now,
-                    "requestedAt": now,
-                    "location": zone,
-                    "dataStartAt": start,
-                    "dataEndAt": end,
-                    "windowSize": windowSize,
-                    "optimalDataPoints": [optimal],
-                    "forecastData": data,
-                }
-            )
-        return out
-
-    @app.get(
-        "/emissions/bylocations/best",
-        tags=["carbon-aware-sdk"],
-        response_model=list[EmissionsData],
-        responses=_ERRORS,
-    )
-    def bylocations_best(
-        location: Annotated[list[str], Query(description="zone(s), e.g. DE")],
-        time: Annotated[datetime | None, Query(description="default: now")] = None,
-        toTime: Annotated[datetime | None, Query(description="default: time + 24 h")] = None,  # noqa: N803
-        slotMinutes: Annotated[int, Query(ge=5, le=1440)] = 60,  # noqa: N803
-        kind: Annotated[
-            CiKind | None, Query(description="signal kind (default: the server's)")
-        ] = None,
-    ) -> list[dict[str, Any]]:
-        """The lowest-rated slot over all locations between ``time`` and ``toTime``."""
-        ci_kind = kind or cfg.kind
-        start = _time_of(time, floor_to_slot(clk.now(), slotMinutes), "time")
-        end = _time_of(toTime, start + timedelta(hours=cfg.default_horizon_hours), "toTime")
-        best: dict[str, Any] | None = None
-        for zone in _locations(location):
-            answer = _answer(zone, start, end, slotMinutes, ci_kind)
-            values = answer.window.values_g_per_kwh
-            index = int(values.argmin())
-            if best is None or float(values[index]) < best["rating"]:
-                best = {
-                    **_provenance(answer),
-                    "location": zone,
-                    "time": answer.window.slot_starts()[index],
-                    "rating": float(values[index]),
-                    "duration": _timespan(slotMinutes),
-                }
-        assert best is not None
-        return [best]
 
     @app.post("/v1/advise", tags=["advice"], response_model=AdviseResponse, responses=_ERRORS)
     def advise(request: AdviseRequest) -> AdviseResponse:

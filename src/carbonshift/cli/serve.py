@@ -53,6 +53,13 @@ def command(
         help="Bind a non-loopback address without CARBONSHIFT_API_TOKEN (not advised).",
     ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+    region_map: str | None = typer.Option(
+        None,
+        "--region-map",
+        help="A JSON or YAML file mapping cloud region names to zone ids (name: zone), added "
+        "to the built-in Azure/AWS table of the Carbon Aware SDK routes "
+        "(default $CARBONSHIFT_REGION_MAP).",
+    ),
     policy_module: list[str] = typer.Option(
         [],
         "--policy-module",
@@ -71,8 +78,13 @@ def command(
     then: curl 'http://127.0.0.1:8080/emissions/forecasts/current?location=DE&windowSize=180'
 
     Your own policies: carbonshift serve --policy-module my_policy.greenest
+
+    Your own region names: carbonshift serve --region-map regions.yaml (lines like
+    'my-dc-frankfurt: DE'); then: curl 'http://127.0.0.1:8080/emissions/bylocation?location=eastus'
     """
     import dataclasses
+    import os
+    from pathlib import Path
 
     from carbonshift._extras import require
 
@@ -81,6 +93,7 @@ def command(
     import uvicorn
 
     from carbonshift.api import ApiSettings, create_app
+    from carbonshift.api.regions import RegionTable
     from carbonshift.api.solves import SolveRunner
     from carbonshift.carbon.providers import ProviderSettings, build_chains, read_secret
     from carbonshift.carbon.series import CiKind
@@ -106,6 +119,10 @@ def command(
     settings = ProviderSettings.from_env()
     if offline:
         settings = dataclasses.replace(settings, offline=True)
+    regions = RegionTable()
+    region_file = region_map or os.environ.get("CARBONSHIFT_REGION_MAP") or None
+    if region_file:
+        regions = regions.with_file(Path(region_file))
     chains = build_chains(settings)
     runner = SolveRunner(max_solves=max_solves)
     api_settings = ApiSettings(
@@ -116,7 +133,7 @@ def command(
         token=token,
         rate_per_minute=rate_limit,
     )
-    app = create_app(chains, settings=api_settings, solves=runner)
+    app = create_app(chains, settings=api_settings, solves=runner, regions=regions)
     typer.echo(
         f"carbonshift serve on http://{host}:{port} (docs at /docs; token "
         f"{'required' if token else 'off'}); chains: "
