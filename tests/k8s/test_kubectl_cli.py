@@ -125,6 +125,17 @@ async def test_kubectl_workloads_are_held_with_reasons_and_released_on_plan(
         assert await asyncio.to_thread(jsonpath, fakekube, "pod", "broken", state) == "not-held"
         events = await asyncio.to_thread(kubectl, fakekube, "get", "events", "-n", "batch")
         assert "Held" in events.stdout
+        # the state is a label too, so kubectl can select held work
+        held = await asyncio.to_thread(
+            kubectl, fakekube, "get", "pods,jobs", "-n", "batch", "-l",
+            "carbonshift.io/state=held", "-o", "name",
+        )  # fmt: skip
+        assert sorted(held.stdout.split()) == ["job.batch/backup", "pod/train"], held.stderr
+        not_held = await asyncio.to_thread(
+            kubectl, fakekube, "get", "pods", "-n", "batch", "-l",
+            "carbonshift.io/state=not-held", "-o", "name",
+        )  # fmt: skip
+        assert not_held.stdout.split() == ["pod/broken"], not_held.stderr
 
         seen: dict[str, datetime] = {}
         while fakekube.now() < START + timedelta(hours=20):
@@ -142,6 +153,11 @@ async def test_kubectl_workloads_are_held_with_reasons_and_released_on_plan(
         assert seen == {"train": pod_start, "backup": job_start}
         phase = await asyncio.to_thread(jsonpath, fakekube, "pod", "train", "{.status.phase}")
         assert phase == "Succeeded"
+        released = await asyncio.to_thread(
+            kubectl, fakekube, "get", "pods,jobs", "-n", "batch", "-l",
+            "carbonshift.io/state=released", "-o", "name",
+        )  # fmt: skip
+        assert sorted(released.stdout.split()) == ["job.batch/backup", "pod/train"]
     finally:
         await h.stop()
 

@@ -113,6 +113,13 @@ def _key(obj: Obj) -> str:
     return f"{obj.get('kind')}/{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
+def _state_label(annotations: Mapping[str, str]) -> Obj:
+    """The ``carbonshift.io/state`` label that mirrors the annotation of the same name, so
+    ``kubectl get pods -l carbonshift.io/state=held`` works (an RFC 3339 planned start is not
+    a valid label value, so only the state is a label)."""
+    return {"labels": {STATE: annotations[STATE]}} if STATE in annotations else {}
+
+
 def _annotations(obj: Obj) -> dict[str, str]:
     return dict((obj.get("metadata") or {}).get("annotations") or {})
 
@@ -630,6 +637,7 @@ class Controller:
             "metadata": {
                 "resourceVersion": job["metadata"]["resourceVersion"],
                 "annotations": {STATE: "held", REASON: "suspended by carbonshift on arrival"},
+                "labels": {STATE: "held"},
             },
             "spec": {"suspend": True},
         }
@@ -719,7 +727,8 @@ class Controller:
             return
         try:
             new = await self.kube.patch(
-                _path(obj), {"metadata": {"annotations": dict(annotations)}}
+                _path(obj),
+                {"metadata": {"annotations": dict(annotations), **_state_label(annotations)}},
             )
         except (NotFoundError, InvalidError, ConflictError) as exc:
             _LOG.info("annotating %s failed: %s", key, exc)
@@ -732,6 +741,7 @@ class Controller:
         meta: Obj = {
             "resourceVersion": obj["metadata"]["resourceVersion"],
             "annotations": {STATE: "released", RELEASED_AT: now, REASON: reason},
+            "labels": {STATE: "released"},
         }
         affinity: Obj | None = None
         if nodes:
