@@ -95,7 +95,7 @@ def simulate(
 class PlanResult:
     """A policy's plan for an instance, with its scores and feasibility check.
 
-    ``to_dict()`` / ``to_json()`` give the CONTRACTS.md plan format (with ``scores``).
+    ``to_dict()`` / ``to_json()`` give the docs/formats.md plan format (with ``scores``).
     """
 
     instance: Instance
@@ -134,7 +134,7 @@ class PlanResult:
         return {str(k): v for k, v in self.result.notes.items()}
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan as CONTRACTS.md's JSON object, with its ``scores``."""
+        """The plan as docs/formats.md's JSON object, with its ``scores``."""
         from carbonshift.formats import plan_to_dict
 
         return plan_to_dict(self.plan, self.scores)
@@ -162,7 +162,7 @@ def _instance(source: InstanceSource) -> Instance:
 
 
 def plan(instance: InstanceSource, policy: str = "caspian", **params: Any) -> PlanResult:
-    """Plan ``instance`` (an Instance, a CONTRACTS.md dict, or a JSON path) with ``policy``.
+    """Plan ``instance`` (an Instance, a docs/formats.md dict, or a JSON path) with ``policy``.
 
     ``policy`` is a registered name (``carbonshift plan --list-policies``) or
     ``package.module:function``; ``params`` are its parameters.

@@ -384,8 +384,8 @@ def create_app(
         version="1",
         description=(
             "When and where should a batch job run? Carbon Aware SDK compatible emissions "
-            "endpoints, advice and planning (CONTRACTS.md v1). Every carbon answer states its "
-            "signal kind, unit, source and staleness."
+            "endpoints, advice and planning (file formats version 1, docs/formats.md). Every "
+            "carbon answer states its signal kind, unit, source and staleness."
         ),
         docs_url=None,  # served offline by carbonshift.api.sdk.install_docs
         redoc_url=None,
@@ -567,7 +567,7 @@ def create_app(
         openapi_extra={
             "requestBody": {
                 "required": True,
-                "description": "a CONTRACTS.md v1 planning instance",
+                "description": "a format version 1 (docs/formats.md) planning instance",
                 "content": {
                     "application/json": {
                         "schema": {"type": "object"},
@@ -586,7 +586,7 @@ def create_app(
             list[str] | None, Query(description="policy parameter key=value, repeatable")
         ] = None,
     ) -> dict[str, Any]:
-        """A CONTRACTS.md plan (with ``scores``, ``status`` and ``feasible``) for an instance.
+        """A docs/formats.md plan (with ``scores``, ``status`` and ``feasible``) for an instance.
 
         The solve runs in a worker process with a wall-time budget; it is stopped when the
         client disconnects, when the budget is spent and when the server stops."""

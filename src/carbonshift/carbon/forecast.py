@@ -2,7 +2,7 @@
 
 A forecaster answers "what will the intensity of this zone be over the next ``horizon_slots``
 slots, as seen at ``issued_at``?" from a :class:`~carbonshift.carbon.series.CarbonSeries`.
-The names are those of CONTRACTS.md section 3:
+The names are those of docs/formats.md (scenario):
 
 ========================  ==============================================================
 ``oracle``                the actual values (perfect foresight)
@@ -70,7 +70,7 @@ class Forecaster(Protocol):
 
     @property
     def name(self) -> str:
-        """The registry name (CONTRACTS.md section 3)."""
+        """The registry name (docs/formats.md (scenario))."""
         ...
 
     def forecast(
@@ -455,7 +455,7 @@ class EwmaProfile(_HistoryForecaster):
 # --------------------------------------------------------------------------------------------
 # The registry.
 
-#: name -> factory(**params); the names of CONTRACTS.md section 3.
+#: name -> factory(**params); the names of docs/formats.md (scenario).
 FORECASTERS: dict[str, Callable[..., Forecaster]] = {
     "oracle": Oracle,
     "noisy-oracle": NoisyOracle,

@@ -1,6 +1,6 @@
 """Readers for carbon-intensity CSV files: the Electricity Maps export and ``timestamp,value``.
 
-Two formats (CONTRACTS.md section 3):
+Two formats (docs/formats.md (scenario)):
 
 - **Electricity Maps hourly export**: a ``Datetime (UTC)`` column (``YYYY-MM-DD HH:MM:SS``,
   hour-beginning, UTC; ISO 8601 with ``T``/``Z`` is accepted too) and intensity columns
@@ -268,7 +268,7 @@ def read_electricitymaps_csv(
     fill: GapFill | str = GapFill.ERROR,
     step_minutes: int | None = None,
 ) -> CarbonSeries:
-    """Read an Electricity Maps hourly export (CONTRACTS.md section 3); step 60 min by default.
+    """Read an Electricity Maps hourly export (docs/formats.md (scenario)); step 60 min by default.
 
     The zone is ``zone`` if given, else the file's ``Zone Id`` column, else the file's stem.
     """

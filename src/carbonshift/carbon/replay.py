@@ -1,4 +1,4 @@
-"""Replay: which time of the data answers for a time past its end (CONTRACTS.md section 3).
+"""Replay: which time of the data answers for a time past its end (docs/formats.md (scenario)).
 
 A time ``t`` at or past the end of a series takes the value at ``t - y x 364 days`` for the
 smallest ``y >= 1`` that lands inside the data. 364 days are 52 weeks: the source has the

@@ -56,7 +56,7 @@ class CarbonSeries:
 class SignalWindow:
     """Intensity over ``[start, end)`` in slots of ``slot_minutes`` (the last may be partial).
 
-    ``replayed_from`` is set when some values were replayed from earlier dates (CONTRACTS.md
+    ``replayed_from`` is set when some values were replayed from earlier dates (docs/formats.md
     section 3: t - y x 364 days, or whole weeks for short data); ``stale_since`` when a
     provider answered from an old cache.
     """

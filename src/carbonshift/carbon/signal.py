@@ -12,7 +12,7 @@ computed from its cumulative integral, vectorised with numpy (no Python loop per
 
 **Range.** Times before the start of the data raise
 :class:`~carbonshift.errors.DataRangeError`. Times past its end raise it too, naming the valid
-range, unless the signal (or the call) allows **replay** (CONTRACTS.md section 3,
+range, unless the signal (or the call) allows **replay** (docs/formats.md (scenario),
 :mod:`carbonshift.carbon.replay`): a time t past the data takes the value at
 ``t - y x 364 days`` for the smallest y >= 1 that lands inside the data (same weekday and UTC
 hour, the season kept within days); data shorter than 364 days replay whole weeks,

@@ -1,4 +1,4 @@
-"""``carbonshift plan``: run one policy on a CONTRACTS.md instance and write the plan."""
+"""``carbonshift plan``: run one policy on a docs/formats.md instance and write the plan."""
 
 from __future__ import annotations
 
@@ -126,7 +126,10 @@ def _report(
 
 def command(
     instance: Path | None = typer.Option(
-        None, "--instance", "-i", help="Planning instance JSON (CONTRACTS.md section 1)."
+        None,
+        "--instance",
+        "-i",
+        help="Planning instance JSON (docs/formats.md (planning instance)).",
     ),
     policy: str | None = typer.Option(
         None,

@@ -1,4 +1,4 @@
-"""``carbonshift simulate``: run a scenario (CONTRACTS.md section 3) against its baseline."""
+"""``carbonshift simulate``: run a scenario (docs/formats.md (scenario)) against its baseline."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ __all__ = ["command"]
 
 
 def command(
-    scenario: Path = typer.Argument(..., help="Scenario TOML file (CONTRACTS.md section 3)."),
+    scenario: Path = typer.Argument(..., help="Scenario TOML file (docs/formats.md (scenario))."),
     out: Path = typer.Option(..., "--out", help="Output folder for summary.json, jobs.csv, ..."),
     strict: bool = typer.Option(
         False, "--strict", help="Refuse a scenario with a job no cluster can hold."

@@ -2,7 +2,7 @@
 
 All values are frozen dataclasses with units in their names. Slot indexes are integers on
 the instance's time grid: a job started at slot ``s`` occupies ``s .. s + runtime_slots - 1``.
-Construction validates every invariant of CONTRACTS.md section 1 and raises
+Construction validates every invariant of docs/formats.md (planning instance) and raises
 :class:`~carbonshift.errors.InputError` naming the field, the value and the fix.
 """
 

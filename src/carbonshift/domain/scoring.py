@@ -1,4 +1,4 @@
-"""Scores and feasibility of a plan, exactly as CONTRACTS.md section 2 defines them.
+"""Scores and feasibility of a plan, exactly as docs/formats.md (plan) defines them.
 
 Everyone computes scores the same way (slot_h = slot_minutes / 60):
 
@@ -34,7 +34,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Scores:
-    """The scores of a plan (CONTRACTS.md section 2)."""
+    """The scores of a plan (docs/formats.md (plan))."""
 
     operational_g: float
     embodied_g: float

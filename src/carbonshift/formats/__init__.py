@@ -1,4 +1,4 @@
-"""Readers and writers of the contract files (CONTRACTS.md v1): instance and plan JSON."""
+"""Readers and writers of the contract files (version 1, docs/formats.md): instance and plan."""
 
 from carbonshift.formats._common import (
     amount_in,

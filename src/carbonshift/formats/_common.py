@@ -205,7 +205,7 @@ def read_json(path: Path, what: str) -> Any:
 
 
 def warn_unknown_fields(model: BaseModel, what: str, prefix: str = "") -> None:
-    """Log a warning for each field the reader ignored (CONTRACTS.md: ignore with a warning)."""
+    """Log a warning for each field the reader ignored (docs/formats.md: ignore with a warning)."""
     extra = model.model_extra or {}
     for key in extra:
         _LOG.warning("%s: ignoring unknown field %s%s", what, prefix, key)

@@ -1,4 +1,4 @@
-"""Planning instance JSON (CONTRACTS.md section 1, ``version: 1``).
+"""Planning instance JSON (docs/formats.md (planning instance), ``version: 1``).
 
 pydantic models check the wire shape at the edge; :func:`instance_from_dict` turns them into
 the frozen :class:`~carbonshift.domain.Instance`, whose own checks cover the cross-field
@@ -39,7 +39,7 @@ __all__ = ["instance_from_dict", "instance_to_dict", "read_instance", "write_ins
 
 def _version(value: Any) -> Any:
     if value != 1 or isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError("must be 1 (this reader speaks CONTRACTS.md v1)")
+        raise ValueError("must be 1 (this reader speaks format version 1 (docs/formats.md))")
     return 1
 
 
@@ -156,7 +156,7 @@ def instance_from_dict(data: Any, *, what: str = "instance") -> Instance:
 
 
 def instance_to_dict(instance: Instance) -> dict[str, Any]:
-    """The CONTRACTS.md JSON object of ``instance`` (every default written out)."""
+    """The docs/formats.md JSON object of ``instance`` (every default written out)."""
     out: dict[str, Any] = {
         "version": 1,
         "slot_minutes": instance.grid.slot_minutes,
@@ -204,5 +204,5 @@ def read_instance(path: Path) -> Instance:
 
 
 def write_instance(instance: Instance, path: Path) -> None:
-    """Write ``instance`` as CONTRACTS.md JSON (full float precision)."""
+    """Write ``instance`` as docs/formats.md JSON (full float precision)."""
     path.write_text(dumps_strict(instance_to_dict(instance), indent=1) + "\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Plan JSON (CONTRACTS.md section 2, ``version: 1``), with optional ``scores`` and ``bound``.
+"""Plan JSON (docs/formats.md (plan), ``version: 1``), with optional ``scores`` and ``bound``.
 
 Written as strict JSON: a non-finite number is refused (an undefined ratio is ``null``).
 """
@@ -102,7 +102,7 @@ def plan_from_dict(data: Any, *, what: str = "plan") -> Plan:
 def plan_to_dict(
     plan: Plan, scores: Scores | None = None, bound: PlanBound | None = None
 ) -> dict[str, Any]:
-    """The CONTRACTS.md JSON object of ``plan``; ``scores`` and ``bound`` added when given."""
+    """The docs/formats.md JSON object of ``plan``; ``scores`` and ``bound`` added when given."""
     out: dict[str, Any] = {
         "version": 1,
         "policy": plan.policy,
@@ -129,7 +129,7 @@ def read_plan(path: Path) -> Plan:
 def write_plan(
     plan: Plan, path: Path, scores: Scores | None = None, bound: PlanBound | None = None
 ) -> None:
-    """Write ``plan`` (and optional ``scores`` and ``bound``) as strict CONTRACTS.md JSON."""
+    """Write ``plan`` (and optional ``scores`` and ``bound``) as strict docs/formats.md JSON."""
     text = dumps_strict(plan_to_dict(plan, scores, bound), indent=1)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

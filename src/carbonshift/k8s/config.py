@@ -92,7 +92,9 @@ class PlanningSection(_Section):
 
     policy: str = Field("fluidos", description="planning policy (carbonshift plan --list-policies)")
     params: dict[str, Any] = Field(default_factory=dict, description="policy parameters")
-    forecast: str = Field("seasonal-day", description="forecaster name (CONTRACTS.md section 3)")
+    forecast: str = Field(
+        "seasonal-day", description="forecaster name (docs/formats.md (scenario))"
+    )
     forecast_params: dict[str, Any] = Field(
         default_factory=dict, description="forecaster parameters"
     )

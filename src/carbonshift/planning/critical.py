@@ -1,6 +1,6 @@
 """Critical jobs first: one wrapper that makes any policy honour ``critical``.
 
-CONTRACTS.md says a critical job should start as early as possible. Policies built around
+docs/formats.md says a critical job should start as early as possible. Policies built around
 an objective of their own (Caspian's LP, the CJPS roundings, FLUIDOS's least grams) have no
 place for that rule, so :func:`critical_first` applies it around them: each critical job,
 in release order, takes its earliest start that fits over all its allowed clusters (ties:

@@ -53,7 +53,7 @@ def unit_grams(arrays: InstanceArrays, *, embodied: bool = True) -> FloatArray:
     """Grams of one unit of each resource held one slot: ``(resources, clusters, slots)``.
 
     ``watts / 1000 * pue * slot_h * ci`` (operational) plus ``embodied_g_per_unit_hour *
-    slot_h`` (CONTRACTS.md section 2); without ``embodied`` the second term is left out.
+    slot_h`` (docs/formats.md (plan)); without ``embodied`` the second term is left out.
     """
     h = arrays.slot_hours
     op = (arrays.watts_per_unit * arrays.pue[:, None] / 1000.0 * h).T[:, :, None] * (

@@ -70,6 +70,6 @@ class PolicyResult:
     status: PlanStatus
     notes: Mapping[JobId, str] = field(default_factory=dict)
     stats: Mapping[str, float] = field(default_factory=dict)
-    #: the plan's certified ``bound`` object (CONTRACTS.md section 2), for the policies that
+    #: the plan's certified ``bound`` object (docs/formats.md (plan)), for the policies that
     #: prove one (``carbonshift``); None for the others
     bound: PlanBound | None = None

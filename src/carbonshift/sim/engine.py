@@ -1,4 +1,4 @@
-"""The discrete-time online simulator (CONTRACTS.md section 3 time rules).
+"""The discrete-time online simulator (docs/formats.md (scenario) time rules).
 
 Jobs arrive over time. Every ``replan_every_slots`` slots the policy receives a snapshot: the
 pending jobs as a planning :class:`~carbonshift.domain.Instance` whose slot 0 is now (release
@@ -53,7 +53,7 @@ PlanFn = Callable[[Instance, PlanContext], PolicyResult]
 #: Forecast for one cluster: (cluster index, issue time, horizon slots) -> g/kWh per slot.
 ForecastFn = Callable[[int, datetime, int], FloatArray]
 #: Future demand for CJPS: (hours since start, horizon slots) -> units of the first resource
-#: arriving in each slot (CONTRACTS.md ``future_demand``).
+#: arriving in each slot (docs/formats.md ``future_demand``).
 DemandFn = Callable[[float, int], FloatArray]
 #: Progress callback: (hours simulated, hours expected).
 ProgressFn = Callable[[float, float], None]
@@ -75,7 +75,7 @@ class SimCluster:
 
 @dataclass(frozen=True, slots=True)
 class SimConfig:
-    """Time settings of one run (CONTRACTS.md section 3 ``[simulation]``)."""
+    """Time settings of one run (docs/formats.md (scenario) ``[simulation]``)."""
 
     start: datetime
     hours: float
@@ -505,7 +505,7 @@ def _fits(
 
 
 def _job_carbon_g(config: SimConfig, cluster: SimCluster, rec: JobRecord) -> float:
-    """CONTRACTS.md ``carbon_g`` of one row: operational over the actual signal + embodied."""
+    """docs/formats.md ``carbon_g`` of one row: operational over the actual signal + embodied."""
     assert rec.start_h is not None
     assert rec.end_h is not None
     start = config.start + timedelta(hours=rec.start_h)

@@ -1,4 +1,4 @@
-"""What a simulation writes: ``summary.json``, ``jobs.csv`` and ``slots.csv`` (CONTRACTS.md 3).
+"""What a simulation writes: ``summary.json``, ``jobs.csv`` and ``slots.csv`` (docs/formats.md).
 
 ``summary.json`` holds at least the contract keys; numbers are written at full precision and
 an undefined ratio is ``null``. ``jobs.csv`` has one row per arrived job of the policy run
@@ -31,7 +31,7 @@ __all__ = [
     "write_summary",
 ]
 
-#: The summary.json keys CONTRACTS.md section 3 requires, in its order.
+#: The summary.json keys docs/formats.md (scenario) requires, in its order.
 SUMMARY_KEYS = (
     "policy",
     "baseline",

@@ -36,7 +36,7 @@ class SimulationResult:
 
     @property
     def summary(self) -> dict[str, Any]:
-        """``summary.json`` as a dict (the CONTRACTS.md keys and more); a copy."""
+        """``summary.json`` as a dict (the docs/formats.md keys and more); a copy."""
         return dict(self.runs.summary)
 
     def jobs_df(self) -> pd.DataFrame:

@@ -1,8 +1,8 @@
-"""The simulation scenario file (TOML) of CONTRACTS.md section 3, as a validated model.
+"""The simulation scenario file (TOML) of docs/formats.md (scenario), as a validated model.
 
 :func:`load_scenario` reads a scenario with :mod:`tomllib`, checks every key and value, and
 returns a frozen :class:`Scenario` whose paths are absolute (paths in the file are relative
-to the file). Defaults are exactly those of CONTRACTS.md section 3. Unknown keys in the named
+to the file). Defaults are exactly those of docs/formats.md (scenario). Unknown keys in the named
 tables (``[simulation]``, ``[[clusters]]``, ``[workload]``, and the top level) are refused
 with a "did you mean" hint; ``[policy_params]``, ``[baseline_params]`` and
 ``[forecast_params]`` are free tables checked by the policy and forecaster registries.

@@ -2,12 +2,12 @@
 
 - Vocabulary: :class:`WorkloadJob` (one job in real time) and :class:`Workload` (many, as
   numpy columns), with the :class:`ReadReport` of what a reader left out.
-- Readers: :func:`read_trace_csv` (CONTRACTS.md section 3), :func:`read_swf` (Parallel
+- Readers: :func:`read_trace_csv` (docs/formats.md (scenario)), :func:`read_swf` (Parallel
   Workloads Archive), :func:`read_gwf` (Grid Workloads Archive), :func:`read_workload` (by
   file name).
 - Synthetic families: :func:`caspian`, :func:`cjps`, :func:`co2_scheduler` (with
   :func:`analyse_pattern`), by name through :data:`GENERATORS` and :func:`generate`.
-- :func:`to_planning_jobs` and :func:`slot_times`: real time to slots (CONTRACTS.md
+- :func:`to_planning_jobs` and :func:`slot_times`: real time to slots (docs/formats.md
   section 3, "Time").
 - :func:`forecast_demand` and :func:`demand_forecast_error`: per-slot future demand (CJPS's
   ``future_demand``) from the workload's own past.

@@ -1,4 +1,4 @@
-"""From real time to slots: workload jobs become planning jobs (CONTRACTS.md section 3, "Time").
+"""From real time to slots: workload jobs become planning jobs (docs/formats.md (scenario), "Time").
 
 For a slot of ``slot_h`` hours and a planning origin ``origin_h`` (hours since the workload's
 start, where slot 0 begins):
@@ -9,7 +9,7 @@ start, where slot 0 begins):
   origin, never negative: ``max(0, ceil((submit_h - origin_h) / slot_h))``;
 - ``deadline_slot = floor((deadline_h - origin_h) / slot_h)`` (it may be negative: a job
   whose deadline has passed can only be late); a job without a deadline gets
-  ``horizon_slots`` (CONTRACTS.md section 1 default).
+  ``horizon_slots`` (docs/formats.md (planning instance) default).
 
 Quotients within 1e-9 slot of a whole number count as that number, so that 0.5 h on
 30-minute slots is exactly 1 slot despite floating point.

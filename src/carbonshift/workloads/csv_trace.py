@@ -1,4 +1,4 @@
-"""Reader of the trace CSV of CONTRACTS.md section 3 (the GAIA ``arrival_time,length,cpus``).
+"""Reader of the trace CSV of docs/formats.md (scenario) (the GAIA ``arrival_time,length,cpus``).
 
 Required columns: ``arrival_time`` (since the trace's start), ``length`` (exact run time) and
 ``cpus`` (units of ``resource`` the job holds), all in ``time_unit`` (``hours`` or

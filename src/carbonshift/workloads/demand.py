@@ -1,10 +1,10 @@
 """Forecasts of the demand that will arrive, per slot, from the workload's own past.
 
-CJPS reserves capacity for ``future_demand`` (CONTRACTS.md section 1: the forecast total
-demand of a resource arriving in each slot) and the CO2 scheduler limits releases by the
-predicted load. Here the forecast at planning time ``now_h`` (hours since the workload's
-start; slot ``k`` of the forecast covers ``[now_h + k slot, now_h + (k+1) slot)``) uses only
-jobs submitted before ``now_h``. Methods:
+CJPS reserves capacity for ``future_demand`` (docs/formats.md, planning instance: the
+forecast total demand of a resource arriving in each slot) and the CO2 scheduler limits
+releases by the predicted load. Here the forecast at planning time ``now_h`` (hours since
+the workload's start; slot ``k`` of the forecast covers
+``[now_h + k slot, now_h + (k+1) slot)``) uses only jobs submitted before ``now_h``. Methods:
 
 - ``seasonal-day``: for each forecast slot, the mean of the demand that arrived in the slot
   at the same time of day on each of the last ``days`` days whose slot lies fully in the

@@ -43,7 +43,7 @@ def read_workload(
 ) -> Workload:
     """Read a trace of any supported format.
 
-    ``resource`` defaults to ``gpu`` for the CSV (CONTRACTS.md section 3) and ``cpu`` for
+    ``resource`` defaults to ``gpu`` for the CSV (docs/formats.md (scenario)) and ``cpu`` for
     SWF and GWF logs (processors). ``time_unit`` applies to the CSV only (SWF and GWF are in
     seconds by definition).
     """

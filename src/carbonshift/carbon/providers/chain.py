@@ -9,7 +9,7 @@ value never stands in for an average one. Order of tries for each request:
    request;
 2. each source's cache however old, up to ``max_stale_s`` (the answer says how stale);
 3. average kinds only: the embedded Electricity Maps data, replayed for dates past its end
-   from t - y x 364 days (same weekday, hour and season; CONTRACTS.md section 3);
+   from t - y x 364 days (same weekday, hour and season; docs/formats.md (scenario));
 4. otherwise a :class:`ProviderUnavailableError` naming every failure, secrets removed.
 
 :meth:`FallbackChain.answer` returns the window with the trail of attempts;

@@ -503,7 +503,7 @@ def carbonshift(
     exact_max_starts: int = 400,
     exact_time_limit_s: float = 2.0,
 ) -> PolicyResult:
-    """The least operational + embodied grams (CONTRACTS.md scores; ``objective =
+    """The least operational + embodied grams (docs/formats.md scores; ``objective =
     operational``: operational grams only) with every deadline kept as a hard constraint,
     and a certified lower bound on the grams of any feasible all-on-time plan.
 
