@@ -35,7 +35,8 @@ def _client(**settings: Any) -> TestClient:
     return TestClient(create_app(chains, settings=ApiSettings(**settings)))
 
 
-FORECAST = "/emissions/forecasts/current?location=DE&dataStartAt=2023-06-01T00:00Z"
+# a past point in time (the SDK route answers emissions data, never the future)
+FORECAST = "/emissions/bylocation?location=DE&time=2023-06-01T00:00:00Z"
 
 
 @pytest.mark.parametrize(

@@ -152,7 +152,8 @@ async def put_secret(f: Fleet, config: dict[str, Any]) -> None:
         "metadata": {"name": "spoke-de", "namespace": HUB_NS},
         "data": {"kubeconfig": base64.b64encode(yaml.safe_dump(config).encode()).decode()},
     }
-    async with httpx.AsyncClient(base_url=f.hub.base_url) as http:
+    admin = {"Authorization": f"Bearer {f.hub.admin_token}"}  # the fake enforces RBAC
+    async with httpx.AsyncClient(base_url=f.hub.base_url, headers=admin) as http:
         answer = await http.put(f"/api/v1/namespaces/{HUB_NS}/secrets/spoke-de", json=body)
         answer.raise_for_status()
 
@@ -214,7 +215,8 @@ async def test_insecure_tls_needs_the_carbon_clusters_consent() -> None:
         assert status["health"] == "Misconfigured"
         assert "allowInsecureSkipTLSVerify" in status["message"]
 
-        async with httpx.AsyncClient(base_url=f.hub.base_url) as http:
+        admin = {"Authorization": f"Bearer {f.hub.admin_token}"}
+        async with httpx.AsyncClient(base_url=f.hub.base_url, headers=admin) as http:
             answer = await http.patch(
                 "/apis/carbonshift.io/v1alpha1/carbonclusters/de",
                 json={"spec": {"allowInsecureSkipTLSVerify": True}},

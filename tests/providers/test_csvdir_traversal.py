@@ -135,7 +135,13 @@ def test_the_api_answers_400_without_file_content(
         ("/emissions/bylocations/best", {"location": zone, "time": START.isoformat()}),
     ]:
         response = csv_client.get(path, params=params)
-        assert response.status_code in (400, 422), response.text
+        if response.status_code == 200:
+            # the SDK routes trim blanks around a location (as a client's typo); the answer
+            # is then the zone's own, never another file's
+            assert raw.strip() != raw, response.text
+            assert all(item["zone"] == raw.strip() for item in response.json())
+        else:
+            assert response.status_code in (400, 422), response.text
         assert "SECRET" not in response.text
         assert "OUT" not in response.text.replace("outside", "")
     response = csv_client.post(

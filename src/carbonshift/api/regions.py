@@ -238,7 +238,11 @@ def check_zone_id(zone: str, *, what: str = "zone") -> str:
     The safety rule every zone name passes (:func:`check_zone_name`: never a path) comes
     first; the SDK routes then ask for the stricter Electricity Maps shape.
     """
-    text = check_zone_name(zone.strip(), what)
+    text = zone.strip()
+    try:
+        check_zone_name(text, what)
+    except InputError:
+        text = ""  # refused below with the SDK routes' own message
     if not ZONE_PATTERN.match(text):
         raise InputError(
             f"{what} {zone!r} is not a zone id; give an Electricity Maps zone id in capitals, "
