@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from carbonshift.cli._params import parse_param_items
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.errors import InputError
 from carbonshift.formats import dumps_strict, null_if_undefined, read_instance, write_plan
@@ -31,19 +32,6 @@ class Format(StrEnum):
 
     TABLE = "table"
     JSON = "json"
-
-
-def _parse_params(items: list[str]) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(
-                f"--param {item!r} is not KEY=VALUE; write it like samples=50 "
-                "(carbonshift plan --list-policies shows each policy's parameters)"
-            )
-        params[key.strip()] = value.strip()
-    return params
 
 
 def _list_policies(fmt: Format) -> None:
@@ -168,6 +156,6 @@ def command(
         typer.echo(DEFAULT_NOTICE, err=True)
         policy = DEFAULT_POLICY
     problem = read_instance(instance)
-    result = run_policy(policy, problem, _parse_params(param))
+    result = run_policy(policy, problem, parse_param_items(param, example="samples=50"))
     write_plan(result.plan, out, score_plan(problem, result.plan), result.bound)
     _report(problem, result, out, fmt, with_explain)

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from carbonshift._extras import require
-from carbonshift.errors import InputError
+from carbonshift.cli._params import parse_param_items
 from carbonshift.sim.engine import ProgressFn
 from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.outputs import SUMMARY_KEYS, write_summary
@@ -66,7 +66,7 @@ def command(
         raise typer.BadParameter(f"--format {output_format!r}: use table or json")
     if not no_report:  # say so before the run, not after it
         require("matplotlib", needed_for="carbonshift simulate's plots (--no-report skips them)")
-    params = _parse_params(param) if param else None
+    params = parse_param_items(param, example="omega1=0.5") if param else None
     figure_style = FigureStyle(style, width_in=fig_width_in, dpi=dpi)
     experiment = with_policy(
         build_experiment(load_scenario(scenario), strict=strict), policy, params
@@ -111,16 +111,3 @@ def command(
     stdout.print(
         f"wrote {out}/summary.json, jobs.csv, slots.csv" + ("" if no_report else ", report.html")
     )
-
-
-def _parse_params(items: list[str]) -> dict[str, str]:
-    params: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(
-                f"--param {item!r} is not KEY=VALUE; write it like omega1=0.5 "
-                "(carbonshift plan --list-policies shows each policy's parameters)"
-            )
-        params[key.strip()] = value.strip()
-    return params
