@@ -44,7 +44,7 @@ def test_show_de_two_hour_slots_are_pairwise_means_of_the_source(
     assert [r["ci_g_per_kwh"] for r in rows] == pytest.approx(want, rel=1e-12)
     assert rows[0]["start"] == "2023-11-14T00:00:00Z"
     assert rows[-1]["start"] == "2023-11-15T22:00:00Z"
-    assert set(rows[0]) == {"start", "ci_g_per_kwh"}
+    assert set(rows[0]) == {"start", "ci_g_per_kwh", "suspect"}  # --outliers flag (default)
 
 
 def test_show_csv_lca_with_partial_last_slot(capsys: pytest.CaptureFixture[str]) -> None:
@@ -54,7 +54,7 @@ def test_show_csv_lca_with_partial_last_slot(capsys: pytest.CaptureFixture[str])
     )  # fmt: skip
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "start,ci_g_per_kwh"
+    assert lines[0] == "start,ci_g_per_kwh,suspect"
     assert [line.split(",")[0] for line in lines[1:]] == [
         "2023-11-14T00:00:00Z",
         "2023-11-14T02:00:00Z",
@@ -95,7 +95,8 @@ def test_show_from_a_csv_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         "--end", "2023-01-01T02:00Z", "--slot-minutes", "120", "--format", "json",
     )  # fmt: skip
     assert code == 0
-    assert json.loads(out) == [{"start": "2023-01-01T00:00:00Z", "ci_g_per_kwh": 20.0}]
+    want = [{"start": "2023-01-01T00:00:00Z", "ci_g_per_kwh": 20.0, "suspect": False}]
+    assert json.loads(out) == want
 
 
 def test_zones_json_lists_ids_and_aliases(capsys: pytest.CaptureFixture[str]) -> None:

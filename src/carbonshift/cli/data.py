@@ -19,6 +19,12 @@ from rich.table import Table
 from carbonshift._extras import pyplot
 from carbonshift.carbon.embedded import ATTRIBUTION, zone_catalogue
 from carbonshift.carbon.potential import ShiftingPotential, shifting_potential
+from carbonshift.carbon.quality import (
+    BoolArray,
+    OutlierAction,
+    apply_outlier_action,
+    suspect_in_span,
+)
 from carbonshift.carbon.readers import read_carbon_csv
 from carbonshift.carbon.series import CarbonSeries, CiKind, SignalWindow
 from carbonshift.carbon.signal import EmbeddedSignal, SeriesSignal, replay_source
@@ -108,24 +114,36 @@ def _window(
     kind: CiKind,
     csv_path: Path | None,
     replay: bool,
-) -> tuple[SignalWindow, CarbonSeries]:
-    signal: SeriesSignal | EmbeddedSignal
+    outliers: OutlierAction = OutlierAction.KEEP,
+) -> tuple[SignalWindow, CarbonSeries, BoolArray]:
+    """The resampled window, the native series it came from (after ``outliers``) and that
+    series' suspect points (carbon/quality.py)."""
     if csv_path is not None:
-        series = read_carbon_csv(csv_path, kind, zone=zone)
-        signal = SeriesSignal([series], allow_replay=replay)
+        native = read_carbon_csv(csv_path, kind, zone=zone)
     else:
-        signal = EmbeddedSignal(allow_replay=replay)
-    window = signal.window(zone, start, end, slot_minutes=slot_minutes, kind=kind)
-    return window, signal.series(zone, kind)
+        native = EmbeddedSignal(allow_replay=replay).series(zone, kind)
+    series, suspect = apply_outlier_action(native, outliers)
+    window = SeriesSignal([series], allow_replay=replay).window(
+        series.zone, start, end, slot_minutes=slot_minutes, kind=kind
+    )
+    return window, series, suspect
 
 
-def _rows(window: SignalWindow, series: CarbonSeries) -> list[dict[str, Any]]:
-    """One dict per slot: ``start``, ``ci_g_per_kwh`` (+ ``replayed_from`` when replayed)."""
+def _rows(
+    window: SignalWindow, series: CarbonSeries, suspect: BoolArray | None = None
+) -> list[dict[str, Any]]:
+    """One dict per slot: ``start``, ``ci_g_per_kwh`` (+ ``replayed_from`` when replayed, and
+    ``suspect`` when ``suspect`` is given: a slot holding a suspect native point)."""
     starts = window.slot_starts()
     rows: list[dict[str, Any]] = [
         {"start": format_utc(s), "ci_g_per_kwh": float(v)}
         for s, v in zip(starts, window.values_g_per_kwh, strict=True)
     ]
+    if suspect is not None:
+        width = timedelta(minutes=window.slot_minutes)
+        for row, slot_start in zip(rows, starts, strict=True):
+            source = replay_source(series, slot_start)
+            row["suspect"] = bool(suspect_in_span(series, suspect, source, source + width))
     if window.replayed_from is not None:
         for row, slot_start in zip(rows, starts, strict=True):
             source = replay_source(series, slot_start)
@@ -181,6 +199,12 @@ def show(
         help="Answer times past the data by replaying t - y x 364 days (marked); "
         "--no-replay refuses them.",
     ),
+    outliers: OutlierAction = typer.Option(
+        OutlierAction.FLAG,
+        "--outliers",
+        help="Implausible points (a robust spike rule, docs/providers.md): flag (mark the "
+        "slots), keep (as they are), or interpolate (from their neighbours).",
+    ),
 ) -> None:
     """Show a zone's intensity over [START, END) in time-weighted SLOT-MINUTES slots.
 
@@ -194,8 +218,31 @@ def show(
     ci_kind = CiKind(kind.value)
     begin = parse_utc(start, what="--start")
     finish = parse_utc(end, what="--end")
-    window, series = _window(zone, begin, finish, slot_minutes, ci_kind, csv_path, replay)
-    rows = _rows(window, series)
+    window, series, suspect = _window(
+        zone, begin, finish, slot_minutes, ci_kind, csv_path, replay, outliers
+    )
+    flagged = outliers is OutlierAction.FLAG
+    rows = _rows(window, series, suspect if flagged else None)
+    if outliers is not OutlierAction.KEEP:
+        found = [
+            p
+            for t in window.slot_starts()
+            for p in suspect_in_span(
+                series,
+                suspect,
+                replay_source(series, t),
+                replay_source(series, t) + timedelta(minutes=slot_minutes),
+            )
+        ]
+        if found:
+            what = "interpolated from their neighbours" if not flagged else "marked suspect"
+            verb = "at" if flagged else "now"
+            listed = ", ".join(f"{format_utc(t)} {verb} {v:.1f} g/kWh" for t, v in found[:5])
+            typer.echo(
+                f"note: {len(found)} implausible point(s) {what}: {listed}"
+                + (" ..." if len(found) > 5 else ""),
+                err=True,
+            )
     if window.replayed_from is not None:
         first, last = window.replayed_from
         typer.echo(
@@ -220,10 +267,14 @@ def show(
         table.add_column("ci_g_per_kwh", justify="right")
         if window.replayed_from is not None:
             table.add_column("replayed from")
+        if flagged:
+            table.add_column("suspect")
         for row in rows:
             cells = [row["start"], f"{row['ci_g_per_kwh']:.2f}"]
             if window.replayed_from is not None:
                 cells.append(row["replayed_from"] or "")
+            if flagged:
+                cells.append("suspect" if row["suspect"] else "")
             table.add_row(*cells)
         Console().print(table)
         bounds = [*window.slot_starts(), window.end]

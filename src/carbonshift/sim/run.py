@@ -8,14 +8,17 @@ hold is rejected and recorded; with ``strict`` the scenario is refused instead.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from carbonshift.carbon.embedded import load_series
+from carbonshift.carbon.quality import suspect_in_span, suspect_points
 from carbonshift.carbon.readers import read_carbon_csv
 from carbonshift.carbon.series import CarbonSeries
 from carbonshift.errors import InputError
@@ -26,6 +29,8 @@ from carbonshift.sim.scenario import ClusterSpec, Scenario, load_scenario
 from carbonshift.workloads.model import Workload
 
 __all__ = ["build_experiment", "simulate_file", "with_policy"]
+
+_LOG = logging.getLogger(__name__)
 
 
 def _actual(spec: ClusterSpec) -> CarbonSeries:
@@ -50,9 +55,28 @@ def _check_strict(workload: Workload, clusters: tuple[SimCluster, ...]) -> None:
         )
 
 
+def _log_suspect(spec: ClusterSpec, series: CarbonSeries, start: datetime, end: datetime) -> None:
+    """Say which implausible points (carbon/quality.py) the run will be charged on."""
+    found = suspect_in_span(series, suspect_points(series.values_g_per_kwh), start, end)
+    if found:
+        listed = ", ".join(f"{t:%Y-%m-%dT%H:%MZ} at {v:.1f} g/kWh" for t, v in found[:3])
+        _LOG.warning(
+            "cluster %s: %d implausible carbon point(s) in the simulated period (%s%s); the "
+            "accounting keeps the actual signal as it is (carbonshift data show --outliers)",
+            spec.name,
+            len(found),
+            listed,
+            " ..." if len(found) > 3 else "",
+        )
+
+
 def build_experiment(scenario: Scenario, *, strict: bool = False) -> Experiment:
     """The experiment a scenario describes (carbon series and workload loaded)."""
     sim = scenario.simulation
+    run_end = sim.start + timedelta(hours=sim.hours + sim.max_drain_hours)
+    actual = {spec.name: _actual(spec) for spec in scenario.clusters}
+    for spec in scenario.clusters:
+        _log_suspect(spec, actual[spec.name], sim.start, run_end)
     clusters = tuple(
         SimCluster(
             name=spec.name,
@@ -62,7 +86,7 @@ def build_experiment(scenario: Scenario, *, strict: bool = False) -> Experiment:
             pue=spec.pue,
             embodied_g_per_unit_hour=dict(spec.embodied_g_per_unit_hour),
             idle_watts=spec.idle_watts,
-            actual=_actual(spec),
+            actual=actual[spec.name],
         )
         for spec in scenario.clusters
     )
