@@ -39,6 +39,30 @@ async def kubectl(f: Fleet, tmp: Path, *args: str, stdin: str = "") -> str:
     return done.stdout
 
 
+def anonymous_admin() -> list[dict[str, Any]]:
+    """A ClusterRole of every verb on every resource, bound to ``system:anonymous``."""
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRole",
+            "metadata": {"name": "test-anonymous-admin"},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+        },
+        {
+            "apiVersion": rbac,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "test-anonymous-admin"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "test-anonymous-admin",
+            },
+            "subjects": [{"kind": "User", "name": "system:anonymous"}],
+        },
+    ]
+
+
 async def test_job_kueue_workload_and_appwrapper_created_with_kubectl(tmp_path: Path) -> None:
     example = [
         d for d in yaml.safe_load_all(EXAMPLE.read_text()) if d and d["kind"] != "CarbonCluster"
@@ -46,6 +70,11 @@ async def test_job_kueue_workload_and_appwrapper_created_with_kubectl(tmp_path: 
     queued = hub_job("queued", cpu=2, runtime_h=2, deadline_h=16, queue="batch")
     manifests = yaml.safe_dump_all([*example, queued])
     async with fleet(START, config=FLUIDOS) as f:
+        # kubectl sends no credentials over plain HTTP (clientcmd reads auth info only for
+        # TLS), so the fake hub, which enforces RBAC, lets the anonymous user act as the
+        # cluster's administrator would here; the hub itself keeps its shipped RBAC
+        for obj in anonymous_admin():
+            await f.create(f.hub, obj)
         await kubectl(f, tmp_path, "create", "-f", "-", stdin=manifests)
         observer = HubObserver(await f.start_controller())
         await f.step(0)
