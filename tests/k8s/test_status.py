@@ -49,9 +49,13 @@ def cluster(fakekube: FakeKube) -> FakeKube:
             "metadata": {
                 "name": "hub-job",
                 "namespace": "batch",
+                # as the hub writes it: no state, a planned cluster and start, a reason
                 "annotations": {
-                    **held("2031-01-01T06:00:00Z", "cleaner in CA-ON", "bad", "1"),
                     "carbonshift.io/planned-cluster": "ca-on",
+                    "carbonshift.io/planned-start": "2031-01-01T06:00:00Z",
+                    "carbonshift.io/reason": "cleaner in CA-ON",
+                    "carbonshift.io/estimated-g-now": "bad",
+                    "carbonshift.io/estimated-g-planned": "1",
                 },
             },
             "spec": {

@@ -106,7 +106,14 @@ def _status_of(kind: str, obj: Mapping[str, Any]) -> WorkloadStatus | None:
     notes: Mapping[str, str] = meta.get("annotations") or {}
     state = notes.get(f"{_PREFIX}state")
     if state is None:
-        return None
+        # the hub writes no state: a workload it placed carries placed-cluster (and
+        # released-at), one it holds carries its planned cluster and start
+        if f"{_PREFIX}placed-cluster" in notes or f"{_PREFIX}released-at" in notes:
+            state = "released"
+        elif f"{_PREFIX}planned-cluster" in notes or f"{_PREFIX}planned-start" in notes:
+            state = "held"
+        else:
+            return None
     place = notes.get(f"{_PREFIX}planned-cluster") or notes.get(f"{_PREFIX}placed-cluster")
     return WorkloadStatus(
         kind=kind,
