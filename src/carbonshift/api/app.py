@@ -28,7 +28,6 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
-    Gauge,
     Histogram,
     generate_latest,
 )
@@ -51,7 +50,7 @@ from carbonshift.api.regions import RegionTable
 from carbonshift.api.sdk import SdkContext
 from carbonshift.api.sdk import install as install_sdk
 from carbonshift.api.solves import BusyError, ClientGoneError, SolveRunner
-from carbonshift.carbon.freshness import Freshness, FreshnessBoard
+from carbonshift.carbon.freshness import Freshness, FreshnessBoard, freshness_gauges
 from carbonshift.carbon.providers import (
     Answer,
     ChainSet,
@@ -301,18 +300,7 @@ class _Metrics:
             ["kind", "source"],
             registry=self.registry,
         )
-        self.data_age = Gauge(
-            "carbonshift_carbon_data_age_seconds",
-            "Age of the carbon data behind the last answer for a zone (0: live), seconds",
-            ["zone", "source"],
-            registry=self.registry,
-        )
-        self.replayed = Gauge(
-            "carbonshift_carbon_replayed",
-            "1 when the last answer for a zone used replayed data",
-            ["zone"],
-            registry=self.registry,
-        )
+        self.data_age, self.replayed = freshness_gauges(self.registry)
 
     def record(self, fresh: Freshness, before: Freshness | None) -> None:
         """The freshness gauges for ``fresh``'s zone; a source no longer used is removed."""

@@ -18,10 +18,11 @@ import logging
 import threading
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from carbonshift.units import format_utc
 
-__all__ = ["Freshness", "FreshnessBoard"]
+__all__ = ["Freshness", "FreshnessBoard", "freshness_gauges"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,3 +114,27 @@ class FreshnessBoard:
     def reasons(self) -> list[str]:
         """Every degraded zone's reasons, zones sorted."""
         return [r for _, f in sorted(self.latest().items()) for r in f.reasons()]
+
+
+def freshness_gauges(registry: Any) -> tuple[Any, Any]:
+    """The two Prometheus gauges every server exports for carbon freshness, on ``registry``:
+    ``carbonshift_carbon_data_age_seconds{zone,source}`` and ``carbonshift_carbon_replayed{zone}``.
+
+    One definition for the API, the controller and the hub; prometheus-client is imported
+    here, on use, so the carbon layer itself needs no server extra.
+    """
+    from prometheus_client import Gauge
+
+    data_age = Gauge(
+        "carbonshift_carbon_data_age_seconds",
+        "Age of the carbon data behind the last answer or plan for a zone (0: live), seconds",
+        ["zone", "source"],
+        registry=registry,
+    )
+    replayed = Gauge(
+        "carbonshift_carbon_replayed",
+        "1 when the last answer or plan for a zone used replayed carbon data",
+        ["zone"],
+        registry=registry,
+    )
+    return data_age, replayed

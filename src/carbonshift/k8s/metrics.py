@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from carbonshift.carbon.freshness import Freshness
+from carbonshift.carbon.freshness import Freshness, freshness_gauges
 
 __all__ = ["Metrics"]
 
@@ -83,18 +83,7 @@ class Metrics:
             "carbonshift_watch_restarts", "Watches restarted", ["reason"], registry=r
         )
         self.is_leader = Gauge("carbonshift_leader", "1 while this replica leads", registry=r)
-        self.data_age = Gauge(
-            "carbonshift_carbon_data_age_seconds",
-            "Age of the carbon data behind the last plan for a zone (0: live), seconds",
-            ["zone", "source"],
-            registry=r,
-        )
-        self.replayed = Gauge(
-            "carbonshift_carbon_replayed",
-            "1 when the last plan for a zone used replayed carbon data",
-            ["zone"],
-            registry=r,
-        )
+        self.data_age, self.replayed = freshness_gauges(r)
         self._sources: dict[str, str] = {}
 
     def record_freshness(self, fresh: Freshness | None) -> None:

@@ -56,6 +56,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from carbonshift.carbon.freshness import freshness_gauges
 from carbonshift.errors import CarbonshiftError
 from carbonshift.k8s.client import NotFoundError
 from carbonshift.k8s.intent import HUB_LABEL
@@ -181,18 +182,7 @@ class HubMetrics:
             ["spoke"],
             registry=r,
         )
-        self.data_age = Gauge(
-            "carbonshift_carbon_data_age_seconds",
-            "Age of the carbon data behind the last plan for a zone (0: live), seconds",
-            ["zone", "source"],
-            registry=r,
-        )
-        self.replayed = Gauge(
-            "carbonshift_carbon_replayed",
-            "1 when the last plan for a zone used replayed carbon data",
-            ["zone"],
-            registry=r,
-        )
+        self.data_age, self.replayed = freshness_gauges(r)
         self.plans = Counter("carbonshift_hub_plans", "Planning calls made", registry=r)
         self.plan_duration = Histogram(
             "carbonshift_hub_plan_duration_seconds",
