@@ -27,6 +27,7 @@ from fakekube._errors import (
     required,
     unsupported,
 )
+from fakekube._time import micro_time_error
 from fakekube.selection import label_selector_matches, parse_quantity
 
 __all__ = ["default_object", "validate_create", "validate_update"]
@@ -801,6 +802,45 @@ def _validate_priority_class_update(old: Obj, new: Obj) -> list[FieldError]:
     return errs
 
 
+# -- leases ---------------------------------------------------------------------------------
+
+
+def decode_error(kind: str, obj: Obj) -> str | None:
+    """Why the API server could not decode ``obj`` into its Go type, or None: a Lease's
+    ``acquireTime``/``renewTime`` are ``metav1.MicroTime``, read with Go's
+    ``time.Parse(RFC3339Micro, ...)`` (six fractional digits), so ``2023-06-01T00:00:00Z``
+    fails before validation runs."""
+    if kind != "Lease":
+        return None
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    for field in ("acquireTime", "renewTime"):
+        why = micro_time_error(spec.get(field))
+        if why is not None:
+            return why
+    return None
+
+
+def _validate_lease(obj: Obj) -> list[FieldError]:
+    """``ValidateLeaseSpec`` (``pkg/apis/coordination/validation``)."""
+    spec = obj.get("spec") or {}
+    errs: list[FieldError] = []
+    duration = spec.get("leaseDurationSeconds")
+    if duration is not None and isinstance(duration, int) and duration <= 0:
+        errs.append(invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+    transitions = spec.get("leaseTransitions")
+    if transitions is not None and isinstance(transitions, int) and transitions < 0:
+        errs.append(
+            invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0")
+        )
+    if spec.get("preferredHolder") and not spec.get("strategy"):
+        errs.append(
+            forbidden("spec.preferredHolder", "may only be specified if `strategy` is defined")
+        )
+    return errs
+
+
 _Defaulter = Callable[[Obj], None]
 _CreateCheck = Callable[[Obj], list[FieldError]]
 _UpdateCheck = Callable[[Obj, Obj], list[FieldError]]
@@ -828,6 +868,7 @@ _CREATE: dict[str, _CreateCheck] = {
     "CustomResourceDefinition": _validate_crd,
     "Event": _validate_event,
     "PriorityClass": _validate_priority_class,
+    "Lease": _validate_lease,
 }
 _UPDATE: dict[str, _UpdateCheck] = {
     "Pod": _validate_pod_update,
@@ -841,6 +882,7 @@ _UPDATE: dict[str, _UpdateCheck] = {
     "MutatingWebhookConfiguration": lambda old, new: _validate_webhooks(new),
     "CustomResourceDefinition": _validate_crd_update,
     "PriorityClass": _validate_priority_class_update,
+    "Lease": lambda old, new: _validate_lease(new),
 }
 
 

@@ -1,0 +1,224 @@
+"""Rules a real API server enforces that the fake must enforce too, each with the real code
+and message (issue 14, item 2): patch options, Lease validation, strategic-merge list order,
+and the control endpoints answering JSON Status on bad input (issue 12, item 11)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.testing.builders import APPLY, JSONPATCH, MERGE, PODS, STRATEGIC, pod
+
+Obj = dict[str, Any]
+LEASES = "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
+
+
+# -- patch options: ValidatePatchOptions ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "params", "want_code", "want_message"),
+    [
+        (APPLY, {}, 422,
+         'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required '
+         "for apply patch"),
+        (MERGE, {"force": "true"}, 422,
+         'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for '
+         "non-apply patch"),
+        (MERGE, {"force": "false"}, 422,
+         'PatchOptions.meta.k8s.io "" is invalid: force: Forbidden: may not be specified for '
+         "non-apply patch"),
+        (APPLY, {"fieldManager": "m" * 129}, 422,
+         'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than '
+         "128 bytes"),
+        (APPLY, {"fieldManager": "mgr", "force": "true"}, 200, None),
+        (MERGE, {}, 200, None),
+    ],
+    ids=["apply-without-manager", "force-on-merge-patch", "force-false-is-still-given",
+         "manager-too-long", "apply-with-manager", "merge-without-force"],
+)  # fmt: skip
+def test_patch_options_are_validated_before_the_patch(
+    http: httpx.Client, headers: dict[str, str], params: dict[str, str], want_code: int,
+    want_message: str | None,
+) -> None:  # fmt: skip
+    http.post(CONFIGMAPS, json={"metadata": {"name": "c"}, "data": {"a": "1"}}).raise_for_status()
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "2"}}
+
+    answer = http.patch(f"{CONFIGMAPS}/c", json=body, headers=headers, params=params)
+
+    assert answer.status_code == want_code, answer.text
+    if want_message is not None:
+        status = answer.json()
+        assert (status["reason"], status["message"]) == ("Invalid", want_message)
+        assert status["details"]["kind"] == "PatchOptions"
+        assert status["details"]["group"] == "meta.k8s.io"
+
+
+def test_an_apply_conflict_names_the_update_manager_without_a_time(http: httpx.Client) -> None:
+    http.post(
+        CONFIGMAPS, json={"metadata": {"name": "c"}, "data": {"x": "1"}},
+        params={"fieldManager": "mgr"},
+    ).raise_for_status()  # fmt: skip
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"x": "2"}}
+
+    answer = http.patch(f"{CONFIGMAPS}/c", json=body, headers=APPLY, params={"fieldManager": "a"})
+
+    assert answer.status_code == 409
+    assert answer.json()["message"] == (
+        'Apply failed with 1 conflict: conflict with "mgr" using v1: .data.x'
+    )
+
+
+# -- Lease: MicroTime and ValidateLeaseSpec ----------------------------------------------------
+
+
+def lease(**spec: Any) -> Obj:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "l"},
+        "spec": {"holderIdentity": "a", **spec},
+    }
+
+
+MICRO = "2023-06-01T00:00:00.000000Z"
+LAYOUT = "2006-01-02T15:04:05.000000Z07:00"
+
+
+@pytest.mark.parametrize(
+    ("spec", "want_code", "want_message"),
+    [
+        ({"renewTime": "2023-06-01T00:00:00Z"}, 400,
+         f'Lease in version "v1" cannot be handled as a Lease: parsing time '
+         f'"2023-06-01T00:00:00Z" as "{LAYOUT}": cannot parse "Z" as ".000000"'),
+        ({"acquireTime": "2023-06-01T00:00:00.123Z"}, 400,
+         f'Lease in version "v1" cannot be handled as a Lease: parsing time '
+         f'"2023-06-01T00:00:00.123Z" as "{LAYOUT}": cannot parse ".123Z" as ".000000"'),
+        ({"renewTime": "yesterday"}, 400,
+         f'Lease in version "v1" cannot be handled as a Lease: parsing time "yesterday" as '
+         f'"{LAYOUT}": cannot parse "yesterday" as "2006"'),
+        ({"leaseDurationSeconds": 0}, 422,
+         'Lease.coordination.k8s.io "l" is invalid: spec.leaseDurationSeconds: Invalid value: '
+         "0: must be greater than 0"),
+        ({"leaseTransitions": -1}, 422,
+         'Lease.coordination.k8s.io "l" is invalid: spec.leaseTransitions: Invalid value: -1: '
+         "must be greater than or equal to 0"),
+        ({"preferredHolder": "b"}, 422,
+         'Lease.coordination.k8s.io "l" is invalid: spec.preferredHolder: Forbidden: may only '
+         "be specified if `strategy` is defined"),
+        ({"renewTime": MICRO, "acquireTime": "2023-06-01T00:00:00.000000+02:00",
+          "leaseDurationSeconds": 15, "leaseTransitions": 0}, 201, None),
+    ],
+    ids=["seconds-only-time", "milliseconds", "not-a-time", "zero-duration",
+         "negative-transitions", "preferred-holder-without-strategy", "valid"],
+)  # fmt: skip
+def test_leases_are_checked_like_a_real_server(
+    http: httpx.Client, spec: Obj, want_code: int, want_message: str | None
+) -> None:
+    answer = http.post(LEASES, json=lease(**spec))
+
+    assert answer.status_code == want_code, answer.text
+    if want_message is not None:
+        assert answer.json()["message"] == want_message
+
+
+@pytest.mark.parametrize(
+    ("headers", "patch", "want_code"),
+    [
+        (MERGE, {"spec": {"renewTime": "2023-06-01T01:00:00Z"}}, 422),
+        (JSONPATCH, [{"op": "replace", "path": "/spec/leaseDurationSeconds", "value": -5}], 422),
+        (MERGE, {"spec": {"renewTime": "2023-06-01T01:00:00.000000Z"}}, 200),
+    ],
+    ids=["merge-patch-seconds-time", "json-patch-negative-duration", "merge-patch-micro-time"],
+)
+def test_lease_patches_are_checked_too(
+    http: httpx.Client, headers: dict[str, str], patch: Any, want_code: int
+) -> None:
+    http.post(LEASES, json=lease(renewTime=MICRO, leaseDurationSeconds=15)).raise_for_status()
+
+    answer = http.patch(f"{LEASES}/l", json=patch, headers=headers)
+
+    assert answer.status_code == want_code, answer.text
+    if want_code == 422:
+        assert answer.json()["reason"] == "Invalid"
+
+
+# -- strategic merge patch: the element order of merged lists ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("live", "patch", "want"),
+    [
+        (["a", "b"], {"env": [{"name": "c", "value": "3"}]}, ["c", "a", "b"]),
+        (["a", "b"], {"env": [{"name": "b", "value": "9"}]}, ["a", "b"]),
+        (["a", "b"], {"env": [{"name": "c", "value": "3"}, {"name": "a", "value": "9"}]},
+         ["c", "a", "b"]),
+        (["a", "b", "c"], {"env": [{"name": "b", "$patch": "delete"}]}, ["a", "c"]),
+        (["a", "b"], {"$setElementOrder/env": [{"name": "b"}, {"name": "a"}, {"name": "c"}],
+                      "env": [{"name": "c", "value": "3"}]}, ["b", "a", "c"]),
+    ],
+    ids=["new-item-goes-first", "changed-item-keeps-its-place", "new-before-named-live-item",
+         "delete-keeps-the-rest", "set-element-order-wins"],
+)  # fmt: skip
+def test_strategic_merge_orders_lists_as_apimachinery_does(
+    live: list[str], patch: Obj, want: list[str]
+) -> None:
+    from fakekube.patch import strategic_merge_patch
+
+    doc = {"env": [{"name": n, "value": "1"} for n in live]}
+
+    merged = strategic_merge_patch(doc, patch)
+
+    assert [e["name"] for e in merged["env"]] == want
+
+
+def test_a_strategic_patch_prepends_a_new_finalizer(http: httpx.Client) -> None:
+    http.post(CONFIGMAPS, json={"metadata": {"name": "c", "finalizers": ["x.io/a"]}})
+
+    answer = http.patch(
+        f"{CONFIGMAPS}/c", json={"metadata": {"finalizers": ["x.io/b"]}}, headers=STRATEGIC
+    )
+
+    assert answer.json()["metadata"]["finalizers"] == ["x.io/b", "x.io/a"]
+
+
+# -- control endpoints: bad input is a 400 JSON Status, never a 500 ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs"),
+    [
+        ("POST", "/fakekube/clock/advance", {"params": {"seconds": "soon"}}),
+        ("POST", "/fakekube/clock/advance", {"params": {"seconds": "nan"}}),
+        ("POST", "/fakekube/clock/advance", {"params": {"seconds": "1e300"}}),
+        ("POST", "/fakekube/clock/advance", {"params": {"seconds": "-60"}}),
+        ("POST", "/fakekube/faults", {"json": {"colour": "red"}}),
+        ("POST", "/fakekube/faults", {"json": [1, 2]}),
+        ("POST", "/fakekube/service-endpoints", {"json": {"name": "x"}}),
+    ],
+    ids=["advance-word", "advance-nan", "advance-huge", "advance-backwards", "fault-unknown-field",
+         "fault-not-an-object", "endpoint-missing-fields"],
+)  # fmt: skip
+def test_control_endpoints_answer_400_json_on_bad_input(
+    http: httpx.Client, method: str, path: str, kwargs: Obj
+) -> None:
+    answer = http.request(method, path, **kwargs)
+
+    assert answer.status_code == 400, answer.text
+    status = answer.json()
+    assert (status["kind"], status["reason"]) == ("Status", "BadRequest")
+
+
+def test_a_pod_patch_on_a_merge_keyed_list_lands_in_real_order(http: httpx.Client) -> None:
+    body = pod("p")
+    body["spec"]["containers"][0]["env"] = [{"name": "A", "value": "1"}]
+    http.post(PODS, json=body).raise_for_status()
+
+    patch = {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}
+    answer = http.patch(f"{PODS}/p", json=patch, headers=STRATEGIC)
+
+    assert answer.status_code == 200, answer.text
+    assert [c["name"] for c in answer.json()["spec"]["containers"]] == ["main"]
