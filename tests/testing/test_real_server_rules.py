@@ -222,3 +222,127 @@ def test_a_pod_patch_on_a_merge_keyed_list_lands_in_real_order(http: httpx.Clien
 
     assert answer.status_code == 200, answer.text
     assert [c["name"] for c in answer.json()["spec"]["containers"]] == ["main"]
+
+
+# -- Jobs: server defaults, the generated selector, the status shape ---------------------------
+
+JOBS = "/apis/batch/v1/namespaces/default/jobs"
+
+
+def bare_job(name: str = "j", **spec: Any) -> Obj:
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox:1.36"}],
+                }
+            },
+            **spec,
+        },
+    }
+
+
+def test_a_created_job_carries_the_real_server_defaults(http: httpx.Client) -> None:
+    created = http.post(JOBS, json=bare_job()).json()
+
+    spec, uid = created["spec"], created["metadata"]["uid"]
+    want_labels = {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": "j",
+        "controller-uid": uid,
+        "job-name": "j",
+    }
+    assert {k: spec[k] for k in ("completions", "parallelism", "backoffLimit")} == {
+        "completions": 1, "parallelism": 1, "backoffLimit": 6,
+    }  # fmt: skip
+    assert spec["completionMode"] == "NonIndexed"
+    assert spec["suspend"] is False
+    assert spec["manualSelector"] is False  # SetDefaults_Job sets it since 1.30
+    assert spec["podReplacementPolicy"] == "TerminatingOrFailed"
+    assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert spec["template"]["metadata"]["labels"] == want_labels
+    assert created["metadata"]["labels"] == want_labels  # read back, defaulted again
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [
+        ({"parallelism": 3}, {"parallelism": 3}),
+        ({"completions": 4}, {"completions": 4, "parallelism": 1}),
+    ],
+    ids=["parallelism-only-leaves-completions-unset", "completions-only-defaults-parallelism"],
+)
+def test_completions_default_only_when_neither_is_given(
+    http: httpx.Client, spec: Obj, want: Obj
+) -> None:
+    created = http.post(JOBS, json=bare_job(**spec)).json()["spec"]
+
+    assert {k: created[k] for k in ("completions", "parallelism") if k in created} == want
+
+
+def test_a_job_with_its_own_labels_keeps_them(http: httpx.Client) -> None:
+    body = bare_job()
+    body["metadata"]["labels"] = {"team": "a"}
+
+    created = http.post(JOBS, json=body).json()
+
+    assert created["metadata"]["labels"] == {"team": "a"}
+
+
+@pytest.mark.parametrize(
+    ("change", "want_code", "want_fragment"),
+    [
+        ({"template_labels": {"controller-uid": "0000", "job-name": "j"}}, 422,
+         "spec.template.metadata.labels[controller-uid]: Invalid value: "
+         'map[string]string{"batch.kubernetes.io/controller-uid":"UID", '
+         '"batch.kubernetes.io/job-name":"j", "controller-uid":"0000", "job-name":"j"}: '
+         "must be 'UID'"),
+        ({"selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": "0000"}}}, 422,
+         "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{"
+         '"batch.kubernetes.io/controller-uid":"0000"}, MatchExpressions:'
+         "[]v1.LabelSelectorRequirement(nil)}: `selector` not auto-generated"),
+        ({"selector": {"matchLabels": {"app": "x"}}, "manualSelector": True,
+          "template_labels": {"app": "x"}}, 201, None),
+        ({"restartPolicy": "Always"}, 422,
+         'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: '
+         '"OnFailure", "Never"'),
+    ],
+    ids=["copied-template-uid", "copied-selector", "manual-selector-is-free",
+         "restart-always"],
+)  # fmt: skip
+def test_jobs_refuse_what_a_real_server_refuses(
+    http: httpx.Client, change: Obj, want_code: int, want_fragment: str | None
+) -> None:
+    body = bare_job()
+    spec = body["spec"]
+    if "template_labels" in change:
+        spec["template"]["metadata"] = {"labels": change["template_labels"]}
+    if "selector" in change:
+        spec["selector"] = change["selector"]
+    if "manualSelector" in change:
+        spec["manualSelector"] = change["manualSelector"]
+    if "restartPolicy" in change:
+        spec["template"]["spec"]["restartPolicy"] = change["restartPolicy"]
+
+    answer = http.post(JOBS, json=body)
+
+    assert answer.status_code == want_code, answer.text
+    if want_fragment is not None:
+        message = answer.json()["message"]
+        uid = message.split("must be '")[1].split("'")[0] if "must be '" in message else ""
+        assert want_fragment.replace("UID", uid) in message
+
+
+def test_zero_job_counters_are_omitted(http: httpx.Client) -> None:
+    http.post(JOBS, json=bare_job(suspend=True)).raise_for_status()
+    written = http.put(
+        f"{JOBS}/j/status",
+        json={**http.get(f"{JOBS}/j").json(), "status": {"active": 0, "ready": 0, "failed": 0}},
+    )
+
+    assert written.status_code == 200, written.text
+    assert written.json()["status"] == {"ready": 0}

@@ -221,6 +221,8 @@ class FakeApi:
             errors.extend(schema.validate(obj, structural))
         if errors:
             raise ApiError.invalid(rt.group, rt.kind, name, errors)
+        if builtin:
+            kinds.drop_empty(rt.kind, obj)
         if self.store.peek(rt, obj["metadata"].get("namespace", ""), name) is not None:
             raise ApiError.already_exists(rt.group, rt.plural, name)
         manager = managed.manager_name(field_manager, user_agent)
@@ -499,6 +501,8 @@ class FakeApi:
                 raise ApiError.invalid(rt.group, rt.kind, old_meta["name"], errors)
             if rt.generational and _spec_part(old) != _spec_part(new):
                 new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
+        if not rt.custom:
+            kinds.drop_empty(rt.kind, new)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if "managedFields" in old_meta and "managedFields" not in new["metadata"]:
             new["metadata"]["managedFields"] = copy.deepcopy(old_meta["managedFields"])

@@ -434,24 +434,111 @@ def _validate_pod_update(old: Obj, new: Obj) -> list[FieldError]:
 
 
 def _default_job(obj: Obj) -> None:
+    """``SetDefaults_Job`` (``pkg/apis/batch/v1/defaults.go``) and, for a Job with a uid,
+    ``generateSelector`` of the Job strategy's ``PrepareForCreate``."""
     spec = obj.setdefault("spec", {})
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
     spec.setdefault("parallelism", 1)
-    spec.setdefault("completions", 1)
-    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("backoffLimit", 2**31 - 1 if spec.get("backoffLimitPerIndex") else 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    spec.setdefault(
+        "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+    )
+    spec.setdefault("manualSelector", False)
     template = spec.setdefault("template", {})
     default_pod_spec(template.setdefault("spec", {}))
-    uid = obj.get("metadata", {}).get("uid")
+    meta = obj.setdefault("metadata", {})
+    template_labels = (template.get("metadata") or {}).get("labels")
+    if template_labels and not meta.get("labels"):
+        meta["labels"] = dict(template_labels)  # decoding defaults a Job's labels
+    uid = meta.get("uid")
     if not spec.get("manualSelector") and uid:
-        name = obj["metadata"].get("name", "")
-        spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+        name = meta.get("name", "")
         labels = template.setdefault("metadata", {}).setdefault("labels", {})
-        labels.setdefault("batch.kubernetes.io/controller-uid", uid)
-        labels.setdefault("batch.kubernetes.io/job-name", name)
-        labels.setdefault("controller-uid", uid)
-        labels.setdefault("job-name", name)
+        for key in ("job-name", "batch.kubernetes.io/job-name"):
+            labels.setdefault(key, name)
+        for key in ("controller-uid", "batch.kubernetes.io/controller-uid"):
+            labels.setdefault(key, uid)
+        selector = spec.get("selector")
+        if not isinstance(selector, dict):
+            selector = spec["selector"] = {}
+        match = selector.get("matchLabels")
+        if not isinstance(match, dict):
+            match = selector["matchLabels"] = {}
+        match.setdefault("batch.kubernetes.io/controller-uid", uid)
+        if not meta.get("labels"):
+            # The stored Job read back is defaulted again: it takes the generated labels.
+            meta["labels"] = dict(labels)
+
+
+def _go_map(labels: dict[str, Any]) -> str:
+    inner = ", ".join(f'"{k}":"{labels[k]}"' for k in sorted(labels))
+    return f"map[string]string{{{inner}}}"
+
+
+def _go_selector(selector: Obj) -> str:
+    match = selector.get("matchLabels") or {}
+    labels = ", ".join(f'"{k}":"{match[k]}"' for k in sorted(match))
+    labels_text = f"map[string]string{{{labels}}}" if match else "map[string]string(nil)"
+    expressions = "[]v1.LabelSelectorRequirement(nil)"
+    if selector.get("matchExpressions"):
+        expressions = "[]v1.LabelSelectorRequirement{...}"
+    return f"v1.LabelSelector{{MatchLabels:{labels_text}, MatchExpressions:{expressions}}}"
+
+
+def _validate_generated_selector(obj: Obj) -> list[FieldError]:
+    """``validateGeneratedSelector`` (``pkg/apis/batch/validation``): unless
+    ``manualSelector`` is true, the template carries this Job's own ``controller-uid`` and
+    ``job-name`` labels (legacy and ``batch.kubernetes.io/``) and the selector matches them,
+    so a Job copied with another Job's selector or labels is refused."""
+    spec = obj.get("spec") or {}
+    selector = spec.get("selector")
+    meta = obj.get("metadata") or {}
+    uid, name = meta.get("uid"), meta.get("name", "")
+    if spec.get("manualSelector") or not isinstance(selector, dict) or not uid:
+        return []
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    path = "spec.template.metadata.labels"
+    expected = {
+        "controller-uid": uid,
+        "job-name": name,
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+    }
+    errs: list[FieldError] = []
+    for key, want in expected.items():
+        if key not in labels:
+            errs.append(required(f"{path}[{key}]", f"must be '{want}'"))
+        elif labels[key] != want:
+            errs.append(
+                FieldError(
+                    f"{path}[{key}]", "Invalid value", f"must be '{want}'", shown=_go_map(labels)
+                )
+            )
+    if not label_selector_matches(selector, expected):
+        errs.append(
+            FieldError(
+                "spec.selector",
+                "Invalid value",
+                "`selector` not auto-generated",
+                shown=_go_selector(selector),
+            )
+        )
+    return errs
+
+
+def drop_empty(kind: str, obj: Obj) -> None:
+    """Fields the API server never writes because Go's ``omitempty`` drops them: a Job's
+    zero ``status.active``, ``succeeded`` and ``failed`` (``ready`` and ``terminating`` are
+    pointers and stay, zero included)."""
+    if kind == "Job":
+        status = obj.get("status")
+        if isinstance(status, dict):
+            for key in ("active", "succeeded", "failed"):
+                if status.get(key) == 0:
+                    del status[key]
 
 
 def _validate_job_create(obj: Obj) -> list[FieldError]:
@@ -460,6 +547,7 @@ def _validate_job_create(obj: Obj) -> list[FieldError]:
     errs = validate_pod_spec(
         template.get("spec") or {}, "spec.template.spec", restart_policies=("OnFailure", "Never")
     )
+    errs.extend(_validate_generated_selector(obj))
     for field in ("parallelism", "completions", "backoffLimit"):
         value = spec.get(field)
         if value is not None and (not isinstance(value, int) or value < 0):
