@@ -346,3 +346,119 @@ def test_zero_job_counters_are_omitted(http: httpx.Client) -> None:
 
     assert written.status_code == 200, written.text
     assert written.json()["status"] == {"ready": 0}
+
+
+# -- CRDs: the structural-schema rules a real server applies to the CRD itself -----------------
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+_ROOT = "spec.versions[0].schema.openAPIV3Schema"
+
+
+def crd_with(spec_schema: Obj) -> Obj:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.tests.fakekube.io"},
+        "spec": {
+            "group": "tests.fakekube.io",
+            "scope": "Namespaced",
+            "names": {"kind": "Thing", "plural": "things"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"spec": spec_schema},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def slots(item: Obj, **extra: Any) -> Obj:
+    return {
+        "type": "object",
+        "properties": {
+            "slots": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": item,
+                **extra,
+            }
+        },
+    }
+
+
+_SLOTS = f"{_ROOT}.properties[spec].properties[slots]"
+
+
+@pytest.mark.parametrize(
+    ("spec_schema", "want_fragment"),
+    [
+        (slots({"type": "object", "properties": {"name": {"type": "string"}}}),
+         f"{_SLOTS}.items.properties[name].default: Required value: this property is in "
+         "x-kubernetes-list-map-keys, so it must have a default or be a required property"),
+        (slots({"type": "object", "required": ["name"],
+                "properties": {"name": {"type": "string", "nullable": True}}}),
+         f"{_SLOTS}.items.properties[name].nullable: Forbidden: this property is in "
+         "x-kubernetes-list-map-keys, so it cannot be nullable"),
+        (slots({"type": "object", "required": ["id"], "properties": {"id": {"type": "string"}}}),
+         f'{_SLOTS}.x-kubernetes-list-map-keys: Invalid value: []string{{"name"}}: entries '
+         "must all be names of item properties"),
+        (slots({"type": "string"}),
+         f"{_SLOTS}.items.type: Invalid value: \"string\": must be object if parent array's "
+         "x-kubernetes-list-type is map"),
+        ({"type": "object", "properties": {"size": {"description": "no type"}}},
+         f"{_ROOT}.properties[spec].properties[size].type: Required value: must not be empty "
+         "for specified object fields"),
+        ({"type": "null"},
+         f"{_ROOT}.properties[spec].type: Forbidden: type cannot be set to null, use nullable "
+         "as an alternative"),
+    ],
+    ids=["list-map-key-without-default", "nullable-list-map-key", "key-not-an-item-property",
+         "list-map-of-strings", "property-without-type", "null-type"],
+)  # fmt: skip
+def test_crds_with_non_structural_schemas_are_refused(
+    http: httpx.Client, spec_schema: Obj, want_fragment: str
+) -> None:
+    answer = http.post(CRDS, json=crd_with(spec_schema))
+
+    assert answer.status_code == 422, answer.text
+    message = answer.json()["message"]
+    assert message.startswith(
+        'CustomResourceDefinition.apiextensions.k8s.io "things.tests.fakekube.io" is invalid: '
+    )
+    assert want_fragment in message
+
+
+@pytest.mark.parametrize(
+    "spec_schema",
+    [
+        slots({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}),
+        slots({"type": "object", "properties": {"name": {"type": "string", "default": "main"}}}),
+        {"type": "object", "properties": {"port": {"x-kubernetes-int-or-string": True}}},
+        {"type": "object", "properties": {"raw": {"x-kubernetes-preserve-unknown-fields": True}}},
+    ],
+    ids=["required-key", "defaulted-key", "int-or-string", "preserve-unknown"],
+)
+def test_structural_crds_install(http: httpx.Client, spec_schema: Obj) -> None:
+    answer = http.post(CRDS, json=crd_with(spec_schema))
+
+    assert answer.status_code == 201, answer.text
+
+
+def test_every_crd_the_fake_ships_is_structural() -> None:
+    from fakekube.crdschema import validate_crd_schemas
+    from fakekube.plugins import all_crds, kueue_crds, upstream_crds
+
+    shipped = [*kueue_crds(), *upstream_crds(), *all_crds()]
+
+    assert {
+        c["metadata"]["name"]: [e.text() for e in validate_crd_schemas(c)] for c in shipped
+    } == {c["metadata"]["name"]: [] for c in shipped}

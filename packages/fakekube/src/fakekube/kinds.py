@@ -28,6 +28,7 @@ from fakekube._errors import (
     unsupported,
 )
 from fakekube._time import micro_time_error
+from fakekube.crdschema import validate_crd_schemas
 from fakekube.selection import label_selector_matches, parse_quantity
 
 __all__ = ["default_object", "validate_create", "validate_update"]
@@ -821,6 +822,7 @@ def _validate_crd(obj: Obj) -> list[FieldError]:
                 "spec.versions", versions, "must have exactly one version marked as storage version"
             )
         )
+    errs.extend(validate_crd_schemas(obj))
     return errs
 
 
