@@ -462,3 +462,42 @@ def test_every_crd_the_fake_ships_is_structural() -> None:
     assert {
         c["metadata"]["name"]: [e.text() for e in validate_crd_schemas(c)] for c in shipped
     } == {c["metadata"]["name"]: [] for c in shipped}
+
+
+# -- node field selectors: one value per requirement, required and preferred terms -------------
+
+_NA = "spec.affinity.nodeAffinity"
+
+
+@pytest.mark.parametrize(
+    ("affinity", "want_fragment"),
+    [
+        ({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]}]}},
+         f"{_NA}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+         ".matchFields[0].values: Required value: must be only one value when `operator` is "
+         "'In' or 'NotIn' for node field selector"),
+        ({"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {
+            "matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": []}]}}]},
+         f"{_NA}.preferredDuringSchedulingIgnoredDuringExecution[0].preference.matchFields[0]"
+         ".values: Required value: must be only one value"),
+        ({"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a"]}]},
+            {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["b"]}]}]}},
+         None),
+    ],
+    ids=["required-term-two-nodes", "preferred-term-no-node", "one-term-per-node-is-valid"],
+)  # fmt: skip
+def test_node_field_selectors_take_one_value(
+    http: httpx.Client, affinity: Obj, want_fragment: str | None
+) -> None:
+    body = pod("p")
+    body["spec"]["affinity"] = {"nodeAffinity": affinity}
+
+    answer = http.post(PODS, json=body)
+
+    if want_fragment is None:
+        assert answer.status_code == 201, answer.text
+    else:
+        assert answer.status_code == 422, answer.text
+        assert want_fragment in answer.json()["message"]

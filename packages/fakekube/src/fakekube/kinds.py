@@ -235,13 +235,23 @@ def _validate_node_affinity(spec: Obj, path: str) -> list[FieldError]:
     (``pkg/apis/core/validation``): ``In``/``NotIn`` with exactly one value, key
     ``metadata.name`` only (one value per requirement: pin several nodes with one term each)."""
     errs: list[FieldError] = []
-    required_ = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required_ = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     where = f"{path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    for i, term in enumerate(required_.get("nodeSelectorTerms") or []):
+    terms = [
+        (f"{where}.nodeSelectorTerms[{i}]", term)
+        for i, term in enumerate(required_.get("nodeSelectorTerms") or [])
+    ]
+    preferred = f"{path}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    terms += [
+        (f"{preferred}[{i}].preference", (entry or {}).get("preference"))
+        for i, entry in enumerate(
+            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        )
+    ]
+    for term_path, term in terms:
         for j, req in enumerate((term or {}).get("matchFields") or []):
-            at = f"{where}.nodeSelectorTerms[{i}].matchFields[{j}]"
+            at = f"{term_path}.matchFields[{j}]"
             if req.get("operator") in ("In", "NotIn"):
                 if len(req.get("values") or []) != 1:
                     errs.append(
