@@ -70,3 +70,38 @@ def test_bad_quantity_is_one_line_and_exit_1(tmp_path: Path) -> None:
         done.stderr.strip()
         == "error: cpu 'lots' is not a Kubernetes quantity; write it like 8, 500m or 32Gi"
     )
+
+
+def test_rbac_flag_enforces_rbac_and_hands_out_the_admin_token(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fakekube", "--kubeconfig-out", str(kubeconfig), "--rbac",
+         "--virtual-time"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        process.stdout.readline() if process.stdout else ""
+        announced = process.stdout.readline() if process.stdout else ""
+        config = json.loads(kubeconfig.read_text())
+        server = config["clusters"][0]["cluster"]["server"]
+        token = (tmp_path / "kubeconfig.token").read_text().strip()
+        anonymous = httpx.get(f"{server}/api/v1/namespaces/default/pods")
+        admin = httpx.get(
+            f"{server}/api/v1/namespaces/default/pods",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    finally:
+        process.terminate()
+        code = process.wait(20)
+
+    assert announced.startswith(f"RBAC enforced; admin token {token}")
+    assert config["users"][0]["user"]["token"] == token
+    assert anonymous.status_code == 403
+    assert anonymous.json()["message"] == (
+        'pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" '
+        'in the namespace "default"'
+    )
+    assert admin.status_code == 200
+    assert code == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -84,7 +85,10 @@ async def test_leases_round_trip(fakekube: FakeKube) -> None:
             "spec": {
                 "holderIdentity": "a",
                 "leaseDurationSeconds": 15,
-                "renewTime": "2023-06-01T00:00:00.000000Z",
+                # Not a whole second: the client turns renewTime into a datetime and writes it
+                # back with isoformat(), which drops a zero fraction ("...00+00:00"), and a real
+                # server refuses that MicroTime (see test_whole_second_times_round_trip_badly).
+                "renewTime": "2023-06-01T00:00:00.250000Z",
             },
         }
         created = await leases.create_namespaced_lease("default", body)
@@ -95,3 +99,22 @@ async def test_leases_round_trip(fakekube: FakeKube) -> None:
 
         assert updated.spec.holder_identity == "b"
         assert int(updated.metadata.resource_version) > int(created.metadata.resource_version)
+
+
+async def test_whole_second_times_round_trip_badly(fakekube: FakeKube) -> None:
+    """kubernetes-asyncio writes a read-back MicroTime with a zero fraction as
+    ``2023-06-01T00:00:00+00:00``, which a real API server cannot decode (400): the fake says
+    so too, so code that round-trips typed Leases is caught here."""
+    async with await api_client(fakekube) as api:
+        leases = client.CoordinationV1Api(api)
+        body = {
+            "metadata": {"name": "l"},
+            "spec": {"holderIdentity": "a", "renewTime": "2023-06-01T00:00:00.000000Z"},
+        }
+        created = await leases.create_namespaced_lease("default", body)
+
+        with pytest.raises(ApiException) as refused:
+            await leases.replace_namespaced_lease("l", "default", created)
+
+    assert refused.value.status == 400
+    assert 'cannot parse "+00:00" as ".000000"' in json.loads(refused.value.body)["message"]

@@ -66,7 +66,8 @@ def test_strategic_merge_unions_finalizers_and_deletes_from_them() -> None:
         BASE, {"metadata": {"$deleteFromPrimitiveList/finalizers": ["f1"]}}
     )
 
-    assert added["metadata"]["finalizers"] == ["f1", "f2"]
+    # A new item goes before the live ones (strategicpatch's mergeSortedSlice).
+    assert added["metadata"]["finalizers"] == ["f2", "f1"]
     assert removed["metadata"]["finalizers"] == []
 
 

@@ -6,6 +6,9 @@ Example::
         --nodes 3 --cpu 8 --memory 32Gi --gpu 4 --virtual-time
     KUBECONFIG=/tmp/kubeconfig kubectl get nodes
     curl -XPOST 'http://127.0.0.1:8080/fakekube/clock/advance?seconds=3600'
+
+    python -m fakekube --rbac --kubeconfig-out /tmp/kubeconfig   # RBAC enforced
+    curl -H "Authorization: Bearer $(cat /tmp/kubeconfig.token)" http://127.0.0.1:.../api/v1/pods
 """
 
 from __future__ import annotations
@@ -57,6 +60,14 @@ def _parser() -> argparse.ArgumentParser:
         "--crd", type=Path, action="append", default=[], help="a CRD (JSON or YAML file) to install"
     )
     parser.add_argument(
+        "--rbac",
+        action="store_true",
+        help="enforce RBAC: requests need a bearer token and Roles/bindings allowing them; the "
+        "kubeconfig carries the admin token (kubernetes-admin, group system:masters), which is "
+        "also printed and written to <kubeconfig-out>.token (kubectl sends no token over plain "
+        "HTTP, so it is system:anonymous; use the token with curl or a client library)",
+    )
+    parser.add_argument(
         "--service-endpoint",
         action="append",
         default=[],
@@ -89,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             speed=args.speed,
             start=parse_utc(args.start, what="--start") if args.start else None,
             custom_resources=tuple(_load(p) for p in args.crd),
+            rbac=args.rbac,
         )
         endpoints = []
         for item in args.service_endpoint:
@@ -105,6 +117,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             for namespace, name, url in endpoints:
                 kube.register_service_endpoint(namespace, name, url)
             print(f"fakekube serving {kube.base_url}; kubeconfig {kube.kubeconfig}", flush=True)
+            if args.rbac:
+                token_file = kube.kubeconfig.with_name(kube.kubeconfig.name + ".token")
+                token_file.write_text(kube.admin_token + "\n")
+                token_file.chmod(0o600)
+                print(
+                    f"RBAC enforced; admin token {kube.admin_token} (also in {token_file})",
+                    flush=True,
+                )
             stop.wait()
     except FakeKubeError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -20,6 +20,7 @@ from typing import Any
 
 from fakekube import jobs, kinds, managed, schema
 from fakekube._errors import ApiError, FieldError
+from fakekube._errors import forbidden as forbidden_field
 from fakekube._errors import invalid as invalid_field
 from fakekube._errors import required as required_field
 from fakekube.admission import WebhookCaller
@@ -170,6 +171,7 @@ class FakeApi:
                 f"the API version in the data ({obj.get('apiVersion')}) does not match the expected "  # noqa: E501
                 f"API version ({rt.api_version}) or kind {obj['kind']!r} is not {rt.kind!r}"
             )
+        _check_decodes(rt, obj, version)
         meta = obj.setdefault("metadata", {})
         if rt.namespaced:
             if meta.get("namespace") and meta["namespace"] != namespace:
@@ -219,6 +221,8 @@ class FakeApi:
             errors.extend(schema.validate(obj, structural))
         if errors:
             raise ApiError.invalid(rt.group, rt.kind, name, errors)
+        if builtin:
+            kinds.drop_empty(rt.kind, obj)
         if self.store.peek(rt, obj["metadata"].get("namespace", ""), name) is not None:
             raise ApiError.already_exists(rt.group, rt.plural, name)
         manager = managed.manager_name(field_manager, user_agent)
@@ -313,6 +317,7 @@ class FakeApi:
             raise ApiError.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"  # noqa: E501
             )
+        _check_decodes(rt, new, version)
         rv = meta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise ApiError.stale(rt.group, rt.plural, name)
@@ -351,12 +356,9 @@ class FakeApi:
             raise ApiError.unsupported_media_type(
                 f"the body of the request was in an unknown format - accepted media types include: {accepted}"  # noqa: E501
             )
+        check_patch_options(content_type, field_manager=field_manager, force_given=force)
         patch = _decode(raw, yaml_ok=content_type == "application/apply-patch+yaml")
         if content_type == "application/apply-patch+yaml":
-            if not field_manager:
-                raise ApiError.bad_request(
-                    "PATCH requests using the apply-patch+yaml patch type require a fieldManager"
-                )
             if not isinstance(patch, dict):
                 raise ApiError.bad_request("apply patch must be an object")
             current = self.store.peek(rt, ns, name)
@@ -406,6 +408,12 @@ class FakeApi:
                 raise ApiError.bad_request(
                     f"the name of the object ({new_meta.get('name')}) does not match the name on the URL ({name})"  # noqa: E501
                 )
+        why = None if rt.custom else kinds.decode_error(rt.kind, new)
+        if why is not None:
+            # The patch handler decodes the patched JSON into the Go type; a failure is 422
+            # on the field "patch" with the patched document as the value.
+            shown = json.dumps(new, separators=(",", ":"))
+            raise ApiError.invalid("", "", "", [invalid_field("patch", shown, why)])
         return await self._write_update(
             rt,
             old,
@@ -493,6 +501,8 @@ class FakeApi:
                 raise ApiError.invalid(rt.group, rt.kind, old_meta["name"], errors)
             if rt.generational and _spec_part(old) != _spec_part(new):
                 new["metadata"]["generation"] = int(old_meta.get("generation", 1)) + 1
+        if not rt.custom:
+            kinds.drop_empty(rt.kind, new)
         new["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if "managedFields" in old_meta and "managedFields" not in new["metadata"]:
             new["metadata"]["managedFields"] = copy.deepcopy(old_meta["managedFields"])
@@ -907,3 +917,43 @@ def _decode(raw: bytes, *, yaml_ok: bool) -> Any:
             except Exception as yaml_exc:
                 raise ApiError.bad_request(f"error decoding YAML: {yaml_exc}") from yaml_exc
         raise ApiError.bad_request(f"error decoding patch: {exc}") from exc
+
+
+def _check_decodes(rt: ResourceType, obj: Obj, version: str | None) -> None:
+    """A create or update body the server cannot decode into its Go type answers 400, as
+    ``transformDecodeError`` words it."""
+    why = None if rt.custom else kinds.decode_error(rt.kind, obj)
+    if why is not None:
+        raise ApiError.bad_request(
+            f'{rt.kind} in version "{version or rt.version}" cannot be handled as a '
+            f"{rt.kind}: {why}"
+        )
+
+
+def check_patch_options(content_type: str, *, field_manager: str, force_given: bool) -> None:
+    """``ValidatePatchOptions`` (apimachinery ``meta/v1/validation``), which the patch handler
+    runs before it reads the body or the object: an apply needs a ``fieldManager``, ``force``
+    belongs to applies only, a manager is at most 128 printable characters."""
+    errors: list[FieldError] = []
+    if content_type == "application/apply-patch+yaml":
+        if not field_manager:
+            errors.append(required_field("fieldManager", "is required for apply patch"))
+    elif force_given:
+        errors.append(forbidden_field("force", "may not be specified for non-apply patch"))
+    if len(field_manager) > _FIELD_MANAGER_MAX:
+        errors.append(
+            FieldError(
+                "fieldManager", "Too long", f"may not be more than {_FIELD_MANAGER_MAX} bytes"
+            )
+        )
+    elif any(not ch.isprintable() for ch in field_manager):
+        errors.append(
+            invalid_field(
+                "fieldManager", field_manager, "manager may only contain printable characters"
+            )
+        )
+    if errors:
+        raise ApiError.invalid("meta.k8s.io", "PatchOptions", "", errors)
+
+
+_FIELD_MANAGER_MAX = 128

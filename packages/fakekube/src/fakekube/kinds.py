@@ -27,6 +27,8 @@ from fakekube._errors import (
     required,
     unsupported,
 )
+from fakekube._time import micro_time_error
+from fakekube.crdschema import validate_crd_schemas
 from fakekube.selection import label_selector_matches, parse_quantity
 
 __all__ = ["default_object", "validate_create", "validate_update"]
@@ -233,13 +235,23 @@ def _validate_node_affinity(spec: Obj, path: str) -> list[FieldError]:
     (``pkg/apis/core/validation``): ``In``/``NotIn`` with exactly one value, key
     ``metadata.name`` only (one value per requirement: pin several nodes with one term each)."""
     errs: list[FieldError] = []
-    required_ = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
+    node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    required_ = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     where = f"{path}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    for i, term in enumerate(required_.get("nodeSelectorTerms") or []):
+    terms = [
+        (f"{where}.nodeSelectorTerms[{i}]", term)
+        for i, term in enumerate(required_.get("nodeSelectorTerms") or [])
+    ]
+    preferred = f"{path}.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    terms += [
+        (f"{preferred}[{i}].preference", (entry or {}).get("preference"))
+        for i, entry in enumerate(
+            node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+        )
+    ]
+    for term_path, term in terms:
         for j, req in enumerate((term or {}).get("matchFields") or []):
-            at = f"{where}.nodeSelectorTerms[{i}].matchFields[{j}]"
+            at = f"{term_path}.matchFields[{j}]"
             if req.get("operator") in ("In", "NotIn"):
                 if len(req.get("values") or []) != 1:
                     errs.append(
@@ -433,24 +445,111 @@ def _validate_pod_update(old: Obj, new: Obj) -> list[FieldError]:
 
 
 def _default_job(obj: Obj) -> None:
+    """``SetDefaults_Job`` (``pkg/apis/batch/v1/defaults.go``) and, for a Job with a uid,
+    ``generateSelector`` of the Job strategy's ``PrepareForCreate``."""
     spec = obj.setdefault("spec", {})
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
     spec.setdefault("parallelism", 1)
-    spec.setdefault("completions", 1)
-    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("backoffLimit", 2**31 - 1 if spec.get("backoffLimitPerIndex") else 6)
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
-    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    spec.setdefault(
+        "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+    )
+    spec.setdefault("manualSelector", False)
     template = spec.setdefault("template", {})
     default_pod_spec(template.setdefault("spec", {}))
-    uid = obj.get("metadata", {}).get("uid")
+    meta = obj.setdefault("metadata", {})
+    template_labels = (template.get("metadata") or {}).get("labels")
+    if template_labels and not meta.get("labels"):
+        meta["labels"] = dict(template_labels)  # decoding defaults a Job's labels
+    uid = meta.get("uid")
     if not spec.get("manualSelector") and uid:
-        name = obj["metadata"].get("name", "")
-        spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+        name = meta.get("name", "")
         labels = template.setdefault("metadata", {}).setdefault("labels", {})
-        labels.setdefault("batch.kubernetes.io/controller-uid", uid)
-        labels.setdefault("batch.kubernetes.io/job-name", name)
-        labels.setdefault("controller-uid", uid)
-        labels.setdefault("job-name", name)
+        for key in ("job-name", "batch.kubernetes.io/job-name"):
+            labels.setdefault(key, name)
+        for key in ("controller-uid", "batch.kubernetes.io/controller-uid"):
+            labels.setdefault(key, uid)
+        selector = spec.get("selector")
+        if not isinstance(selector, dict):
+            selector = spec["selector"] = {}
+        match = selector.get("matchLabels")
+        if not isinstance(match, dict):
+            match = selector["matchLabels"] = {}
+        match.setdefault("batch.kubernetes.io/controller-uid", uid)
+        if not meta.get("labels"):
+            # The stored Job read back is defaulted again: it takes the generated labels.
+            meta["labels"] = dict(labels)
+
+
+def _go_map(labels: dict[str, Any]) -> str:
+    inner = ", ".join(f'"{k}":"{labels[k]}"' for k in sorted(labels))
+    return f"map[string]string{{{inner}}}"
+
+
+def _go_selector(selector: Obj) -> str:
+    match = selector.get("matchLabels") or {}
+    labels = ", ".join(f'"{k}":"{match[k]}"' for k in sorted(match))
+    labels_text = f"map[string]string{{{labels}}}" if match else "map[string]string(nil)"
+    expressions = "[]v1.LabelSelectorRequirement(nil)"
+    if selector.get("matchExpressions"):
+        expressions = "[]v1.LabelSelectorRequirement{...}"
+    return f"v1.LabelSelector{{MatchLabels:{labels_text}, MatchExpressions:{expressions}}}"
+
+
+def _validate_generated_selector(obj: Obj) -> list[FieldError]:
+    """``validateGeneratedSelector`` (``pkg/apis/batch/validation``): unless
+    ``manualSelector`` is true, the template carries this Job's own ``controller-uid`` and
+    ``job-name`` labels (legacy and ``batch.kubernetes.io/``) and the selector matches them,
+    so a Job copied with another Job's selector or labels is refused."""
+    spec = obj.get("spec") or {}
+    selector = spec.get("selector")
+    meta = obj.get("metadata") or {}
+    uid, name = meta.get("uid"), meta.get("name", "")
+    if spec.get("manualSelector") or not isinstance(selector, dict) or not uid:
+        return []
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    path = "spec.template.metadata.labels"
+    expected = {
+        "controller-uid": uid,
+        "job-name": name,
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+    }
+    errs: list[FieldError] = []
+    for key, want in expected.items():
+        if key not in labels:
+            errs.append(required(f"{path}[{key}]", f"must be '{want}'"))
+        elif labels[key] != want:
+            errs.append(
+                FieldError(
+                    f"{path}[{key}]", "Invalid value", f"must be '{want}'", shown=_go_map(labels)
+                )
+            )
+    if not label_selector_matches(selector, expected):
+        errs.append(
+            FieldError(
+                "spec.selector",
+                "Invalid value",
+                "`selector` not auto-generated",
+                shown=_go_selector(selector),
+            )
+        )
+    return errs
+
+
+def drop_empty(kind: str, obj: Obj) -> None:
+    """Fields the API server never writes because Go's ``omitempty`` drops them: a Job's
+    zero ``status.active``, ``succeeded`` and ``failed`` (``ready`` and ``terminating`` are
+    pointers and stay, zero included)."""
+    if kind == "Job":
+        status = obj.get("status")
+        if isinstance(status, dict):
+            for key in ("active", "succeeded", "failed"):
+                if status.get(key) == 0:
+                    del status[key]
 
 
 def _validate_job_create(obj: Obj) -> list[FieldError]:
@@ -459,6 +558,7 @@ def _validate_job_create(obj: Obj) -> list[FieldError]:
     errs = validate_pod_spec(
         template.get("spec") or {}, "spec.template.spec", restart_policies=("OnFailure", "Never")
     )
+    errs.extend(_validate_generated_selector(obj))
     for field in ("parallelism", "completions", "backoffLimit"):
         value = spec.get(field)
         if value is not None and (not isinstance(value, int) or value < 0):
@@ -732,6 +832,7 @@ def _validate_crd(obj: Obj) -> list[FieldError]:
                 "spec.versions", versions, "must have exactly one version marked as storage version"
             )
         )
+    errs.extend(validate_crd_schemas(obj))
     return errs
 
 
@@ -801,6 +902,45 @@ def _validate_priority_class_update(old: Obj, new: Obj) -> list[FieldError]:
     return errs
 
 
+# -- leases ---------------------------------------------------------------------------------
+
+
+def decode_error(kind: str, obj: Obj) -> str | None:
+    """Why the API server could not decode ``obj`` into its Go type, or None: a Lease's
+    ``acquireTime``/``renewTime`` are ``metav1.MicroTime``, read with Go's
+    ``time.Parse(RFC3339Micro, ...)`` (six fractional digits), so ``2023-06-01T00:00:00Z``
+    fails before validation runs."""
+    if kind != "Lease":
+        return None
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return None
+    for field in ("acquireTime", "renewTime"):
+        why = micro_time_error(spec.get(field))
+        if why is not None:
+            return why
+    return None
+
+
+def _validate_lease(obj: Obj) -> list[FieldError]:
+    """``ValidateLeaseSpec`` (``pkg/apis/coordination/validation``)."""
+    spec = obj.get("spec") or {}
+    errs: list[FieldError] = []
+    duration = spec.get("leaseDurationSeconds")
+    if duration is not None and isinstance(duration, int) and duration <= 0:
+        errs.append(invalid("spec.leaseDurationSeconds", duration, "must be greater than 0"))
+    transitions = spec.get("leaseTransitions")
+    if transitions is not None and isinstance(transitions, int) and transitions < 0:
+        errs.append(
+            invalid("spec.leaseTransitions", transitions, "must be greater than or equal to 0")
+        )
+    if spec.get("preferredHolder") and not spec.get("strategy"):
+        errs.append(
+            forbidden("spec.preferredHolder", "may only be specified if `strategy` is defined")
+        )
+    return errs
+
+
 _Defaulter = Callable[[Obj], None]
 _CreateCheck = Callable[[Obj], list[FieldError]]
 _UpdateCheck = Callable[[Obj, Obj], list[FieldError]]
@@ -828,6 +968,7 @@ _CREATE: dict[str, _CreateCheck] = {
     "CustomResourceDefinition": _validate_crd,
     "Event": _validate_event,
     "PriorityClass": _validate_priority_class,
+    "Lease": _validate_lease,
 }
 _UPDATE: dict[str, _UpdateCheck] = {
     "Pod": _validate_pod_update,
@@ -841,6 +982,7 @@ _UPDATE: dict[str, _UpdateCheck] = {
     "MutatingWebhookConfiguration": lambda old, new: _validate_webhooks(new),
     "CustomResourceDefinition": _validate_crd_update,
     "PriorityClass": _validate_priority_class_update,
+    "Lease": lambda old, new: _validate_lease(new),
 }
 
 

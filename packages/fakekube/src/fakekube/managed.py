@@ -177,14 +177,14 @@ def apply_conflicts(
 
 
 def _print_manager(entry: Obj) -> str:
-    """``printManager`` of ``internal/conflict.go``."""
+    """``printManager`` of ``internal/conflict.go``, given the manager identifier
+    (``BuildManagerIdentifier``), which never carries the time: an Update manager prints as
+    ``"ed" using v1``, never ``... at <time>``."""
     text = json.dumps(entry.get("manager", ""))
     if entry.get("subresource"):
         text += f' with subresource "{entry["subresource"]}"'
     if entry.get("operation") == "Update":
         text += f" using {entry.get('apiVersion', '')}"
-        if entry.get("time"):
-            text += f" at {entry['time']}"
     return text
 
 

@@ -5,8 +5,9 @@
 - strategic merge patch (``application/strategic-merge-patch+json``) for built-in kinds, with
   the merge keys of the fields carbonshift touches (containers, env, volumes, ports,
   schedulingGates, conditions, ownerReferences, finalizers) and the ``$patch`` directives
-  ``delete``, ``replace`` and ``merge``; ``$setElementOrder`` and ``$retainKeys`` are accepted
-  and ignored. Lists without a merge key are replaced, as for ``+listType=atomic`` fields.
+  ``delete``, ``replace`` and ``merge``, and the real element order of merged lists (new
+  items first, see ``_normalize_order``; ``$setElementOrder`` honoured); ``$retainKeys`` is
+  accepted and ignored. Lists without a merge key are replaced, as for ``+listType=atomic`` fields.
 """
 
 from __future__ import annotations
@@ -177,7 +178,57 @@ def _merge_keyed_list(
     return out
 
 
+def _ident(item: Any, key: str) -> Any:
+    return item.get(key) if isinstance(item, dict) else item
+
+
+def _normalize_order(
+    merged: list[Any],
+    patch: list[Any],
+    patch_order: list[Any],
+    server_order: list[Any],
+    ident: Any,
+) -> list[Any]:
+    """The element order of a strategic merge (``normalizeElementOrder`` and
+    ``mergeSortedSlice`` of apimachinery's ``strategicpatch``): the items the patch names, in
+    the patch's order (or its ``$setElementOrder``), interleaved with the items only the live
+    list has, in their live order; where the live list does not rank two items (a new one),
+    the patch's item comes first, so new items land before the live ones that follow."""
+    named = [ident(p) for p in patch if not (isinstance(p, dict) and p.get("$patch") == "delete")]
+    if patch_order is not patch:  # a $setElementOrder names every item it orders
+        named += [ident(o) for o in patch_order]
+    in_patch = [m for m in merged if ident(m) in named]
+    server_only = [m for m in merged if ident(m) not in named]
+    wanted = [ident(o) for o in patch_order]
+    in_patch.sort(key=lambda m: wanted.index(ident(m)) if ident(m) in wanted else len(wanted))
+    live = [ident(o) for o in server_order]
+
+    def rank(item: Any) -> int:
+        return live.index(ident(item)) if ident(item) in live else -1
+
+    out: list[Any] = []
+    i = j = 0
+    while i < len(server_only) or j < len(in_patch):
+        if j >= len(in_patch):
+            out.append(server_only[i])
+            i += 1
+        elif i >= len(server_only):
+            out.append(in_patch[j])
+            j += 1
+        else:
+            left, right = rank(server_only[i]), rank(in_patch[j])
+            if left >= 0 and right >= 0 and left < right:
+                out.append(server_only[i])
+                i += 1
+            else:
+                out.append(in_patch[j])
+                j += 1
+    return out
+
+
 def _strategic(doc: Any, patch: Any, nulls: bool) -> Any:
+    """Merge ``patch`` into ``doc``; ``nulls`` is the strategic merge patch proper (a null
+    deletes, lists take the strategic element order), off for server-side apply's merge."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     if patch.get("$patch") == "replace":
@@ -211,10 +262,20 @@ def _strategic(doc: Any, patch: Any, nulls: bool) -> Any:
                 if replace:
                     out[name] = [v for v in value if v not in replace]
                 else:
-                    out[name] = _merge_keyed_list(name, key, out.get(name) or [], value, nulls)
+                    original = out.get(name) or []
+                    merged_list = _merge_keyed_list(name, key, original, value, nulls)
+                    if nulls:
+                        order = patch.get(f"$setElementOrder/{name}") or value
+                        merged_list = _normalize_order(
+                            merged_list, value, order, original, lambda v, k=key: _ident(v, k)
+                        )
+                    out[name] = merged_list
             elif name in MERGE_SCALAR_LISTS:
-                merged = list(out.get(name) or [])
-                merged.extend(v for v in value if v not in merged)
+                original = list(out.get(name) or [])
+                merged = original + [v for v in value if v not in original]
+                if nulls:
+                    order = patch.get(f"$setElementOrder/{name}") or value
+                    merged = _normalize_order(merged, value, order, original, lambda v: v)
                 out[name] = merged
             else:
                 out[name] = copy.deepcopy(value)

@@ -33,7 +33,10 @@ The error shapes are kube-openapi's (``pkg/validation/errors/schema.go``), wrapp
 ``TooLongMaxLength`` became in kubernetes PR #128553), ``spec.items: Too many: 3: must have
 at most 2 items``.
 
-Not done: CEL ``x-kubernetes-validations`` (ignored), ``x-kubernetes-list-type`` uniqueness
+5. the CEL rules (``x-kubernetes-validations``, :mod:`fakekube.cel`), unless a value had the
+   wrong type.
+
+Not done: ``x-kubernetes-list-type`` uniqueness
 (``set``/``map`` duplicates are not refused), formats other than ``date-time``,
 ``uniqueItems``, ``multipleOf``, ``maxProperties``/``minProperties``,
 ``allOf``/``anyOf``/``oneOf``/``not``, ``x-kubernetes-embedded-resource`` metadata checks.
@@ -45,6 +48,7 @@ import copy
 import re
 from typing import Any
 
+from fakekube import cel
 from fakekube._errors import FieldError, invalid, required, unsupported
 
 __all__ = ["find_schema", "prepare", "validate"]
@@ -208,6 +212,9 @@ def validate(obj: Obj, schema: Obj, old: Obj | None = None) -> list[FieldError]:
         "required": [r for r in schema.get("required") or [] if r not in _ROOT_KEEP],
     }
     _check(root, root_schema, "", old_root, old is not None, errs)
+    # The CEL rules run unless a value has the wrong type (``hasBlockingErr``).
+    if not any(e.reason == "FieldValueTypeInvalid" for e in errs):
+        errs.extend(cel.validate(obj, schema, old))
     return errs
 
 

@@ -25,7 +25,7 @@ from starlette.routing import Route
 
 from fakekube._errors import ApiError
 from fakekube._protobuf import decode_object
-from fakekube.api import PATCH_TYPES
+from fakekube.api import PATCH_TYPES, check_patch_options
 from fakekube.auth import Identity, authorize, forbidden, impersonate
 from fakekube.auth import Request as AuthRequest
 from fakekube.cluster import FakeCluster
@@ -117,6 +117,9 @@ def _resource_list(cluster: FakeCluster, group: str, version: str) -> Obj:
         "groupVersion": f"{group}/{version}" if group else version,
         "resources": resources,
     }
+
+
+_MAX_ADVANCE_S = 100 * 365 * 86400.0
 
 
 def _group(group: str, versions: list[str]) -> Obj:
@@ -316,13 +319,29 @@ def build_app(cluster: FakeCluster) -> Starlette:
         if what == "clock" and request.method == "GET":
             return _json({"now": cluster.clock.now().isoformat(), "virtual": cluster.clock.virtual})
         if what == "clock/advance" and request.method == "POST":
-            seconds = float(request.query_params.get("seconds", "0"))
-            now = await cluster.advance(timedelta(seconds=seconds))
+            text = request.query_params.get("seconds", "0")
+            try:
+                seconds = float(text)
+                step = timedelta(seconds=seconds)
+            except (ValueError, OverflowError) as exc:
+                raise ApiError.bad_request(
+                    f"seconds {text!r} is not a number of seconds; write it like seconds=3600"
+                ) from exc
+            if not 0 <= seconds < _MAX_ADVANCE_S:
+                raise ApiError.bad_request(
+                    f"seconds {text!r} is out of range; advance by 0 to {_MAX_ADVANCE_S:.0f} "
+                    "seconds (100 years) at a time"
+                )
+            now = await cluster.advance(step)
             return _json({"now": now.isoformat(), "virtual": cluster.clock.virtual})
         if what == "settle" and request.method == "POST":
             return _json({"rounds": await cluster.settle()})
         if what == "faults" and request.method == "POST":
-            fault = cluster.faults.add(Fault(**(await _body(request))))
+            fields = await _body(request)
+            try:
+                fault = cluster.faults.add(Fault(**fields))
+            except (TypeError, ValueError) as exc:
+                raise ApiError.bad_request(f"not a fault: {exc}") from exc
             return _json(asdict(fault), 201)
         if what == "faults" and request.method == "DELETE":
             cluster.faults.clear()
@@ -337,6 +356,10 @@ def build_app(cluster: FakeCluster) -> Starlette:
             return _json({"resourceVersion": str(cluster.store.rv)})
         if what == "service-endpoints" and request.method == "POST":
             body = await _body(request)
+            if not all(isinstance(body.get(k), str) for k in ("namespace", "name", "url")):
+                raise ApiError.bad_request(
+                    'a service endpoint needs the strings "namespace", "name" and "url"'
+                )
             cluster.api.service_endpoints[(body["namespace"], body["name"])] = body["url"]
             return _json(body, 201)
         raise ApiError(
@@ -439,6 +462,11 @@ def build_app(cluster: FakeCluster) -> Starlette:
                     "the body of the request was in an unknown format - accepted media types include: "  # noqa: E501
                     + ", ".join(PATCH_TYPES)
                 )
+            check_patch_options(
+                content_type,
+                field_manager=request.query_params.get("fieldManager", ""),
+                force_given="force" in request.query_params,
+            )
             existed = (
                 api.store.peek(rt, namespace if rt.namespaced else "", target.name) is not None
             )

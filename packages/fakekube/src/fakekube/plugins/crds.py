@@ -202,7 +202,9 @@ _WORKLOAD = _root(
                     "podSetAssignments": _array(
                         _object(
                             {
-                                "name": {"type": "string", "maxLength": 63},
+                                # a list-map key must be required or defaulted, or a real
+                                # server refuses the CRD (the real one defaults it to main)
+                                "name": {"type": "string", "maxLength": 63, "default": "main"},
                                 "flavors": _STR_MAP,
                                 "resourceUsage": {
                                     "type": "object",
