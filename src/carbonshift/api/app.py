@@ -61,7 +61,7 @@ from carbonshift.carbon.providers import (
 )
 from carbonshift.carbon.series import CiKind
 from carbonshift.errors import CarbonshiftError, InputError, PermanentError, TemporaryError
-from carbonshift.units import format_utc, parse_duration, to_utc
+from carbonshift.units import DurationTooLongError, format_utc, parse_duration, to_utc
 
 __all__ = ["ApiSettings", "create_app"]
 
@@ -337,8 +337,8 @@ def _time_of(value: datetime | None, default: datetime, what: str = "time") -> d
 def _duration_of(text: str, what: str, most_hours: int) -> timedelta:
     try:
         duration = parse_duration(text, what=what)
-    except OverflowError:
-        raise InputError(f"{what} {text!r} is too long; give at most {most_hours} h") from None
+    except DurationTooLongError:
+        raise InputError(f"{what} {text[:40]!r} is too long; give at most {most_hours} h") from None
     if duration > timedelta(hours=most_hours):
         raise InputError(f"{what} {text!r} is longer than {most_hours} h; give a shorter {what}")
     return duration
