@@ -12,17 +12,36 @@ from datetime import UTC, datetime, timedelta
 
 from carbonshift.errors import InputError
 
-__all__ = ["format_utc", "parse_duration", "parse_utc", "to_utc"]
+__all__ = [
+    "MAX_DURATION_S",
+    "DurationTooLongError",
+    "format_utc",
+    "parse_duration",
+    "parse_utc",
+    "to_utc",
+]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)\s*$", re.IGNORECASE)
+#: The longest duration any parser accepts: ``timedelta`` overflows at 999,999,999 days, and no
+#: caller plans further than centuries; callers cap lower where they need (annotations, API).
+MAX_DURATION_S = 1e6 * 86400.0
 _UNIT_S = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def to_utc(moment: datetime, *, what: str = "time") -> datetime:
-    """Return ``moment`` in UTC; a naive datetime is taken to be UTC already."""
+    """Return ``moment`` in UTC; a naive datetime is taken to be UTC already.
+
+    A time whose offset would move it past year 1 or 9999 raises :class:`InputError`.
+    """
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise InputError(
+            f"{what} {moment.isoformat()} leaves the years 1-9999 when shifted to UTC; "
+            "give a time between 0002 and 9998 (UTC)"
+        ) from None
 
 
 def parse_utc(text: str, *, what: str = "time") -> datetime:
@@ -48,6 +67,15 @@ def format_utc(moment: datetime) -> str:
     return to_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+class DurationTooLongError(InputError):
+    """A duration longer than :data:`MAX_DURATION_S`; callers with a lower cap say theirs."""
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message, cut to 40 characters so 400 nines stay one short line."""
+    return repr(text) if len(text) <= 40 else repr(text[:37] + "...")
+
+
 def parse_duration(text: str, *, what: str = "duration") -> timedelta:
     """Parse ``30s``, ``90m``, ``12h``, ``1.5h`` or ``2d`` into a timedelta.
 
@@ -59,5 +87,11 @@ def parse_duration(text: str, *, what: str = "duration") -> timedelta:
         raise InputError(
             f"{what} {text!r} is not a duration; write a number and a unit s, m, h or d, like 12h"
         )
-    seconds = float(match.group(1)) * _UNIT_S[match.group(2).lower()]
+    unit = match.group(2).lower()
+    seconds = float(match.group(1)) * _UNIT_S[unit]
+    if not seconds <= MAX_DURATION_S:  # also catches inf from 400 nines
+        raise DurationTooLongError(
+            f"{what} {_shown(text)} is longer than {MAX_DURATION_S / 86400:.0f} d "
+            f"(the most a duration can hold); give a shorter number of {unit}, like 12h"
+        )
     return timedelta(seconds=seconds)

@@ -269,3 +269,27 @@ def test_integral_float_runtime_is_planned_and_the_answer_is_strict_json(
         raise AssertionError(f"non-JSON constant {constant}")
 
     json.loads(response.text, parse_constant=refuse)
+
+
+def test_a_solve_past_the_memory_cap_is_a_clear_400_not_a_500() -> None:
+    # 16 MiB of address space is below what the worker maps already (numpy, HiGHS): the
+    # first allocation of the solve fails, as one of a request too large for the cap would.
+    capped = SolveRunner(max_solves=1, memory_mb=16)
+    try:
+        app = create_app(_offline(), settings=ApiSettings(), solves=capped)
+        client = TestClient(app, raise_server_exceptions=False)
+        response = client.post("/v1/plan", params={"policy": "exact"}, json=instance(jobs=30))
+    finally:
+        capped.stop_all()
+    assert response.status_code == 400, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    detail = response.json()["detail"]
+    assert "memory cap of 16 MiB" in detail
+    assert "send fewer jobs" in detail
+    assert capped.running == 0
+
+
+def test_api_settings_pass_the_memory_cap_to_the_workers(runner: SolveRunner) -> None:
+    client = _client(runner, max_solve_memory_mb=4096)
+    response = client.post("/v1/plan", params={"policy": "exact"}, json=instance())
+    assert response.status_code == 200, response.text

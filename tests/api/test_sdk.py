@@ -204,6 +204,7 @@ def test_the_sdk_examples_get_the_sdk_shapes(
     response = sdk.get(path, params=request_) if get else sdk.post(path, json=request_)
     assert response.status_code == want_status, response.text
     body = response.json()
+    assert _keys_with_underscores(body) == set()  # one casing per family: the SDK's camelCase
     items = body if isinstance(body, list) else [body]
     assert items
     for item in items:
@@ -216,6 +217,16 @@ def test_the_sdk_examples_get_the_sdk_shapes(
                 assert point["duration"] == item["windowSize"]
     if path.endswith("/batch"):
         assert [i["location"] for i in items] == [r["location"] for r in request_]
+
+
+def _keys_with_underscores(body: Any) -> set[str]:
+    """Every object key anywhere in ``body`` that is not camelCase (holds ``_``)."""
+    if isinstance(body, list):
+        return set().union(*(_keys_with_underscores(item) for item in body))
+    if isinstance(body, dict):
+        own = {key for key in body if "_" in key}
+        return own.union(*(_keys_with_underscores(value) for value in body.values()))
+    return set()
 
 
 def test_locations_lists_the_regions_like_the_sdk_location_source(sdk: TestClient) -> None:

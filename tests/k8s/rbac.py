@@ -34,9 +34,22 @@ def rbac_documents(paths: Iterable[Path], namespace: str = NAMESPACE) -> list[di
     return docs
 
 
-def install(kube: FakeKube, paths: Iterable[Path], *, extra: Iterable[dict[str, Any]] = ()) -> None:
-    """Create the RBAC objects of ``paths`` (and ``extra``) as the admin, in their namespace."""
+def install(
+    kube: FakeKube,
+    paths: Iterable[Path],
+    *,
+    extra: Iterable[dict[str, Any]] = (),
+    spoke_secrets: Iterable[str] | None = None,
+) -> None:
+    """Create the RBAC objects of ``paths`` (and ``extra``) as the admin, in their namespace.
+
+    ``spoke_secrets`` replaces the Secret names the hub may read (deploy/hub/rbac.yaml lists
+    the example's), as an operator does for each spoke."""
     for doc in [*rbac_documents(paths), *extra]:
+        if spoke_secrets is not None and doc["kind"] == "Role":
+            for rule in doc["rules"]:
+                if rule.get("resources") == ["secrets"]:
+                    rule["resourceNames"] = list(spoke_secrets)
         kube.create(doc)
 
 

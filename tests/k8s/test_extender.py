@@ -10,7 +10,8 @@ import pytest
 
 from carbonshift.carbon.embedded import load_series
 from carbonshift.k8s.config import parse_config
-from carbonshift.k8s.extender import extender_app
+from carbonshift.k8s.extender import ZoneCarbon, extender_app
+from carbonshift.k8s.planner import CarbonSource, Forecast, ProviderCarbonSource
 from tests.k8s.objects import node, pod
 
 NOW = datetime(2023, 6, 1, 12, tzinfo=UTC)
@@ -114,3 +115,44 @@ async def test_filter_keeps_shiftable_pods_off_dirty_zones(
 async def test_garbage_gets_an_error_not_a_crash() -> None:
     got = (await client().post("/filter", content=b"nope")).json()
     assert got["Error"].startswith("carbonshift")
+
+
+class CleanGridSource(CarbonSource):
+    """A planning source answering 1 g/kWh in every slot (DE is dirty in the embedded data)."""
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config, load=False)
+        self.asked = 0
+
+    def forecast(self, slot0: datetime, horizon_slots: int) -> Forecast:
+        self.asked += 1
+        return Forecast(slot0, (1.0,) * horizon_slots, issued_at=slot0)
+
+
+async def test_scores_read_the_planning_source_not_the_embedded_data() -> None:
+    config = parse_config({"cluster": {"zone": "DE"}, "planning": {"forecast": "oracle"}})
+    planning = CleanGridSource(config)
+    by_name = {n["metadata"]["name"]: n for n in NODES}
+    app = extender_app(config, FixedClock(), by_name.get, planning)
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://extender")
+    args = {"Pod": pod(), "Nodes": {"items": NODES}, "NodeNames": None}
+    got = (await http.post("/prioritize", json=args)).json()
+    scores = {entry["Host"]: entry["Score"] for entry in got}
+    # with the embedded data ca-lean scores 10 (see above); the planning source makes DE clean
+    assert scores["de-lean"] == 10
+    assert scores["ca-lean"] < 10
+    assert planning.asked == 1
+
+
+def test_other_zones_use_the_provider_chain_when_planning_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CARBONSHIFT_OFFLINE", "1")
+    config = parse_config({"cluster": {"zone": "DE"}, "planning": {"carbon_source": "providers"}})
+    carbon = ZoneCarbon(config, FixedClock())
+    source = carbon._source("CA-ON")
+    assert isinstance(source, ProviderCarbonSource)
+    assert source.chain[-1] == "embedded"
+    assert carbon._source("DE") is not source
+    assert isinstance(carbon._source("DE"), ProviderCarbonSource)
+    assert carbon.now_g_per_kwh("CA-ON") == pytest.approx(intensity("CA-ON"))

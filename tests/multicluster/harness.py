@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -240,12 +241,14 @@ async def fleet(
     cpu: str = "8",
     config: HubConfig | None = None,
     spoke_rbac: tuple[Path, ...] = rbac.SPOKE_RBAC,
+    readable_secrets: list[str] | None = None,
 ) -> AsyncIterator[Fleet]:
     """A hub (no nodes, every CRD) and spokes (``nodes`` x ``cpu``), all at ``start``.
 
     Every cluster enforces RBAC: the hub controller runs as ServiceAccount carbonshift-hub
     under deploy/hub/rbac.yaml, and reaches each spoke as a ServiceAccount bound to the
-    ClusterRole of ``spoke_rbac`` (default: the shipped deploy/hub/spoke-rbac.yaml)."""
+    ClusterRole of ``spoke_rbac`` (default: the shipped deploy/hub/spoke-rbac.yaml). The hub's
+    Role may read the Secrets ``readable_secrets`` (default: every spoke's)."""
     spokes = spokes or SPOKES
     with contextlib.ExitStack() as stack:
         hub = stack.enter_context(
@@ -270,7 +273,10 @@ async def fleet(
         )
         for ns in (HUB_NS, "batch"):
             await f.create(hub, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-        await asyncio.to_thread(rbac.install, hub, rbac.HUB_RBAC)
+        secrets = [f"spoke-{n}" for n in spokes] if readable_secrets is None else readable_secrets
+        await asyncio.to_thread(
+            functools.partial(rbac.install, hub, rbac.HUB_RBAC, spoke_secrets=secrets)
+        )
         for name, (zone, watts) in spokes.items():
             remote = await asyncio.to_thread(
                 rbac.spoke_identity, kubes[name], rbac_files=spoke_rbac

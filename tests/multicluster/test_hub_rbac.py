@@ -17,7 +17,7 @@ import yaml
 from carbonshift.k8s.multicluster import HubConfig
 from carbonshift.k8s.multicluster.workloads import PLACED_CLUSTER
 from tests.k8s import rbac
-from tests.multicluster.harness import fleet, hub_job
+from tests.multicluster.harness import SPOKES, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
 CC = "carbonshift.io/v1alpha1"
@@ -100,3 +100,37 @@ async def test_work_placed_in_a_spoke_that_turns_forbidden_is_not_recalled() -> 
         assert [j["metadata"]["name"] for j in await f.list(spoke, "Job", "batch", "batch/v1")] == [
             "now"
         ]
+
+
+async def test_the_hub_reads_only_the_secrets_its_role_names() -> None:
+    spokes = sorted(SPOKES)
+    async with fleet(START, readable_secrets=[f"spoke-{n}" for n in spokes[1:]]) as f:
+        await f.start_controller()
+        await f.step(0)
+        left_out = spokes[0]
+        status = (await f.get(f.hub, "CarbonCluster", left_out, "", CC))["status"]
+        assert status["health"] == "Misconfigured"
+        want = f"add 'spoke-{left_out}' to resourceNames of Role carbonshift-hub-secrets"
+        assert want in status["message"], status["message"]
+        for name in spokes[1:]:
+            health = (await f.get(f.hub, "CarbonCluster", name, "", CC))["status"]["health"]
+            assert health == "Healthy"
+
+
+def test_the_shipped_hub_role_names_its_secrets() -> None:
+    # an empty or missing resourceNames would let the hub read every Secret of its namespace
+    docs = rbac.rbac_documents(rbac.HUB_RBAC)
+    secret_rules = [
+        rule
+        for doc in docs
+        if doc["kind"] in ("Role", "ClusterRole")
+        for rule in doc["rules"]
+        if "secrets" in rule["resources"]
+    ]
+    assert secret_rules
+    assert all(rule.get("resourceNames") for rule in secret_rules)
+    assert all(
+        doc["kind"] == "Role"
+        for doc in docs
+        if any("secrets" in r["resources"] for r in doc.get("rules", []))
+    )

@@ -76,3 +76,54 @@ def test_empty_model_is_optimal_at_zero() -> None:
 def test_bad_options_are_input_errors(kwargs: dict[str, float], want_message: str) -> None:
     with pytest.raises(InputError, match=want_message):
         SolveOptions(**kwargs)  # type: ignore[arg-type]
+
+
+BADLY_SCALED = [
+    pytest.param(
+        _lp([1.0, 1.0], [[1e16, 1.0]], [1.0]), "demands", "span 1..1e+16", id="demand-1e16-refused"
+    ),
+    pytest.param(
+        _lp([1.0, 1.0], [[1e-300, 1.0]], [1.0]), "demands", "1e-300..1", id="demand-1e-300-dropped"
+    ),
+    pytest.param(
+        _lp([1.0, 1.0], [[float("nan"), 1.0]], [1.0]), "demands", "contain nan", id="nan-demand"
+    ),
+    pytest.param(
+        _lp([float("inf"), 1.0], [[1.0, 1.0]], [1.0]), "objective", "contain inf", id="inf-grams"
+    ),
+    pytest.param(
+        _lp([1.0, 1.0], [[1.0, 1.0]], [float("nan")]),
+        "capacities",
+        "contain nan",
+        id="nan-capacity",
+    ),
+]
+
+
+@pytest.mark.parametrize(("lp", "want_part", "want_range"), BADLY_SCALED)
+def test_badly_scaled_model_names_the_range_and_the_fix(
+    lp: LinearProgram, want_part: str, want_range: str
+) -> None:
+    with pytest.raises(InputError) as caught:
+        solve(lp)
+    message = str(caught.value)
+    assert want_part in message
+    assert want_range in message
+    assert "bug" not in message
+
+
+def test_huge_grams_are_scaled_for_the_solver_and_back() -> None:
+    # HiGHS reads costs >= 1e20 as infinite; the back end scales them and scales the result back.
+    huge = _lp([3e25, 2e25, 2e25], [[2.0, 1.0, 1.5]], [2.0])
+    solution = solve(huge, SolveOptions(integer=True))
+    assert solution.status is SolveStatus.OPTIMAL
+    assert solution.values.round().tolist() == [1.0, 0.0, 0.0]
+    assert solution.objective == pytest.approx(3e25)
+    assert solution.bound == pytest.approx(3e25, rel=1e-6)
+
+
+def test_smallest_valid_demand_still_uses_capacity() -> None:
+    # HiGHS drops |a| <= 1e-9 by default; a 1e-9 demand must still count against 1e-9 capacity.
+    lp = _lp([1.0, 1.0], [[1e-9, 1e-9]], [1e-9])
+    solution = solve(lp, SolveOptions(integer=True))
+    assert solution.values.round().sum() == 1.0

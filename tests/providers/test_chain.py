@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -26,7 +29,9 @@ from carbonshift.carbon.providers import (
     build_chains,
     single_source_chain,
 )
-from carbonshift.carbon.series import CiKind
+from carbonshift.carbon.providers.chain import ChainSource
+from carbonshift.carbon.quality import OutlierAction
+from carbonshift.carbon.series import CiKind, SignalWindow
 from carbonshift.errors import InputError
 from tests.providers.fakes import EM_TOKEN, T0, WT_PASSWORD, WT_USER, Fakes, em_value
 
@@ -210,6 +215,9 @@ def test_settings_and_default_chains(tmp_path: Path, base_url: str) -> None:
             {"CARBONSHIFT_HTTP_TIMEOUT_S": "soon"}, "HTTP_TIMEOUT_S is 'soon'", id="bad-number"
         ),
         pytest.param(
+            {"CARBONSHIFT_OUTLIERS": "drop"}, "keep, flag or interpolate", id="bad-outlier-choice"
+        ),
+        pytest.param(
             {"CARBONSHIFT_ELECTRICITYMAPS_TOKEN_FILE": "/nonexistent/key"},
             "cannot be read",
             id="missing-key-file",
@@ -303,3 +311,88 @@ def test_refused_credentials_with_nothing_to_fall_back_on_blame_the_setup(
     with pytest.raises(SourcesRefusedError, match=r"HTTP 401.*fix the credentials") as info:
         chain.answer("DE", T0 - timedelta(hours=1), T0)
     assert "bad-key-000" not in str(info.value)
+
+
+#: A provider day like GB's 2023-06-07 glitch: 9 g/kWh for one hour between 149 and 140.
+SPIKY_G_PER_KWH = [150.0, 152, 149, 151, 148, 150, 149, 9.0, 140, 142, 139, 141, 140, 138, 141]
+
+
+class SpikySource:
+    """A live source answering :data:`SPIKY_G_PER_KWH` hourly from ``start``."""
+
+    name = "spiky"
+    kinds = frozenset({CiKind.DIRECT})
+
+    def __init__(self) -> None:
+        self._clock = ManualClock(T0)
+
+    @property
+    def clock(self) -> ManualClock:
+        return self._clock
+
+    def covers(self, zone: str) -> bool:
+        return True
+
+    def supports(self, kind: CiKind) -> bool:
+        return kind in self.kinds
+
+    def window(
+        self,
+        zone: str,
+        start: datetime,
+        end: datetime,
+        *,
+        slot_minutes: int = 60,
+        kind: CiKind = CiKind.DIRECT,
+    ) -> SignalWindow:
+        values = np.array(SPIKY_G_PER_KWH[: int((end - start) / timedelta(hours=1))])
+        return SignalWindow(zone, kind, start, end, 60, values, source=self.name)
+
+    def cached_window(self, *args: object, **kwargs: object) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+SPIKE_AT = T0 + timedelta(hours=7)
+
+
+@pytest.mark.parametrize(
+    ("outliers", "want_suspect", "want_value_at_spike"),
+    [
+        pytest.param(OutlierAction.FLAG, [(SPIKE_AT, 9.0)], 9.0, id="flag-lists-keeps-value"),
+        pytest.param(
+            OutlierAction.INTERPOLATE, [(SPIKE_AT, 9.0)], 144.5, id="interpolate-replaces"
+        ),
+        pytest.param(OutlierAction.KEEP, [], 9.0, id="keep-does-not-screen"),
+    ],
+)
+def test_provider_answers_are_screened_for_implausible_points(
+    outliers: OutlierAction,
+    want_suspect: list[tuple[datetime, float]],
+    want_value_at_spike: float,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chain = FallbackChain(CiKind.DIRECT, [cast(ChainSource, SpikySource())], outliers=outliers)
+    end = T0 + timedelta(hours=len(SPIKY_G_PER_KWH))
+    with caplog.at_level(logging.WARNING, logger="carbonshift.carbon.providers.chain"):
+        answer = chain.answer("GB", T0, end)
+        again = chain.answer("GB", T0, end)
+    assert list(answer.suspect) == want_suspect
+    assert answer.outliers is outliers
+    assert answer.window.values_g_per_kwh[7] == pytest.approx(want_value_at_spike)
+    assert again.suspect == answer.suspect
+    implausible = [r for r in caplog.records if "implausible" in r.getMessage()]
+    assert len(implausible) == (1 if want_suspect else 0)  # once per zone and change
+    if want_suspect:
+        assert "2026-03-10T19:00:00Z 9 g/kWh" in implausible[0].getMessage()
+
+
+def test_settings_default_to_flag_and_reach_the_chains(tmp_path: Path) -> None:
+    assert ProviderSettings.from_env({}).outliers is OutlierAction.FLAG
+    settings = ProviderSettings.from_env(
+        {"CARBONSHIFT_OUTLIERS": "interpolate", "CARBONSHIFT_OFFLINE": "1"}
+    )
+    chains = build_chains(replace(settings, cache_dir=tmp_path))
+    assert chains.chain(CiKind.DIRECT).outliers is OutlierAction.INTERPOLATE

@@ -49,7 +49,12 @@ from carbonshift.api.models import (
 from carbonshift.api.regions import RegionTable
 from carbonshift.api.sdk import SdkContext
 from carbonshift.api.sdk import install as install_sdk
-from carbonshift.api.solves import BusyError, ClientGoneError, SolveRunner
+from carbonshift.api.solves import (
+    DEFAULT_SOLVE_MEMORY_MB,
+    BusyError,
+    ClientGoneError,
+    SolveRunner,
+)
 from carbonshift.carbon.freshness import Freshness, FreshnessBoard, freshness_gauges
 from carbonshift.carbon.providers import (
     Answer,
@@ -61,7 +66,7 @@ from carbonshift.carbon.providers import (
 )
 from carbonshift.carbon.series import CiKind
 from carbonshift.errors import CarbonshiftError, InputError, PermanentError, TemporaryError
-from carbonshift.units import format_utc, parse_duration, to_utc
+from carbonshift.units import DurationTooLongError, format_utc, parse_duration, to_utc
 
 __all__ = ["ApiSettings", "create_app"]
 
@@ -90,6 +95,9 @@ class ApiSettings:
     max_solve_s: float = 30.0
     #: most ``/v1/plan`` solves running at once (each in a worker process); more: 429
     max_solves: int = 2
+    #: address-space cap of one ``/v1/plan`` solve worker, MiB (None: no cap); a solve past
+    #: it is stopped and answered 400
+    max_solve_memory_mb: int | None = DEFAULT_SOLVE_MEMORY_MB
     #: largest srr ``samples`` this server accepts (the CLI allows more)
     max_samples: int = 1_000
     #: bearer token every request needs, except ``/healthz`` and ``/metrics`` (None: open)
@@ -337,8 +345,8 @@ def _time_of(value: datetime | None, default: datetime, what: str = "time") -> d
 def _duration_of(text: str, what: str, most_hours: int) -> timedelta:
     try:
         duration = parse_duration(text, what=what)
-    except OverflowError:
-        raise InputError(f"{what} {text!r} is too long; give at most {most_hours} h") from None
+    except DurationTooLongError:
+        raise InputError(f"{what} {text[:40]!r} is too long; give at most {most_hours} h") from None
     if duration > timedelta(hours=most_hours):
         raise InputError(f"{what} {text!r} is longer than {most_hours} h; give a shorter {what}")
     return duration
@@ -358,7 +366,7 @@ def create_app(
     cfg = settings or ApiSettings()
     clk = clock or SystemClock()
     metrics = _Metrics()
-    runner = solves or SolveRunner(max_solves=cfg.max_solves)
+    runner = solves or SolveRunner(max_solves=cfg.max_solves, memory_mb=cfg.max_solve_memory_mb)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

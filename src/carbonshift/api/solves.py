@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import resource
 import threading
 import time
 import traceback
@@ -32,7 +33,15 @@ from carbonshift.errors import (
 )
 from carbonshift.planning.registry import operator_policy_modules
 
-__all__ = ["BusyError", "ClientGoneError", "SolveBudgetError", "SolveRunner", "StoppingError"]
+__all__ = [
+    "DEFAULT_SOLVE_MEMORY_MB",
+    "BusyError",
+    "ClientGoneError",
+    "SolveBudgetError",
+    "SolveMemoryError",
+    "SolveRunner",
+    "StoppingError",
+]
 
 _LOG = logging.getLogger("carbonshift.api.solves")
 _POLL_S = 0.05
@@ -44,6 +53,16 @@ class BusyError(TemporaryError):
 
 class SolveBudgetError(InputError):
     """The solve ran past the request's wall-time budget and was stopped."""
+
+
+class SolveMemoryError(InputError):
+    """The solve needed more memory than the worker's cap and was stopped (answered 400)."""
+
+
+#: Address-space cap of one solve worker, MiB (``serve --max-solve-memory-mb``). The worker
+#: starts at about 0.5-1 GiB of address space (numpy, scipy and HiGHS mapped); the largest
+#: instance ``max_plan_cells`` admits solves well within 4 GiB.
+DEFAULT_SOLVE_MEMORY_MB = 4096
 
 
 class ClientGoneError(CarbonshiftError):
@@ -60,12 +79,18 @@ def _solve_child(
     policy: str,
     params: dict[str, str],
     modules: tuple[str, ...] = (),
+    memory_mb: int | None = None,
 ) -> None:
     """In the worker: run the policy and send back ``("ok", body)`` or an error family.
 
     ``modules`` are the policy modules the operator named at start-up: the worker, forked
-    from a clean forkserver, registers them again (never a module named in a request)."""
+    from a clean forkserver, registers them again (never a module named in a request).
+    ``memory_mb`` caps the worker's address space (RLIMIT_AS): an allocation past it fails
+    with MemoryError (or ends the worker), so one request cannot exhaust the host."""
     try:
+        if memory_mb is not None:
+            limit = memory_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         from carbonshift.domain import check_feasibility, score_plan
         from carbonshift.formats import null_if_undefined, plan_to_dict
         from carbonshift.planning import run_policy
@@ -79,6 +104,8 @@ def _solve_child(
         body["feasible"] = not check_feasibility(instance, result.plan)
         body["stats"] = {k: float(v) for k, v in result.stats.items()}
         conn.send(("ok", null_if_undefined(body)))
+    except MemoryError:
+        conn.send(("memory", ""))
     except InputError as exc:
         conn.send(("input", str(exc)))
     except SolverError as exc:
@@ -100,8 +127,11 @@ class _Slot:
 class SolveRunner:
     """Runs solves in killable worker processes; see the module docstring."""
 
-    def __init__(self, *, max_solves: int = 2) -> None:
+    def __init__(
+        self, *, max_solves: int = 2, memory_mb: int | None = DEFAULT_SOLVE_MEMORY_MB
+    ) -> None:
         self.max_solves = max_solves
+        self.memory_mb = memory_mb
         self._lock = threading.Lock()
         self._live: set[_Slot] = set()
         self._stopping = False
@@ -153,7 +183,14 @@ class SolveRunner:
             receiver, sender = ctx.Pipe(duplex=False)
             process = ctx.Process(
                 target=_solve_child,
-                args=(sender, instance, policy, params, operator_policy_modules()),
+                args=(
+                    sender,
+                    instance,
+                    policy,
+                    params,
+                    operator_policy_modules(),
+                    self.memory_mb,
+                ),
                 daemon=True,
             )
             slot = _Slot(process, receiver)
@@ -167,7 +204,7 @@ class SolveRunner:
             receiver.close()
             with self._lock:
                 self._live.discard(slot)
-        return _unpack(outcome, policy)
+        return _unpack(outcome, policy, self.memory_mb)
 
     async def _wait(
         self, slot: _Slot, budget_s: float, is_disconnected: Callable[[], Awaitable[bool]]
@@ -206,11 +243,19 @@ def _kill(process: BaseProcess) -> None:
     process.join(timeout=5)
 
 
-def _unpack(outcome: tuple[Any, ...], policy: str) -> dict[str, Any]:
+def _unpack(outcome: tuple[Any, ...], policy: str, memory_mb: int | None) -> dict[str, Any]:
     kind = outcome[0]
     if kind == "ok":
         body: dict[str, Any] = outcome[1]
         return body
+    if kind == "memory" or (kind == "died" and memory_mb is not None):
+        # a C++ allocation failure (HiGHS) ends the worker instead of raising MemoryError
+        how = "needed more than" if kind == "memory" else f"ended ({outcome[1]}), most likely past"
+        raise SolveMemoryError(
+            f"the {policy} solve {how} this server's memory cap of {memory_mb} MiB per request "
+            "and was stopped; send fewer jobs or clusters, a shorter horizon, or a cheaper "
+            "policy (asap, fluidos)"
+        )
     if kind == "input":
         raise InputError(outcome[1])
     if kind == "solver":

@@ -41,6 +41,12 @@ def command(
     max_solves: int = typer.Option(
         2, "--max-solves", min=1, max=64, help="Most /v1/plan solves at once (then 429)."
     ),
+    max_solve_memory_mb: int = typer.Option(
+        4096,
+        "--max-solve-memory-mb",
+        min=0,
+        help="Address-space cap of one /v1/plan solve worker, MiB (0: none); past it: 400.",
+    ),
     rate_limit: int = typer.Option(
         300,
         "--rate-limit",
@@ -124,12 +130,14 @@ def command(
     if region_file:
         regions = regions.with_file(Path(region_file))
     chains = build_chains(settings)
-    runner = SolveRunner(max_solves=max_solves)
+    memory_mb = max_solve_memory_mb or None
+    runner = SolveRunner(max_solves=max_solves, memory_mb=memory_mb)
     api_settings = ApiSettings(
         kind=ci_kind,
         max_jobs=max_jobs,
         max_solve_s=max_solve_s,
         max_solves=max_solves,
+        max_solve_memory_mb=memory_mb,
         token=token,
         rate_per_minute=rate_limit,
     )

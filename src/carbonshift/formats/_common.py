@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from carbonshift.errors import InputError
 
 _LOG = logging.getLogger("carbonshift.formats")
+_VALIDATOR_STEP = re.compile(r"^(function-(after|before|wrap|plain)|chain|lax-or-strict|union)\[")
 
 #: deepest nesting of arrays and objects a contract file may have (the contracts need 4)
 MAX_DEPTH = 32
@@ -167,7 +169,9 @@ def dumps_strict(data: Any, *, indent: int | None = None) -> str:
 def describe_validation_error(exc: ValidationError, what: str) -> str:
     """Turn a pydantic error into one line naming the field, the value and the fix."""
     first = exc.errors()[0]
-    location = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    # pydantic names validator steps in loc ("function-after[check(), ...]"): not a field
+    parts = [str(part) for part in first["loc"] if not _VALIDATOR_STEP.match(str(part))]
+    location = ".".join(parts) or "(top level)"
     value = first.get("input")
     shown = _shown(value)
     more = len(exc.errors()) - 1

@@ -121,7 +121,7 @@ class ControllerApp:
             app = webhook_app(config, self.clock, self.metrics, board.reasons)
             self.servers["webhook"] = await serve("webhook", app, config.webhook)
         if config.extender.enabled:
-            ext_app = extender_app(config, self.clock, nodes.get)
+            ext_app = extender_app(config, self.clock, nodes.get, self.controller.source)
             self.servers["extender"] = await serve("extender", ext_app, config.extender)
         if config.metrics.enabled:
             metrics_app = make_asgi_app(self.metrics.registry)

@@ -9,11 +9,12 @@ looks the nodes up in the controller's cache.
 
 A node's cost is its watts per core (label or annotation ``extender.node_watts_label``, else
 the cluster's ``watts_per_unit.cpu``) times the current intensity of its grid zone (label
-``extender.node_zone_label``, else the cluster's zone). Scores run from 0 (costliest) to 10
-(``MaxExtenderPriority``, cheapest). The filter only acts when ``extender.max_g_per_kwh`` is
-set: shiftable pods then avoid nodes in zones dirtier than that; critical and unmanaged pods
-are never filtered. An error never fails scheduling: filter passes every node with ``Error``
-empty and the problem logged.
+``extender.node_zone_label``, else the cluster's zone), read from the carbon source planning
+uses (``planning.carbon_source``: the provider chain or the embedded data). Scores run from
+0 (costliest) to 10 (``MaxExtenderPriority``, cheapest). The filter only acts when
+``extender.max_g_per_kwh`` is set: shiftable pods then avoid nodes in zones dirtier than that;
+critical and unmanaged pods are never filtered. An error never fails scheduling: filter passes
+every node with ``Error`` empty and the problem logged.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from carbonshift.carbon.providers import FallbackChain, ProviderSettings, build_chains
+from carbonshift.carbon.series import CiKind
 from carbonshift.errors import CarbonshiftError
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import Intent, Obj, read_intent
-from carbonshift.k8s.planner import CarbonSource, slot_floor
+from carbonshift.k8s.planner import CarbonSource, ProviderCarbonSource, slot_floor
 
 __all__ = ["MAX_EXTENDER_PRIORITY", "ZoneCarbon", "extender_app", "filter_nodes", "prioritize"]
 
@@ -40,21 +43,37 @@ NodeLookup = Callable[[str], Obj | None]
 
 
 class ZoneCarbon:
-    """Current intensity per zone (slot 0 of the configured forecaster), cached per slot."""
+    """Current intensity per zone (slot 0 of the configured carbon source), cached per slot.
 
-    def __init__(self, config: ControllerConfig, clock: Clock) -> None:
+    The source is the one planning uses (``planning.carbon_source``): the cluster's own zone
+    reads the controller's source itself when given (``planning``), other zones a source of
+    the same kind; with ``providers``, one provider chain serves every zone.
+    """
+
+    def __init__(
+        self, config: ControllerConfig, clock: Clock, planning: CarbonSource | None = None
+    ) -> None:
         self._config = config
         self._clock = clock
         self._sources: dict[str, CarbonSource | None] = {}
+        if planning is not None:
+            self._sources[config.cluster.zone] = planning
+        self._chain: FallbackChain | None = None
         self._cache: dict[tuple[str, object], float] = {}
+
+    def _make(self, zone: str) -> CarbonSource:
+        cluster = self._config.cluster.model_copy(update={"zone": zone})
+        config = self._config.model_copy(update={"cluster": cluster})
+        if config.planning.carbon_source != "providers":
+            return CarbonSource(config)
+        if self._chain is None:
+            self._chain = build_chains(ProviderSettings.from_env()).chain(CiKind.DIRECT)
+        return ProviderCarbonSource(config, self._chain)
 
     def _source(self, zone: str) -> CarbonSource | None:
         if zone not in self._sources:
-            cluster = self._config.cluster.model_copy(update={"zone": zone})
             try:
-                self._sources[zone] = CarbonSource(
-                    self._config.model_copy(update={"cluster": cluster})
-                )
+                self._sources[zone] = self._make(zone)
             except CarbonshiftError as exc:
                 _LOG.info("no carbon data for zone %s: %s", zone, exc)
                 self._sources[zone] = None
@@ -156,11 +175,16 @@ def prioritize(
 
 
 def extender_app(
-    config: ControllerConfig, clock: Clock, lookup: NodeLookup | None = None
+    config: ControllerConfig,
+    clock: Clock,
+    lookup: NodeLookup | None = None,
+    source: CarbonSource | None = None,
 ) -> FastAPI:
-    """The extender's HTTP app: ``POST /filter`` and ``POST /prioritize``."""
+    """The extender's HTTP app: ``POST /filter`` and ``POST /prioritize``.
+
+    ``source`` is the controller's planning source, so scores and plans read the same data."""
     app = FastAPI(title="carbonshift scheduler extender", docs_url=None, redoc_url=None)
-    carbon = ZoneCarbon(config, clock)
+    carbon = ZoneCarbon(config, clock, source)
     find: NodeLookup = lookup or (lambda name: None)
 
     async def _args(request: Request) -> Any:

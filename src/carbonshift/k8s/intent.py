@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.config import ControllerConfig
-from carbonshift.units import parse_duration, parse_utc
+from carbonshift.units import DurationTooLongError, parse_duration, parse_utc
 
 __all__ = [
     "ANNOTATION_PREFIX",
@@ -110,9 +110,7 @@ def read_duration(text: str, *, what: str) -> timedelta:
     """A duration annotation, at most :data:`MAX_SPAN` (no overflow on ``1e400d``)."""
     try:
         span = parse_duration(text, what=what)
-    except InputError:
-        raise
-    except (OverflowError, ValueError):  # more days than timedelta holds
+    except DurationTooLongError:  # more days than timedelta holds
         span = MAX_SPAN * 2
     if span > MAX_SPAN:
         raise InputError(
@@ -121,14 +119,22 @@ def read_duration(text: str, *, what: str) -> timedelta:
     return span
 
 
+def _is_iso(text: str) -> bool:
+    try:
+        datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
 def read_time(text: str, *, what: str) -> datetime:
     """An RFC 3339 annotation as UTC, refusing times ``datetime`` cannot shift (year 1 or 9999)."""
     try:
         moment = parse_utc(text, what=what)
     except InputError:
-        raise
-    except (OverflowError, ValueError):  # shifting to UTC left datetime's range
-        moment = None
+        if not _is_iso(text):
+            raise
+        moment = None  # a well-formed time that shifting to UTC took out of datetime's range
     if moment is None or not _EARLIEST <= moment <= _LATEST:
         raise InputError(
             f"{what}={text!r} is not a time between {_EARLIEST.year} and {_LATEST.year}; "

@@ -12,6 +12,12 @@ value never stands in for an average one. Order of tries for each request:
    from t - y x 364 days (same weekday, hour and season; docs/formats.md (scenario));
 4. otherwise a :class:`ProviderUnavailableError` naming every failure, secrets removed.
 
+Every answer of an average kind is screened by the outlier rule of
+:mod:`carbonshift.carbon.quality`: suspect points are listed in :attr:`Answer.suspect` and
+logged once per zone, source and change; ``outliers`` (``CARBONSHIFT_OUTLIERS``) says whether
+to ``keep`` the answer unscreened, ``flag`` (the default: listed, values unchanged) or
+``interpolate`` them.
+
 :meth:`FallbackChain.answer` returns the window with the trail of attempts;
 :meth:`FallbackChain.window` satisfies the :class:`~carbonshift.carbon.series.Signal` protocol.
 """
@@ -24,11 +30,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
 
+import numpy as np
+
 from carbonshift.carbon.freshness import Freshness
 from carbonshift.carbon.providers._http import AuthError
 from carbonshift.carbon.providers.base import check_window_args, unit_of
 from carbonshift.carbon.providers.clock import Clock, SystemClock
 from carbonshift.carbon.providers.zones import check_zone_name
+from carbonshift.carbon.quality import OutlierAction, interpolate_suspect, suspect_points
 from carbonshift.carbon.series import CiKind, Signal, SignalWindow
 from carbonshift.carbon.signal import EmbeddedSignal
 from carbonshift.errors import CarbonshiftError, InputError, PermanentError, TemporaryError
@@ -130,6 +139,11 @@ class Answer:
     window: SignalWindow
     attempts: tuple[Attempt, ...]
     now: datetime
+    #: points the outlier rule (carbon/quality.py) found implausible: (slot start, value as
+    #: the source gave it); with ``interpolate`` the window holds the interpolated values
+    suspect: tuple[tuple[datetime, float], ...] = ()
+    #: what the chain did with them (``keep``: not screened)
+    outliers: OutlierAction = OutlierAction.FLAG
 
     @property
     def unit(self) -> str:
@@ -196,6 +210,7 @@ class FallbackChain:
         clock: Clock | None = None,
         max_stale_s: float = 7 * 86400.0,
         cooldown_s: float = 60.0,
+        outliers: OutlierAction = OutlierAction.FLAG,
     ) -> None:
         for source in sources:
             if not source.supports(kind):
@@ -216,6 +231,9 @@ class FallbackChain:
         self.max_stale_s = max_stale_s
         self.cooldown_s = cooldown_s
         self._resting_until: dict[str, tuple[datetime, str]] = {}
+        self.outliers = outliers
+        #: (zone, source) -> suspect times last logged, so a warning is logged once per change
+        self._logged_suspect: dict[tuple[str, str], tuple[datetime, ...]] = {}
 
     @property
     def names(self) -> list[str]:
@@ -238,6 +256,33 @@ class FallbackChain:
                 f"{kind.value} chain"
             )
         return self.answer(zone, start, end, slot_minutes=slot_minutes).window
+
+    def _screen(self, answer: Answer) -> Answer:
+        """Apply the outlier rule to ``answer`` as ``outliers`` says (docs/providers.md)."""
+        if self.outliers is OutlierAction.KEEP or self.kind not in AVERAGE_KINDS:
+            return replace(answer, outliers=OutlierAction.KEEP)
+        window = answer.window
+        values = np.asarray(window.values_g_per_kwh, dtype=np.float64)
+        suspect = suspect_points(values)
+        starts = window.slot_starts()
+        points = tuple((starts[i], float(values[i])) for i in np.flatnonzero(suspect))
+        key = (window.zone, window.source)
+        times = tuple(t for t, _ in points)
+        if times != self._logged_suspect.get(key, ()):
+            self._logged_suspect[key] = times
+            if points:
+                _LOG.warning(
+                    "%s answered %d implausible point(s) for %s (%s); %s",
+                    window.source,
+                    len(points),
+                    window.zone,
+                    ", ".join(f"{format_utc(t)} {v:g} g/kWh" for t, v in points[:5]),
+                    "interpolated" if self.outliers is OutlierAction.INTERPOLATE else "flagged",
+                )
+        if self.outliers is OutlierAction.INTERPOLATE and points:
+            fixed = interpolate_suspect(values, suspect)
+            window = replace(window, values_g_per_kwh=fixed)
+        return replace(answer, window=window, suspect=points, outliers=self.outliers)
 
     def answer(
         self, zone: str, start: datetime, end: datetime, *, slot_minutes: int = 60
@@ -282,7 +327,7 @@ class FallbackChain:
             else:
                 outcome = "live" if window.stale_since is None else "cache"
             trail.append(Attempt(source.name, outcome))
-            return Answer(window, tuple(trail), self.clock.now())
+            return self._screen(Answer(window, tuple(trail), self.clock.now()))
         for source in self.sources:
             cached = source.cached_window(
                 zone,
@@ -294,7 +339,7 @@ class FallbackChain:
             )
             if cached is not None:
                 trail.append(Attempt(source.name, "stale-cache"))
-                return Answer(cached, tuple(trail), self.clock.now())
+                return self._screen(Answer(cached, tuple(trail), self.clock.now()))
         if self.floor is not None:
             try:
                 window = self.floor.window(
@@ -306,7 +351,7 @@ class FallbackChain:
                 if not window.source:
                     window = replace(window, source="embedded")
                 trail.append(Attempt("embedded", "embedded"))
-                return Answer(window, tuple(trail), self.clock.now())
+                return self._screen(Answer(window, tuple(trail), self.clock.now()))
         if trail:
             reasons = "; ".join(f"{a.source}: {a.detail}" for a in trail)
         elif self.sources:

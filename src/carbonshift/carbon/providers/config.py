@@ -18,6 +18,8 @@ One root object, :class:`ProviderSettings`, of grouped sections. Environment var
   tried after the live sources and before the embedded data.
 - ``OFFLINE``: ``1`` uses no live source (CSV files and embedded data only).
 - ``ZONE_TABLE``: a JSON file extending the zone table.
+- ``OUTLIERS``: ``keep``, ``flag`` (default) or ``interpolate`` implausible points in answers
+  (carbon/quality.py; docs/providers.md, "Implausible points").
 
 Sources without credentials are left out of the default chains; a chain named explicitly
 with an unconfigured source is refused with the variable to set.
@@ -46,6 +48,7 @@ from carbonshift.carbon.providers.gb import GbCarbonIntensityProvider
 from carbonshift.carbon.providers.secrets import Secret, read_secret
 from carbonshift.carbon.providers.watttime import WattTimeProvider
 from carbonshift.carbon.providers.zones import ZoneTable
+from carbonshift.carbon.quality import OutlierAction
 from carbonshift.carbon.series import CiKind
 from carbonshift.errors import InputError
 
@@ -77,6 +80,8 @@ class ProviderSettings:
     csv_dir: Path | None = None
     offline: bool = False
     zones: ZoneTable = field(default_factory=ZoneTable)
+    #: what chains do with implausible points in answers (carbon/quality.py)
+    outliers: OutlierAction = OutlierAction.FLAG
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ProviderSettings:
@@ -100,7 +105,15 @@ class ProviderSettings:
                 f"CARBONSHIFT_CARBON_AWARE_SDK_KIND is {sdk_kind_text!r}; use direct, lca, "
                 "marginal or index"
             ) from exc
+        outliers_text = (get("OUTLIERS") or "flag").lower()
+        try:
+            outliers = OutlierAction(outliers_text)
+        except ValueError as exc:
+            raise InputError(
+                f"CARBONSHIFT_OUTLIERS is {outliers_text!r}; use keep, flag or interpolate"
+            ) from exc
         return cls(
+            outliers=outliers,
             electricitymaps_token=read_secret(_ENV + "ELECTRICITYMAPS_TOKEN", e),
             electricitymaps_url=get("ELECTRICITYMAPS_URL") or ElectricityMapsProvider.default_url,
             watttime_username=get("WATTTIME_USERNAME"),
@@ -260,6 +273,7 @@ def single_source_chain(
         clock=clock,
         max_stale_s=settings.max_stale_s,
         cooldown_s=0.0,
+        outliers=settings.outliers,
     )
 
 
@@ -293,5 +307,6 @@ def build_chains(settings: ProviderSettings, *, clock: Clock | None = None) -> C
             clock=clock,
             max_stale_s=settings.max_stale_s,
             cooldown_s=settings.cooldown_s,
+            outliers=settings.outliers,
         )
     return ChainSet(chains=chains, providers=providers)

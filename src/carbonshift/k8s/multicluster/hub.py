@@ -249,12 +249,23 @@ class HubController:
             if old.api is not None:
                 await old.api.close()
 
+    async def _spoke_secret(self, name: str) -> Any:
+        """The kubeconfig Secret ``name``; the hub may read only the Secrets its Role names
+        (``resourceNames``), so a refusal here is the hub's RBAC, not the spoke's."""
+        path = f"/api/v1/namespaces/{self.config.namespace}/secrets/{name}"
+        try:
+            return await self.hub.get(path)
+        except ForbiddenError as exc:
+            raise InputError(
+                f"the hub may not read Secret {self.config.namespace}/{name}: add {name!r} to "
+                "resourceNames of Role carbonshift-hub-secrets (deploy/hub/rbac.yaml; Helm: "
+                f"hub.spokeSecrets) ({str(exc)[:200]})"
+            ) from exc
+
     async def _contact(self, spoke: Spoke, now: datetime) -> None:
         spec = spoke.spec
         try:
-            secret = await self.hub.get(
-                f"/api/v1/namespaces/{self.config.namespace}/secrets/{spec.secret_name}"
-            )
+            secret = await self._spoke_secret(spec.secret_name)
             text = kubeconfig_from_secret(secret, spec.secret_key)
             if spoke.api is None or text != spoke.kubeconfig:
                 if spoke.api is not None:

@@ -10,6 +10,7 @@ solve or memory error) raises :class:`~carbonshift.errors.SolverError`.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 import sys
 import threading
@@ -21,6 +22,7 @@ from typing import Any
 import highspy
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
 
 from carbonshift.errors import InputError, SolverError
 from carbonshift.planning.problem import LinearProgram
@@ -134,6 +136,100 @@ def _new_highs() -> Any:
         return highs
 
 
+#: HiGHS's limits: matrix entries of magnitude >= ``large_matrix_value`` (1e15) make it refuse
+#: the model, entries at or below ``small_matrix_value`` (set to 1e-12, its lowest) are dropped,
+#: and costs or bounds >= ``infinite_cost`` (1e20) count as infinite. Objectives are scaled by a
+#: power of two so their largest coefficient stays at most :data:`_LARGEST_COST` (grams of huge
+#: but valid instances reach 1e20), and the objective and bound are scaled back.
+_LARGEST_COEFFICIENT = 1e15
+_SMALLEST_COEFFICIENT = 1e-12
+_LARGEST_COST = 1e12
+
+#: What each part of a :class:`LinearProgram` holds, for messages (see planning/problem.py).
+_PARTS = {
+    "matrix": "demands (matrix coefficients, resource units per job)",
+    "row_upper": "free capacities (row bounds, resource units)",
+    "objective": "objective coefficients (grams, or weights derived from grams)",
+}
+
+
+def _span(values: FloatArray) -> str:
+    magnitudes = np.abs(values[np.isfinite(values) & (values != 0)])
+    if magnitudes.size == 0:
+        return "0"
+    return f"{float(magnitudes.min()):.3g}..{float(magnitudes.max()):.3g}"
+
+
+def _ranges(lp: LinearProgram) -> str:
+    parts = {
+        "matrix": np.asarray(lp.matrix.data, dtype=float),
+        "row_upper": np.asarray(lp.row_upper, dtype=float),
+        "objective": np.asarray(lp.objective, dtype=float),
+    }
+    return ", ".join(f"{_PARTS[name]} spanning {_span(v)}" for name, v in parts.items())
+
+
+def _check_scaling(lp: LinearProgram) -> None:
+    """Refuse, with the offending range and the fix, a model HiGHS would refuse or misread.
+
+    The input formats already bound every number, so this catches callers of the Python API
+    and combinations the per-field limits let through (grams beyond 1e20 from huge watts,
+    intensities, demands and runtimes together).
+    """
+    fix = "rescale units (e.g. cpu not millicpu, kW not W) so values lie within 1e-9..1e12"
+    checks = [
+        ("matrix", np.asarray(lp.matrix.data, dtype=float), _LARGEST_COEFFICIENT, False),
+        ("row_upper", np.asarray(lp.row_upper, dtype=float), np.inf, True),
+        ("objective", np.asarray(lp.objective, dtype=float), np.inf, False),
+    ]
+    for name, values, most, inf_ok in checks:
+        finite = np.isfinite(values)
+        bad_nan = np.isnan(values)
+        if bad_nan.any() or (not inf_ok and not finite.all()):
+            shown = values[~finite][0]
+            raise InputError(
+                f"the planning model's {_PARTS[name]} contain {shown}; give finite numbers"
+            )
+        magnitudes = np.abs(values[finite])
+        if magnitudes.size and float(magnitudes.max()) >= most:  # row bounds: never
+            raise InputError(
+                f"the planning model's {_PARTS[name]} span {_span(values)}, beyond the solver's "
+                f"limit of {most:.0e}; {fix}"
+            )
+        small = magnitudes[(magnitudes > 0) & (magnitudes <= _SMALLEST_COEFFICIENT)]
+        if name == "matrix" and small.size:
+            raise InputError(
+                f"the planning model's {_PARTS[name]} span {_span(values)}, below the solver's "
+                f"smallest coefficient {_SMALLEST_COEFFICIENT:.0e}; {fix}"
+            )
+
+
+def _row_scale(matrix: sp.csc_matrix) -> FloatArray:
+    """Per row, a power of two bringing its largest coefficient near 1.
+
+    HiGHS's feasibility tolerance is absolute (1e-7), so a row of 1e-9 demands against a 1e-9
+    capacity would be met by any plan; scaled, the tolerance is relative to the row.
+    """
+    rows = sp.csr_matrix(matrix)
+    largest = np.zeros(rows.shape[0])
+    if rows.nnz:
+        counts = np.diff(rows.indptr)
+        filled = counts > 0
+        largest[filled] = np.maximum.reduceat(np.abs(rows.data), rows.indptr[:-1][filled])
+    scale = np.ones(rows.shape[0])
+    used = largest > 0
+    scale[used] = np.exp2(-np.round(np.log2(largest[used])))
+    return scale
+
+
+def _cost_scale(objective: FloatArray) -> float:
+    """A power of two (exact in floating point) bringing the largest cost to at most 1e12."""
+    largest = float(np.max(np.abs(objective))) if objective.size else 0.0
+    if largest <= _LARGEST_COST:
+        return 1.0
+    return float(2.0 ** -math.ceil(math.log2(largest / _LARGEST_COST)))
+
+
 def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     """Solve ``lp`` (as a MILP when ``options.integer``) and map the outcome to our status."""
     options = options or SolveOptions()
@@ -141,8 +237,11 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     n_col = lp.n_columns
     if n_col == 0:
         return Solution(SolveStatus.OPTIMAL, np.zeros(0), 0.0, 0.0, 0.0, 0.0)
+    _check_scaling(lp)
     highs = _new_highs()
     highs.setOptionValue("output_flag", False)
+    # Keep demands down to 1e-9 units in the matrix (HiGHS drops |a| <= 1e-9 by default).
+    highs.setOptionValue("small_matrix_value", _SMALLEST_COEFFICIENT)
     highs.setOptionValue("time_limit", float(options.time_limit_s))
     highs.setOptionValue("threads", int(options.threads))
     if options.integer:
@@ -160,17 +259,19 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     model = highspy.HighsLp()
     model.num_col_ = n_col
     model.num_row_ = int(lp.matrix.shape[0])
-    model.col_cost_ = np.ascontiguousarray(lp.objective, dtype=np.float64)
+    cost_scale = _cost_scale(lp.objective)
+    model.col_cost_ = np.ascontiguousarray(lp.objective * cost_scale, dtype=np.float64)
     model.col_lower_ = np.zeros(n_col)
     model.col_upper_ = np.ones(n_col)
+    row_scale = _row_scale(lp.matrix)
     if lp.row_lower is None:
         model.row_lower_ = np.full(model.num_row_, -highspy.kHighsInf)
     else:
-        lower = np.ascontiguousarray(lp.row_lower, dtype=np.float64)
+        lower = np.asarray(lp.row_lower, dtype=np.float64) * row_scale
         model.row_lower_ = np.where(np.isfinite(lower), lower, -highspy.kHighsInf)
-    model.row_upper_ = np.ascontiguousarray(lp.row_upper, dtype=np.float64)
+    model.row_upper_ = np.ascontiguousarray(lp.row_upper * row_scale, dtype=np.float64)
     model.sense_ = highspy.ObjSense.kMaximize if lp.maximise else highspy.ObjSense.kMinimize
-    matrix = lp.matrix.tocsc()
+    matrix = (sp.diags(row_scale) @ lp.matrix).tocsc()
     model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     model.a_matrix_.num_col_ = n_col
     model.a_matrix_.num_row_ = model.num_row_
@@ -182,7 +283,10 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
         integrality[: lp.n_integer] = [highspy.HighsVarType.kInteger] * lp.n_integer
         model.integrality_ = integrality
     if highs.passModel(model) == highspy.HighsStatus.kError:
-        raise SolverError(f"HiGHS refused the model ({n_col} columns); this is a carbonshift bug")
+        raise InputError(
+            f"HiGHS refused the model ({n_col} columns) with {_ranges(lp)}; "
+            "rescale units so that these lie within 1e-9..1e12"
+        )
     highs.run()
     model_status = highs.getModelStatus()
     info = highs.getInfo()
@@ -202,9 +306,9 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     objective = float("nan")
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         values = np.asarray(highs.getSolution().col_value, dtype=float)
-        objective = float(info.objective_function_value)
+        objective = float(info.objective_function_value) / cost_scale
     if options.integer:
-        bound = float(info.mip_dual_bound)
+        bound = float(info.mip_dual_bound) / cost_scale
         gap = float(info.mip_gap)
     else:
         bound = objective if status is SolveStatus.OPTIMAL else float("nan")
