@@ -60,7 +60,7 @@ _LABELS = {
     "operational_g": "operational carbon, g CO2e",
     "embodied_g": "embodied carbon, g CO2e",
     "carbon_g": "carbon, g CO2e",
-    "gru": "goodput per resource unit (GRU)",
+    "gru": "green resource utilisation (GRU)",
     "on_time": "jobs on time",
     "late": "jobs late",
     "unscheduled": "jobs unscheduled",
