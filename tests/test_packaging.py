@@ -201,3 +201,22 @@ def test_the_manifests_name_the_image_the_build_produces() -> None:
         kustomization = yaml.safe_load(path.read_text())
         images = {i["name"]: i for i in kustomization["images"]}
         assert {k: images["carbonshift"][k] for k in want_image} == want_image, bundle
+
+
+def test_the_image_has_one_recipe_and_the_docs_name_it() -> None:
+    # image/Containerfile (built by buildah, make image) is the only one; the old
+    # deploy/Dockerfile built another image and is gone, and nothing may point at it.
+    recipes = [
+        p.relative_to(REPO).as_posix()
+        for pattern in ("Dockerfile*", "Containerfile*")
+        for p in REPO.rglob(pattern)
+        if not {".git", ".venv"} & set(p.relative_to(REPO).parts)
+    ]
+    assert recipes == ["image/Containerfile"]
+    texts = [REPO / "README.md", *(REPO / "docs").rglob("*.md"), *(REPO / "deploy").rglob("*")]
+    stale = [
+        p.relative_to(REPO).as_posix()
+        for p in texts
+        if p.is_file() and "Dockerfile" in p.read_text()
+    ]
+    assert stale == []

@@ -63,3 +63,58 @@ def test_sweep_csv_has_the_interval_columns(
             assert f"{metric}_{stat}" in rows[0]
     for row in rows:
         assert float(row["carbon_saving_pct_ci95_lo"]) <= float(row["carbon_saving_pct_mean"])
+
+
+# every command that prints a table also prints CSV (machine names) and JSON: issue 17
+PLAN = ["plan", "-i", "examples/instance.json", "--policy", "srr", "--out", "{tmp}/plan.json"]
+ADVISE = [
+    "advise", "--duration", "3h", "--zones", "DE,GB", "--earliest", "2023-11-14T08:00Z",
+    "--offline",
+]  # fmt: skip
+SHOW = ["forecast", "show", "--zone", "DE", "--start", "2023-11-14T00:00Z", "--hours", "3"]
+SIMULATE = ["simulate", "examples/caspian.toml", "--out", "{tmp}/sim", "--no-report"]
+CSV_CASES = [
+    pytest.param(SIMULATE, ["carbon_saving_pct", "deadline_met_pct", "scenario"], 1, id="simulate"),
+    pytest.param(PLAN, ["policy", "carbon_g", "on_time", "feasible"], 1, id="plan-scores"),
+    pytest.param(["plan", "--list-policies"], ["policy", "summary", "params"], 0, id="policies"),
+    pytest.param(ADVISE, ["zone", "start", "end", "ci_g_per_kwh", "emissions_g"], 2, id="advise"),
+    pytest.param(SHOW, ["start", "value"], 3, id="forecast-show"),
+    pytest.param(["forecast", "methods"], ["name", "params", "summary"], 0, id="forecast-methods"),
+    pytest.param(["data", "zones"], ["id", "estimated_share", "step_minutes"], 0, id="data-zones"),
+]
+
+
+@pytest.mark.parametrize(("args", "want_keys", "want_rows"), CSV_CASES)
+def test_every_table_command_prints_csv_with_machine_names(
+    args: list[str],
+    want_keys: list[str],
+    want_rows: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = [a.format(tmp=tmp_path) for a in args]
+    assert main([*argv, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert rows, "no rows"
+    assert set(want_keys) <= set(rows[0])
+    if want_rows:
+        assert len(rows) == want_rows
+    assert main([*argv, "--format", "json"]) == 0
+    json.loads(capsys.readouterr().out)  # one JSON document on stdout, nothing else
+
+
+def test_a_summary_table_has_human_titles(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [a.format(tmp=tmp_path) for a in PLAN]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "carbon, g CO2e" in out
+    assert "jobs on time" in out
+    assert "on_time" not in out
+
+
+def test_plan_explain_refuses_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [a.format(tmp=tmp_path) for a in PLAN]
+    assert main([*argv, "--explain", "--format", "csv"]) != 0
+    assert "use json" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from carbonshift.k8s.multicluster.workloads import (
     PLANNED_START,
     REASON,
     SPOKE_STATUS,
+    STATE_LABEL,
 )
 from carbonshift.units import parse_utc
 from tests.multicluster.harness import fleet, hub_job
@@ -118,3 +119,28 @@ async def test_the_hub_leaves_one_cluster_jobs_alone() -> None:
         assert {e.key for e in controller.events if e.key.startswith("Job/")} == {
             "Job/batch/placed"
         }
+
+
+async def _selected(controller: HubController, selector: str) -> list[str]:
+    """Job names a label selector lists over HTTP, as ``kubectl get jobs -l SELECTOR``."""
+    items = await controller.hub.list_items("/apis/batch/v1/jobs", labelSelector=selector)
+    return sorted(item["metadata"]["name"] for item in items)
+
+
+async def test_hub_held_jobs_are_listed_by_the_state_label_until_released() -> None:
+    # issue 16: `kubectl get jobs -l carbonshift.io/state=held` lists what the hub holds
+    async with fleet(START) as f:
+        await f.create(f.hub, hub_job("train", cpu=4, runtime_h=2, deadline_h=14))
+        await f.create(f.hub, hub_job("urgent", cpu=1, runtime_h=1, deadline_h=1))
+        controller = await f.start_controller()
+        await f.step(0)
+        want_held = ["train"]
+        assert await _selected(controller, f"{STATE_LABEL}=held") == want_held
+        assert await _selected(controller, f"{STATE_LABEL}=released") == ["urgent"]
+        train = await f.get(f.hub, "Job", "train", "batch", "batch/v1")
+        want_start = parse_utc(train["metadata"]["annotations"][PLANNED_START])
+        while f.now() < want_start:
+            await f.step(15)
+        await f.step(0)
+        assert await _selected(controller, f"{STATE_LABEL}=held") == []
+        assert await _selected(controller, f"{STATE_LABEL}=released") == ["train", "urgent"]

@@ -89,6 +89,15 @@ async def test_job_kueue_workload_and_appwrapper_created_with_kubectl(tmp_path: 
             described = await kubectl(f, tmp_path, "-n", "batch", "describe", kind, name)
             assert "CarbonPlanned" in described, described
             assert "waiting for cleaner power" in described
+        listed = await kubectl(
+            f, tmp_path, "-n", "batch", "get", "jobs,workloads,appwrappers",
+            "-l", "carbonshift.io/state=held", "-o", "name",
+        )  # fmt: skip
+        assert sorted(listed.split()) == [
+            "appwrapper.workload.codeflare.dev/sim",
+            "job.batch/train",
+            "workload.kueue.x-k8s.io/job-queued",
+        ]
         ran: dict[str, tuple[str, datetime]] = {}
         for _ in range(16 * 4):
             await f.step(15)

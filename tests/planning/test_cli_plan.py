@@ -117,7 +117,7 @@ def test_table_output_and_list_policies(
         )
         == 0
     )
-    assert "operational_g" in capsys.readouterr().out
+    assert "operational carbon, g CO2e" in capsys.readouterr().out  # human titles
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-__all__ = ["Column", "OutputFormat", "emit_rows", "human_label", "with_interval"]
+__all__ = [
+    "Column",
+    "OutputFormat",
+    "emit_record",
+    "emit_rows",
+    "human_label",
+    "with_interval",
+]
 
 
 class OutputFormat(StrEnum):
@@ -49,6 +56,31 @@ _LABELS = {
     "planner_seconds_total": "planner time, s",
     "planner_seconds_max": "slowest planning round, s",
     "idle_carbon_kg": "idle carbon, kg CO2e",
+    "status": "status",
+    "operational_g": "operational carbon, g CO2e",
+    "embodied_g": "embodied carbon, g CO2e",
+    "carbon_g": "carbon, g CO2e",
+    "gru": "green resource utilisation (GRU)",
+    "on_time": "jobs on time",
+    "late": "jobs late",
+    "unscheduled": "jobs unscheduled",
+    "feasible": "feasible",
+    "solve_seconds": "solve time, s",
+    "plan": "plan file",
+    "lower_bound_g": "certified lower bound, g CO2e",
+    "gap": "gap to the lower bound",
+    "zone": "zone",
+    "start": "start (UTC)",
+    "end": "end (UTC)",
+    "ci_g_per_kwh": "mean intensity, g/kWh",
+    "emissions_g": "emissions, g CO2e",
+    "source": "source",
+    "method": "method",
+    "mae_g_per_kwh": "MAE, g/kWh",
+    "bias_g_per_kwh": "bias, g/kWh",
+    "mape_pct": "MAPE, %",
+    "window_hit_rate": "window hit rate",
+    "issues": "issues",
 }
 
 
@@ -145,3 +177,30 @@ def emit_rows(
     for row in rows:
         table.add_row(*(column.text(row) for column in columns))
     Console().print(table)
+
+
+def emit_record(
+    record: Mapping[str, Any],
+    keys: Sequence[str],
+    *,
+    fmt: OutputFormat,
+    title: str,
+    cell: Callable[[str, Any], str] | None = None,
+    json_payload: Any = None,
+) -> None:
+    """Print one result (a summary): a two-column table of human titles and values, one CSV
+    row under the machine names ``keys``, or JSON (``record``, or ``json_payload``)."""
+    if fmt is not OutputFormat.TABLE:
+        emit_rows(
+            [record],
+            [Column(k) for k in keys],
+            fmt=fmt,
+            title=title,
+            json_payload=json_payload if json_payload is not None else dict(record),
+        )
+        return
+    shown = cell or (
+        lambda _key, value: _short(value) if not isinstance(value, float) else f"{value:.6g}"
+    )
+    rows = [{"metric": human_label(k), "value": shown(k, record.get(k))} for k in keys]
+    emit_rows(rows, [Column("metric"), Column("value", right=True)], fmt=fmt, title=title)

@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from carbonshift.api.advice import JobAsk, Run, advise_job, power_w_of
 from carbonshift.carbon.providers import ProviderSettings, build_chains
 from carbonshift.carbon.series import CiKind
+from carbonshift.cli._output import Column, OutputFormat, emit_rows
 from carbonshift.errors import InputError
 from carbonshift.units import format_utc, parse_duration, parse_utc
 
@@ -40,7 +40,11 @@ def command(
     offline: bool = typer.Option(
         False, "--offline", help="No live source: embedded data (replayed past 2023)."
     ),
-    output_format: str = typer.Option("table", "--format", help="table or json."),
+    output_format: OutputFormat = typer.Option(
+        OutputFormat.TABLE,
+        "--format",
+        help="table, json or csv (one row per zone, machine column names).",
+    ),
 ) -> None:
     """Advise the cleanest zone and start for one job, and its saving over running now.
 
@@ -48,9 +52,9 @@ def command(
 
     Example: carbonshift advise --duration 3h --zones DE,GB,CA-ON --earliest 2023-11-14T08:00Z
     --demand gpu=2@300 --offline
+
+    One row per zone for a script: add --format csv
     """
-    if output_format not in ("table", "json"):
-        raise InputError(f"--format {output_format!r} is not known; use table or json")
     try:
         ci_kind = CiKind(kind.lower())
     except ValueError:
@@ -94,7 +98,7 @@ def command(
         advice = advise_job(job, lambda z, s, e, slot: chain.answer(z, s, e, slot_minutes=slot))
     finally:
         chains.close()
-    if output_format == "json":
+    if output_format is OutputFormat.JSON:
         typer.echo(
             json.dumps(
                 {
@@ -109,20 +113,24 @@ def command(
             )
         )
         return
-    table = Table(title=f"{duration} at {advice.power_w:g} W: best start per zone")
-    for column in ("zone", "start (UTC)", "g/kWh", "grams", "source"):
-        table.add_column(column, justify="left" if column in ("zone", "source") else "right")
-    for run in sorted(advice.per_zone, key=lambda r: r.emissions_g):
-        row = _row(run)
-        table.add_row(
-            run.zone,
-            str(row["start"]),
-            f"{run.ci_g_per_kwh:.1f}",
-            f"{run.emissions_g:.1f}",
-            str(row["source"]),
-        )
+    rows = [_row(run) for run in sorted(advice.per_zone, key=lambda r: r.emissions_g)]
+    columns = [
+        Column("zone"),
+        Column("start", right=True),
+        Column("ci_g_per_kwh", "g/kWh", right=True, cell=lambda v: f"{v:.1f}"),
+        Column("emissions_g", "grams", right=True, cell=lambda v: f"{v:.1f}"),
+        Column("source"),
+    ]
+    emit_rows(
+        rows,
+        columns,
+        fmt=output_format,
+        title=f"{duration} at {advice.power_w:g} W: best start per zone",
+        csv_keys=["zone", "start", "end", "ci_g_per_kwh", "emissions_g", "source"],
+    )
+    if output_format is OutputFormat.CSV:
+        return
     console = Console()
-    console.print(table)
     saving = "n/a" if advice.saving_pct is None else f"{advice.saving_pct:.1f} %"
     console.print(
         f"advice: run in {advice.best.zone} at {format_utc(advice.best.start)}: "

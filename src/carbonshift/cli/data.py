@@ -29,6 +29,7 @@ from carbonshift.carbon.readers import read_carbon_csv
 from carbonshift.carbon.series import CarbonSeries, CiKind, SignalWindow
 from carbonshift.carbon.signal import EmbeddedSignal, SeriesSignal, replay_source
 from carbonshift.carbon.zones import resolve_zone
+from carbonshift.cli._output import Column, OutputFormat, emit_rows
 from carbonshift.errors import InputError
 from carbonshift.units import format_utc, parse_utc
 
@@ -49,6 +50,7 @@ class ZonesFormat(StrEnum):
 
     TABLE = "table"
     JSON = "json"
+    CSV = "csv"
 
 
 class ShowFormat(StrEnum):
@@ -68,42 +70,58 @@ class Kind(StrEnum):
 
 @app.command("zones")
 def zones(
-    output: ZonesFormat = typer.Option(ZonesFormat.TABLE, "--format", help="table or json."),
+    output: ZonesFormat = typer.Option(
+        ZonesFormat.TABLE, "--format", help="table, json or csv (machine column names)."
+    ),
 ) -> None:
     """List the embedded zones: id, name, country, aliases, share of estimated hours, span.
 
     Example: carbonshift data zones --format json
     """
-    catalogue = zone_catalogue()
+    rows = [
+        {
+            "id": z.id,
+            "name": z.name,
+            "country": z.country,
+            "aliases": list(z.aliases),
+            "estimated_share": z.estimated_share,
+            "start": format_utc(z.start),
+            "end": format_utc(z.end),
+            "step_minutes": z.step_minutes,
+            "hourly": f"{z.start:%Y-%m-%d}..{z.end - timedelta(minutes=z.step_minutes):%Y-%m-%d}",
+        }
+        for z in zone_catalogue()
+    ]
     if output is ZonesFormat.JSON:
-        rows = [
-            {
-                "id": z.id,
-                "name": z.name,
-                "country": z.country,
-                "aliases": list(z.aliases),
-                "estimated_share": z.estimated_share,
-                "start": format_utc(z.start),
-                "end": format_utc(z.end),
-                "step_minutes": z.step_minutes,
-            }
-            for z in catalogue
-        ]
+        for row in rows:
+            del row["hourly"]
         typer.echo(json.dumps(rows, indent=1, ensure_ascii=False))
         return
-    table = Table(title="Embedded carbon-intensity zones", caption=ATTRIBUTION)
-    for column in ("zone", "name", "country", "aliases", "estimated %", "hourly, UTC"):
-        table.add_column(column, justify="right" if column == "estimated %" else "left")
-    for z in catalogue:
-        table.add_row(
-            z.id,
-            z.name,
-            z.country,
-            ", ".join(z.aliases),
-            f"{100 * z.estimated_share:.1f}",
-            f"{z.start:%Y-%m-%d}..{z.end - timedelta(minutes=z.step_minutes):%Y-%m-%d}",
-        )
-    Console().print(table)
+    columns = [
+        Column("id", "zone"),
+        Column("name"),
+        Column("country"),
+        Column("aliases", show=lambda row: ", ".join(row["aliases"])),
+        Column("estimated_share", "estimated %", right=True, cell=lambda v: f"{100 * v:.1f}"),
+        Column("hourly", "hourly, UTC"),
+    ]
+    emit_rows(
+        rows,
+        columns,
+        fmt=OutputFormat(output.value),
+        title="Embedded carbon-intensity zones",
+        caption=ATTRIBUTION,
+        csv_keys=[
+            "id",
+            "name",
+            "country",
+            "aliases",
+            "estimated_share",
+            "start",
+            "end",
+            "step_minutes",
+        ],
+    )
 
 
 def _window(

@@ -6,20 +6,19 @@ import json
 import time
 from dataclasses import fields
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TimeElapsedColumn
-from rich.table import Table
 
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.evaluation import ForecastScore, evaluate
 from carbonshift.carbon.forecast import FORECASTERS, Forecaster, make_forecaster
 from carbonshift.carbon.gb_sample import ATTRIBUTION, compare_gb_sample, default_sample_dir
 from carbonshift.carbon.series import CiKind
+from carbonshift.cli._output import Column, OutputFormat, emit_rows
 from carbonshift.errors import InputError
 
 __all__ = ["app"]
@@ -33,11 +32,9 @@ app = typer.Typer(
 )
 
 
-class Format(StrEnum):
-    """Output format."""
-
-    TABLE = "table"
-    JSON = "json"
+#: ``--format``: table, json or csv (machine column names).
+Format = OutputFormat
+_FORMAT_HELP = "table, json or csv (machine column names)."
 
 
 _PARAM_HELP = (
@@ -125,21 +122,22 @@ def _print_scores(scores: list[ForecastScore], output: Format, title: str) -> No
     if output is Format.JSON:
         typer.echo(json.dumps([s.to_json() for s in scores], indent=2))
         return
-    table = Table(title=title)
-    for column in ("method", "MAE g/kWh", "bias g/kWh", "MAPE %", "window hit %", "issues"):
-        table.add_column(column, justify="left" if column == "method" else "right")
-    for s in scores:
-        hit = None if s.window_hit_rate is None else 100.0 * s.window_hit_rate
-        table.add_row(
-            s.method,
-            _fmt(s.mae_g_per_kwh),
-            _fmt(s.bias_g_per_kwh),
-            _fmt(s.mape_pct),
-            _fmt(hit),
-            str(s.issues),
-        )
-    Console().print(table)
-    if any(s.zero_actuals for s in scores):
+    columns = [
+        Column("method"),
+        Column("mae_g_per_kwh", "MAE g/kWh", right=True, cell=_fmt),
+        Column("bias_g_per_kwh", "bias g/kWh", right=True, cell=_fmt),
+        Column("mape_pct", "MAPE %", right=True, cell=_fmt),
+        Column(
+            "window_hit_rate",
+            "window hit %",
+            right=True,
+            cell=lambda rate: _fmt(None if rate is None else 100.0 * rate),
+        ),
+        Column("issues", right=True),
+    ]
+    rows = [s.to_json() for s in scores]
+    emit_rows(rows, columns, fmt=output, title=title, csv_keys=list(rows[0]) if rows else None)
+    if output is Format.TABLE and any(s.zero_actuals for s in scores):
         typer.echo(f"MAPE skipped {scores[0].zero_actuals} slots whose actual value is 0.")
 
 
@@ -166,7 +164,7 @@ def eval_command(
     slot_minutes: int = typer.Option(60, "--slot-minutes", help="Forecast slot length."),
     kind: str = typer.Option("direct", "--kind", help="Intensity: direct or lca."),
     param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),
-    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
+    output: Format = typer.Option(Format.TABLE, "--format", help=_FORMAT_HELP),
 ) -> None:
     """MAE, bias, MAPE and window hit rate of forecasts issued every hour of a year.
 
@@ -218,7 +216,7 @@ def gb_sample_command(
         help="Our forecasters to score beside the published ones.",
     ),
     param: list[str] = typer.Option([], "--param", help=_PARAM_HELP),
-    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
+    output: Format = typer.Option(Format.TABLE, "--format", help=_FORMAT_HELP),
 ) -> None:
     """The real GB national forecasts' MAE and bias beside ours on the embedded GB data.
 
@@ -236,28 +234,33 @@ def gb_sample_command(
     if output is Format.JSON:
         typer.echo(json.dumps([r.to_json() for r in rows], indent=2))
         return
-    table = Table(
+    columns = [
+        Column("method"),
+        Column("truth", show=lambda row: "neso" if row["truth"] == "neso-actual" else "em"),
+        Column(
+            "issued_at",
+            "issued",
+            show=lambda row: str(row["issued_at"])[5:16].replace("T", " ") + "Z",
+        ),
+        Column("lead_h", "lead h", show=lambda row: "{:.0f}-{:.0f}".format(*row["lead_h"])),
+        Column("points", right=True),
+        Column("mae_g_per_kwh", "MAE g/kWh", cell=_fmt),
+        Column("bias_g_per_kwh", "bias g/kWh", cell=_fmt),
+    ]
+    machine = [r.to_json() for r in rows]
+    emit_rows(
+        machine,
+        columns,
+        fmt=output,
         title="GB, 2023-03-16 01:00 to 2023-03-17 01:00 UTC",
         caption=f"truth neso: published actuals; em: embedded Electricity Maps GB. {ATTRIBUTION}",
+        csv_keys=list(machine[0]) if machine else None,
     )
-    for column in ("method", "truth", "issued", "lead h", "points", "MAE g/kWh", "bias g/kWh"):
-        table.add_column(column, justify="right" if column in {"points"} else "left")
-    for r in rows:
-        table.add_row(
-            r.method,
-            "neso" if r.truth == "neso-actual" else "em",
-            r.issued_at.strftime("%m-%d %H:%MZ"),
-            f"{r.lead_h[0]:.0f}-{r.lead_h[1]:.0f}",
-            str(r.points),
-            _fmt(r.mae_g_per_kwh),
-            _fmt(r.bias_g_per_kwh),
-        )
-    Console().print(table)
 
 
 @app.command("methods")
 def methods_command(
-    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
+    output: Format = typer.Option(Format.TABLE, "--format", help=_FORMAT_HELP),
 ) -> None:
     """List the forecasters, their parameters and defaults.
 
@@ -271,13 +274,15 @@ def methods_command(
     if output is Format.JSON:
         typer.echo(json.dumps(listing, indent=2))
         return
-    table = Table(title="forecasters")
-    for column in ("name", "params", "summary"):
-        table.add_column(column)
-    for item in listing:
-        params = ", ".join(f"{k}={v}" for k, v in item["params"].items()) or "-"
-        table.add_row(item["name"], params, item["summary"])
-    Console().print(table)
+    columns = [
+        Column("name"),
+        Column(
+            "params",
+            show=lambda row: ", ".join(f"{k}={v}" for k, v in row["params"].items()) or "-",
+        ),
+        Column("summary"),
+    ]
+    emit_rows(listing, columns, fmt=output, title="forecasters")
 
 
 @app.command("show")
@@ -292,7 +297,7 @@ def show_command(
     start: str | None = typer.Option(None, "--start", help="First slot (UTC; default now)."),
     hours: int = typer.Option(24, "--hours", min=1, max=24 * 14, help="How far ahead (h)."),
     slot_minutes: int = typer.Option(60, "--slot-minutes", min=5, max=1440, help="Slot length."),
-    output: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
+    output: Format = typer.Option(Format.TABLE, "--format", help=_FORMAT_HELP),
 ) -> None:
     """Show one source's forecast (or data) for a zone, with its kind, unit and staleness.
 
@@ -346,14 +351,19 @@ def show_command(
             )
         )
         return
-    table = Table(title=f"{zone} {window.kind.value} from {window.source} ({answer.unit})")
-    table.add_column("start (UTC)")
-    table.add_column(answer.unit, justify="right")
-    for t, v in zip(window.slot_starts(), window.values_g_per_kwh, strict=True):
-        table.add_row(format_utc(t), f"{float(v):.1f}")
-    console = Console()
-    console.print(table)
+    values = [
+        {"start": format_utc(t), "value": float(v)}
+        for t, v in zip(window.slot_starts(), window.values_g_per_kwh, strict=True)
+    ]
+    emit_rows(
+        values,
+        [Column("start"), Column("value", answer.unit, right=True, cell=lambda v: f"{v:.1f}")],
+        fmt=output,
+        title=f"{zone} {window.kind.value} from {window.source} ({answer.unit})",
+    )
+    # the notes go to stderr under csv, so that stdout stays one table
+    note = Console(stderr=output is Format.CSV)
     if replayed:
-        console.print(f"replayed from {replayed[0]} to {replayed[1]} (t - y x 364 days)")
+        note.print(f"replayed from {replayed[0]} to {replayed[1]} (t - y x 364 days)")
     if answer.stale_age_s:
-        console.print(f"stale: data fetched {answer.stale_age_s:.0f} s ago")
+        note.print(f"stale: data fetched {answer.stale_age_s:.0f} s ago")

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from carbonshift.cli._output import Column, OutputFormat, emit_record, emit_rows
 from carbonshift.cli._params import parse_param_items
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.errors import InputError
@@ -27,36 +26,41 @@ DEFAULT_NOTICE = (
 )
 
 
-class Format(StrEnum):
-    """Output format."""
-
-    TABLE = "table"
-    JSON = "json"
+#: ``--format``: table, json or csv (machine names).
+Format = OutputFormat
 
 
 def _list_policies(fmt: Format) -> None:
     offered = available_policies()  # built-ins, registered and installed entry points
+    params = {
+        name: {
+            p.name: {"default": p.default, "type": p.kind.__name__, "help": p.help}
+            for p in spec.params
+        }
+        for name, spec in offered.items()
+    }
     if fmt is Format.JSON:
         out = {
-            name: {
-                "summary": spec.summary,
-                "params": {
-                    p.name: {"default": p.default, "type": p.kind.__name__, "help": p.help}
-                    for p in spec.params
-                },
-            }
+            name: {"summary": spec.summary, "params": params[name]}
             for name, spec in offered.items()
         }
         typer.echo(json.dumps(out, indent=1))
         return
-    table = Table(title="policies")
-    table.add_column("policy")
-    table.add_column("summary")
-    table.add_column("parameters (default)")
-    for name, spec in offered.items():
-        params = "\n".join(f"{p.name}={p.default} ({p.help})" for p in spec.params) or "-"
-        table.add_row(name, spec.summary, params)
-    Console().print(table)
+    rows = [
+        {
+            "policy": name,
+            "summary": spec.summary,
+            "params": params[name],
+            "shown": "\n".join(f"{p.name}={p.default} ({p.help})" for p in spec.params) or "-",
+        }
+        for name, spec in offered.items()
+    ]
+    columns = [
+        Column("policy"),
+        Column("summary"),
+        Column("params", "parameters (default)", show=lambda row: str(row["shown"])),
+    ]
+    emit_rows(rows, columns, fmt=fmt, title="policies")
 
 
 def _report(
@@ -89,27 +93,30 @@ def _report(
             payload["explain"] = reasons
         typer.echo(dumps_strict(null_if_undefined(payload), indent=1))
         return
-    console = Console()
-    table = Table(title=f"plan: {result.plan.policy}")
-    table.add_column("score")
-    table.add_column("value", justify="right")
-    for key, value in summary.items():
-        shown = f"{value:.6g}" if isinstance(value, float) else str(value)
+    if fmt is Format.CSV:  # one row of scores under their machine names
+        emit_record(null_if_undefined(summary), list(summary), fmt=fmt, title="plan")
+        for violation in violations[:10]:
+            typer.echo(f"violation: {violation.message}", err=True)
+        return
+
+    def shown(key: str, value: object) -> str:
         if key == "gap" and isinstance(value, float):
-            shown = f"{100 * value:.3f} %"
-        elif value is None and key in ("lower_bound_g", "gap"):
-            shown = "none (no plan may put every job on time)"
-        table.add_row(key, shown)
-    console.print(table)
+            return f"{100 * value:.3f} %"
+        if value is None and key in ("lower_bound_g", "gap"):
+            return "none (no plan may put every job on time)"
+        return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+    emit_record(summary, list(summary), fmt=fmt, title=f"plan: {result.plan.policy}", cell=shown)
+    console = Console()
     for violation in violations[:10]:
         console.print(f"violation: {violation.message}", markup=False)
     if with_explain:
-        why = Table(title="why")
-        why.add_column("job")
-        why.add_column("reason")
-        for job_id, text in reasons.items():
-            why.add_row(job_id, text)
-        console.print(why)
+        emit_rows(
+            [{"job": job_id, "reason": text} for job_id, text in reasons.items()],
+            [Column("job"), Column("reason")],
+            fmt=fmt,
+            title="why",
+        )
 
 
 def command(
@@ -130,7 +137,9 @@ def command(
         [], "--param", help="A policy parameter KEY=VALUE, repeatable (e.g. samples=50)."
     ),
     out: Path = typer.Option(Path("plan.json"), "--out", "-o", help="Where to write the plan."),
-    fmt: Format = typer.Option(Format.TABLE, "--format", help="table or json."),
+    fmt: Format = typer.Option(
+        Format.TABLE, "--format", help="table, json or csv (machine column names)."
+    ),
     with_explain: bool = typer.Option(
         False, "--explain", help="Say per job why it got its cluster and slot or none."
     ),
@@ -146,10 +155,14 @@ def command(
     Example: carbonshift plan --instance inst.json --policy srr --param samples=50 --out plan.json
 
     Your own policy: --policy my_policy.greenest:greenest (docs/python-api.md)
+
+    For a script: carbonshift plan -i inst.json --policy srr --format csv (one row of scores)
     """
     if list_policies:
         _list_policies(fmt)
         return
+    if with_explain and fmt is Format.CSV:
+        raise InputError("--explain with --format csv: the reasons are a second table; use json")
     if instance is None:
         raise InputError("--instance is missing; give a planning instance JSON file")
     if policy is None:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from carbonshift._extras import require
+from carbonshift.cli._output import OutputFormat, emit_record
 from carbonshift.cli._params import parse_param_items
 from carbonshift.sim.engine import ProgressFn
 from carbonshift.sim.experiment import run_experiment
@@ -29,7 +28,9 @@ def command(
         False, "--strict", help="Refuse a scenario with a job no cluster can hold."
     ),
     no_report: bool = typer.Option(False, "--no-report", help="Skip plots and report.html."),
-    output_format: str = typer.Option("table", "--format", help="table or json."),
+    output_format: OutputFormat = typer.Option(
+        OutputFormat.TABLE, "--format", help="table, json or csv (machine column names)."
+    ),
     policy: str | None = typer.Option(
         None,
         "--policy",
@@ -57,13 +58,13 @@ def command(
 
     Example: carbonshift simulate examples/caspian.toml --out out/caspian
 
+    For a script: carbonshift simulate examples/caspian.toml --out out/c --no-report --format csv
+
     For a paper: carbonshift simulate examples/caspian.toml --out out/paper --style paper
 
     Your own policy: carbonshift simulate examples/caspian.toml --out out/mine
     --policy my_policy.greenest:greenest (its folder on PYTHONPATH; docs/python-api.md)
     """
-    if output_format not in ("table", "json"):
-        raise typer.BadParameter(f"--format {output_format!r}: use table or json")
     if not no_report:  # say so before the run, not after it
         require("matplotlib", needed_for="carbonshift simulate's plots (--no-report skips them)")
     params = parse_param_items(param, example="omega1=0.5") if param else None
@@ -94,20 +95,15 @@ def command(
         )
     summary["scenario"] = str(scenario)
     write_summary(summary, out / "summary.json")
-    if output_format == "json":
-        typer.echo(json.dumps(summary, indent=1))
-        return
-    table = Table(title=f"simulation of {scenario}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for key in SUMMARY_KEYS:
-        value = summary.get(key)
-        table.add_row(
-            key,
-            "n/a" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value),
-        )
-    stdout = Console()
-    stdout.print(table)
-    stdout.print(
-        f"wrote {out}/summary.json, jobs.csv, slots.csv" + ("" if no_report else ", report.html")
+    emit_record(
+        summary,
+        [*SUMMARY_KEYS, "scenario"],
+        fmt=output_format,
+        title=f"simulation of {scenario}",
+        json_payload=summary,
     )
+    if output_format is OutputFormat.TABLE:
+        Console().print(
+            f"wrote {out}/summary.json, jobs.csv, slots.csv"
+            + ("" if no_report else ", report.html")
+        )

@@ -78,6 +78,7 @@ from carbonshift.k8s.multicluster.workloads import (
     RELEASED_AT,
     REMAINING,
     SPOKE_STATUS,
+    STATE_LABEL,
     WORKLOADS,
     HubWorkload,
     Kind,
@@ -85,6 +86,7 @@ from carbonshift.k8s.multicluster.workloads import (
     pod_demand,
     read_workload,
     spoke_job_names,
+    state_label,
 )
 from carbonshift.k8s.nodes import fits_a_node, usable_allocatables
 from carbonshift.k8s.owned import owned_fields
@@ -801,6 +803,7 @@ class HubController:
             "metadata": {
                 "resourceVersion": meta["resourceVersion"],
                 "annotations": dict(annotations),
+                **state_label(annotations),
             }
         }
         return await self.hub.patch(_path(w.kind, meta["namespace"], meta["name"]), body)
@@ -831,7 +834,10 @@ class HubController:
             PLANNED_START: _stamp(d.start),
             REASON: d.reason,
         }
-        if any(w.annotations.get(k) != v for k, v in want.items()):
+        labels = w.obj["metadata"].get("labels") or {}
+        if any(w.annotations.get(k) != v for k, v in want.items()) or (
+            labels.get(STATE_LABEL) != "held"
+        ):
             w = _with_obj(w, await self._annotate(w, want))
             self._event(now, w.key, "planned", d.cluster or "", d.reason, w.uid)
         if w.kind == "Job" and not (w.obj.get("spec") or {}).get("suspend"):
@@ -868,7 +874,11 @@ class HubController:
         if w.kind == "AppWrapper":
             gates = [g for g in _gates(w.obj) if g != HOLD_GATE]
             body = {
-                "metadata": {"resourceVersion": meta["resourceVersion"], "annotations": plan},
+                "metadata": {
+                    "resourceVersion": meta["resourceVersion"],
+                    "annotations": plan,
+                    **state_label(plan),
+                },
                 "spec": {
                     "dispatchingGates": gates,
                     "schedulingSpec": {
@@ -945,6 +955,7 @@ class HubController:
             "metadata": {
                 "resourceVersion": meta["resourceVersion"],
                 "annotations": dict(annotations),
+                **state_label(annotations),
             },
             "spec": {
                 "dispatchingGates": gates,

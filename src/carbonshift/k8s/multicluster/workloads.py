@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -55,6 +56,7 @@ __all__ = [
     "RELEASED_AT",
     "REMAINING",
     "SPOKE_STATUS",
+    "STATE_LABEL",
     "WORKLOADS",
     "HubWorkload",
     "Kind",
@@ -64,6 +66,7 @@ __all__ = [
     "pod_demand",
     "read_workload",
     "spoke_job_names",
+    "state_label",
 ]
 
 Obj = dict[str, Any]
@@ -91,6 +94,21 @@ a workload can read this (downward API) to know how far its checkpoint got."""
 HUB_UID_LABEL = "carbonshift.io/hub-uid"
 HOLD_GATE = "carbonshift.io/hold"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+STATE_LABEL = "carbonshift.io/state"
+"""Label the hub keeps in sync with its plan (``held`` or ``released``), as the one-cluster
+controller does, so ``kubectl get jobs -l carbonshift.io/state=held`` lists what it holds (the
+planned start, an RFC 3339 time, is no valid label value and stays an annotation)."""
+
+
+def state_label(annotations: Mapping[str, str | None]) -> dict[str, dict[str, str]]:
+    """The metadata patch of ``STATE_LABEL`` for a hub write of these annotations: released
+    once ``released-at`` is written, held while a planned start is written without it (a
+    hold, or a suspension, which clears ``released-at``); none for other writes."""
+    if annotations.get(RELEASED_AT):
+        return {"labels": {STATE_LABEL: "released"}}
+    if annotations.get(PLANNED_START):
+        return {"labels": {STATE_LABEL: "held"}}
+    return {}
 
 
 def condition_true(obj: Obj, kind: str) -> bool:
