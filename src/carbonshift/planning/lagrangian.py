@@ -36,10 +36,12 @@ from carbonshift.planning.problem import InstanceArrays
 __all__ = [
     "DualResult",
     "JobClasses",
+    "RangePlan",
     "classes_of",
     "dual_ascent",
     "evaluate",
     "range_min",
+    "range_plan",
     "shape_costs",
     "unit_grams",
 ]
@@ -157,38 +159,70 @@ def shape_costs(classes: JobClasses, price: FloatArray) -> FloatArray:
     return cost
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class RangePlan:
+    """Where :func:`range_min` reads each query's two overlapping blocks: flat indices into
+    the sparse table ``(levels, G, m, h)``, ``(queries, m)`` each. Depends only on the
+    queries and the table's shape, so one plan serves every evaluation of a dual ascent."""
+
+    first: IntArray
+    second: IntArray
+    levels: int
+
+
+def range_plan(
+    shape: IntArray, lo: IntArray, hi: IntArray, n_shapes: int, m: int, h: int
+) -> RangePlan:
+    """The :class:`RangePlan` of the queries ``(shape, lo .. hi)`` on a ``(n_shapes, m, h)``
+    table."""
+    length = np.maximum(hi - lo + 1, 1)
+    level = np.floor(np.log2(length)).astype(np.int64)
+    levels = int(np.floor(np.log2(max(h, 1)))) + 1
+    span = np.left_shift(1, level)
+    cluster = np.arange(m, dtype=np.int64)[None, :]
+    block = ((level * n_shapes + shape)[:, None] * m + cluster) * h
+    return RangePlan(
+        first=block + lo[:, None], second=block + (hi - span + 1)[:, None], levels=levels
+    )
+
+
 def range_min(
-    table: FloatArray, shape: IntArray, lo: IntArray, hi: IntArray
+    table: FloatArray,
+    shape: IntArray,
+    lo: IntArray,
+    hi: IntArray,
+    plan: RangePlan | None = None,
 ) -> tuple[FloatArray, IntArray]:
     """Minimum of ``table[shape[c], m, lo[c] .. hi[c]]`` and its slot, for every class ``c``
-    and cluster ``m`` (sparse table, O(1) per query): ``(C, m)`` values and slots."""
-    _, m, h = table.shape
-    levels_v = [table]
-    levels_i = [np.broadcast_to(np.arange(h), table.shape)]
+    and cluster ``m`` (sparse table, O(1) per query): ``(C, m)`` values and slots. ``plan``
+    (:func:`range_plan` of the same queries) saves recomputing where each query reads."""
+    g, m, h = table.shape
+    if plan is None:
+        plan = range_plan(shape, lo, hi, g, m, h)
+    values = np.full((plan.levels, g, m, h), np.inf)
+    slots = np.zeros((plan.levels, g, m, h), dtype=np.int64)
+    values[0] = table
+    slots[0] = np.arange(h)
     width = 1
-    while 2 * width <= h:
-        prev_v, prev_i = levels_v[-1], levels_i[-1]
-        a_v, b_v = prev_v[:, :, : h - 2 * width + 1], prev_v[:, :, width : h - width + 1]
-        a_i, b_i = prev_i[:, :, : h - 2 * width + 1], prev_i[:, :, width : h - width + 1]
+    for level in range(1, plan.levels):
+        a_v, b_v = (
+            values[level - 1, :, :, : h - 2 * width + 1],
+            values[level - 1, :, :, width : h - width + 1],
+        )
+        a_i, b_i = (
+            slots[level - 1, :, :, : h - 2 * width + 1],
+            slots[level - 1, :, :, width : h - width + 1],
+        )
         take_b = b_v < a_v
-        levels_v.append(np.where(take_b, b_v, a_v))
-        levels_i.append(np.where(take_b, b_i, a_i))
+        values[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_v, a_v)
+        slots[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_i, a_i)
         width *= 2
-    length = hi - lo + 1
-    level = np.floor(np.log2(np.maximum(length, 1))).astype(np.int64)
-    values = np.empty((shape.shape[0], m))
-    slots = np.empty((shape.shape[0], m), dtype=np.int64)
-    for lv in np.unique(level):
-        sel = np.flatnonzero(level == lv)
-        span = 1 << int(lv)
-        v, i = levels_v[lv], levels_i[lv]
-        gs, a, b = shape[sel], lo[sel], hi[sel] - span + 1
-        va, vb = v[gs, :, a], v[gs, :, b]  # (sel, m)
-        ia, ib = i[gs, :, a], i[gs, :, b]
-        take_b = vb < va
-        values[sel] = np.where(take_b, vb, va)
-        slots[sel] = np.where(take_b, ib, ia)
-    return values, slots
+    flat_v, flat_i = values.reshape(-1), slots.reshape(-1)
+    va, vb = flat_v[plan.first], flat_v[plan.second]
+    take = vb < va
+    best: FloatArray = np.where(take, vb, va)
+    where: IntArray = np.where(take, flat_i[plan.second], flat_i[plan.first])
+    return best, where
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -200,7 +234,11 @@ class Evaluation:
 
 
 def evaluate(
-    classes: JobClasses, base: FloatArray, prices: FloatArray, free: FloatArray
+    classes: JobClasses,
+    base: FloatArray,
+    prices: FloatArray,
+    free: FloatArray,
+    plan: RangePlan | None = None,
 ) -> Evaluation:
     """``L(prices)`` over the classes (jobs without a start in the horizon left out) and the
     subgradient ``usage - free`` of the relaxed capacity rows. ``base`` is ``(k, m, h)``
@@ -208,7 +246,7 @@ def evaluate(
     m, k, h = free.shape
     price = base + prices.transpose(1, 0, 2)
     table = shape_costs(classes, price)
-    values, slots = range_min(table, classes.class_shape, classes.class_lo, classes.class_hi)
+    values, slots = range_min(table, classes.class_shape, classes.class_lo, classes.class_hi, plan)
     values = np.where(classes.class_allowed, values, np.inf)
     cluster = np.argmin(values, axis=1)
     rows = np.arange(values.shape[0])
@@ -217,9 +255,13 @@ def evaluate(
     value = float(classes.class_weight @ best) - float(np.sum(prices * free))
     end = start + classes.shape_runtime[classes.class_shape]
     diff = np.zeros((m, k, h + 1))
+    size = m * (h + 1)
     for r in range(k):
-        np.add.at(diff[:, r, :], (cluster, start), classes.class_demand[:, r])
-        np.add.at(diff[:, r, :], (cluster, end), -classes.class_demand[:, r])
+        demand = classes.class_demand[:, r]
+        diff[:, r, :] = (
+            np.bincount(cluster * (h + 1) + start, weights=demand, minlength=size)
+            - np.bincount(cluster * (h + 1) + end, weights=demand, minlength=size)
+        ).reshape(m, h + 1)
     usage = np.cumsum(diff, axis=2)[:, :, :h]
     return Evaluation(value_g=value, subgradient=usage - free)
 
@@ -255,8 +297,17 @@ def dual_ascent(
     best_value, best_lam = -np.inf, lam.copy()
     theta, stall, done = 1.0, 0, 0
     direction = np.zeros(free.shape)
+    m, _, h = free.shape
+    plan = range_plan(
+        classes.class_shape,
+        classes.class_lo,
+        classes.class_hi,
+        classes.shape_runtime.shape[0],
+        m,
+        h,
+    )
     for done in range(1, iterations + 1):
-        ev = evaluate(classes, base, lam, free)
+        ev = evaluate(classes, base, lam, free, plan)
         if done == 1 or ev.value_g > best_value + 1e-12 * max(1.0, abs(best_value)):
             best_value, best_lam, stall = ev.value_g, lam.copy(), 0
         else:

@@ -96,15 +96,21 @@ class _Placer:
         self.every: list[bool] = [bool(v) for v in np.all(arrays.allowed, axis=1)]
 
     def room(self, j: int, lo: int, hi: int) -> npt.NDArray[np.bool_]:
-        """Where job ``j`` fits for starts ``lo .. hi`` on each cluster: ``(m, hi-lo+1)``."""
+        """Where job ``j`` fits for starts ``lo .. hi`` on each cluster: ``(m, hi-lo+1)``.
+
+        A start fits when no slot of its run lacks room: the count of short slots over the
+        run, from a prefix count, is zero (a fixed number of array operations whatever the
+        runtime)."""
         r = self.runtime[j]
         width = hi - lo + 1
         if self.single:
-            least = _window_min(self.s.free[:, 0, lo : hi + r], r, width)
-            ok: npt.NDArray[np.bool_] = least + CAPACITY_TOLERANCE >= self.amount[j]
+            short = self.s.free[:, 0, lo : hi + r] + CAPACITY_TOLERANCE < self.amount[j]
         else:
-            least = _window_min(self.s.free[:, self.nz[j], lo : hi + r], r, width)
-            ok = np.all(least + CAPACITY_TOLERANCE >= self.need[j][None, :, None], axis=1)
+            window = self.s.free[:, self.nz[j], lo : hi + r]
+            short = np.any(window + CAPACITY_TOLERANCE < self.need[j][None, :, None], axis=1)
+        count = np.zeros((short.shape[0], short.shape[1] + 1), dtype=np.int32)
+        np.cumsum(short, axis=1, out=count[:, 1:])
+        ok: npt.NDArray[np.bool_] = count[:, r : r + width] == count[:, :width]
         if self.every[j]:
             return ok
         result: npt.NDArray[np.bool_] = ok & self.a.allowed[j][:, None]
@@ -201,6 +207,88 @@ def _place_all(
     return state
 
 
+@dataclass(frozen=True, slots=True)
+class _Groups:
+    """Jobs of one shape and one demand vector: they fit at the same (cluster, start)."""
+
+    of_job: IntArray  # (n,)
+    shape: IntArray  # (G,)
+    runtime: IntArray  # (G,)
+    demand: FloatArray  # (G, k)
+
+    @staticmethod
+    def of(arrays: InstanceArrays, classes: JobClasses) -> _Groups:
+        key = np.column_stack([classes.shape.astype(float), arrays.demand_units])
+        rows, inverse = np.unique(key, axis=0, return_inverse=True)
+        shape = rows[:, 0].astype(np.int64)
+        return _Groups(
+            of_job=inverse.reshape(-1).astype(np.int64),
+            shape=shape,
+            runtime=classes.shape_runtime[shape],
+            demand=np.ascontiguousarray(rows[:, 1:]),
+        )
+
+
+def _fits(groups: _Groups, free: FloatArray) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per group, cluster and slot: whether the slot is short of room for one job of the
+    group, and whether a run of the group started there fits: ``(G, m, h)`` each."""
+    m, k, h = free.shape
+    n_groups = groups.shape.shape[0]
+    short = np.zeros((n_groups, m, h), dtype=bool)
+    for q in range(k):
+        need = groups.demand[:, q][:, None, None]
+        short |= (free[None, :, q, :] + CAPACITY_TOLERANCE < need) & (need > 0)
+    count = np.zeros((n_groups, m, h + 1), dtype=np.int32)
+    np.cumsum(short, axis=2, out=count[:, :, 1:])
+    end = np.arange(h)[None, :] + groups.runtime[:, None]  # (G, h)
+    inside = end <= h
+    stop = np.take_along_axis(count, np.minimum(end, h)[:, None, :].repeat(m, axis=1), axis=2)
+    fits: npt.NDArray[np.bool_] = (stop == count[:, :, :h]) & inside[:, None, :]
+    return short, fits
+
+
+def _movable(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    groups: _Groups,
+    state: _State,
+    table: FloatArray,
+    jobs: IntArray,
+    cost: FloatArray,
+) -> npt.NDArray[np.bool_]:
+    """Which of ``jobs`` (placed, on time) may have an on-time start of less ``table`` cost
+    with room once taken out: one with room now, or one whose run overlaps its own on its
+    cluster (taking it out frees those cells). A superset of the jobs a re-insertion can
+    move, computed for all at once (room per group of the same shape and demand)."""
+    if jobs.size == 0:
+        return np.zeros(0, dtype=bool)
+    _, _, h = state.free.shape
+    short, fits = _fits(groups, state.free)
+    masked = np.where(fits, table[groups.shape], np.inf)
+    g, lo, hi = groups.of_job[jobs], classes.lo[jobs], classes.hi[jobs]
+    values, _ = range_min(masked, g, lo, hi)
+    least = np.where(arrays.allowed[jobs], values, np.inf).min(axis=1)
+    limit = cost[jobs] * (1 - 1e-12) - 1e-12
+    # a start overlapping its own run needs room only where it leaves that run: up to the
+    # stretch of cells with room just before or just after the run
+    here, at = state.cluster[jobs], state.start[jobs]
+    r = arrays.runtime_slots[jobs]
+    slots = np.arange(h)
+    last_short = np.maximum.accumulate(np.where(short, slots, -1), axis=2)
+    next_short = np.minimum.accumulate(np.where(short, slots, h)[:, :, ::-1], axis=2)[:, :, ::-1]
+    before = np.where(at > 0, at - 1 - last_short[g, here, np.maximum(at - 1, 0)], 0)
+    after_slot = at + r
+    after = np.where(
+        after_slot < h, next_short[g, here, np.minimum(after_slot, h - 1)] - after_slot, 0
+    )
+    near_lo = np.maximum(lo, at - np.minimum(before, r - 1))
+    near_hi = np.minimum(hi, at + np.minimum(after, r - 1))
+    near, _ = range_min(table, classes.shape[jobs], near_lo, near_hi)
+    shifted = near[np.arange(jobs.shape[0]), here]
+    result: npt.NDArray[np.bool_] = (least < limit) | (shifted < limit)
+    return result
+
+
 def _improve(
     arrays: InstanceArrays,
     classes: JobClasses,
@@ -211,14 +299,20 @@ def _improve(
 ) -> int:
     """Re-insert jobs not at their own cheapest on-time start; returns the moves made."""
     placer = _Placer(arrays, classes, state)
+    groups = _Groups.of(arrays, classes) if arrays.n_jobs > _SMALL_JOBS else None
     moves = 0
     for _ in range(passes):
         placed = state.cluster >= 0
         cost = _unit_cost(arrays, classes, state, true)
         late = placed & (state.start + arrays.runtime_slots > arrays.deadline_slot)
-        candidates = np.flatnonzero(
-            (placed & ~arrays.critical & (cost > own_best * (1 + 1e-12) + 1e-12)) | late
+        dearer = np.flatnonzero(
+            placed & ~late & ~arrays.critical & (cost > own_best * (1 + 1e-12) + 1e-12)
         )
+        if groups is not None:
+            # only those that may move (vectorised); room a move frees for another job
+            # counts from the next pass, so small instances keep the one-by-one check
+            dearer = dearer[_movable(arrays, classes, groups, state, true, dearer, cost)]
+        candidates = np.union1d(dearer, np.flatnonzero(late))
         gained = 0
         excess = np.where(np.isfinite(own_best), cost, np.inf) - np.where(
             np.isfinite(own_best), own_best, 0.0

@@ -1,0 +1,98 @@
+"""The fast paths of ``carbonshift``: planned range-minimum queries and, above 3,000 jobs,
+the vectorised check of which jobs the improvement pass may move (docs/design/0002)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from carbonshift.domain import Instance, check_feasibility, score_plan
+from carbonshift.planning import run_policy
+from carbonshift.planning.lagrangian import (
+    classes_of,
+    range_min,
+    range_plan,
+    shape_costs,
+    unit_grams,
+)
+from carbonshift.planning.policies import carbonshift as cs
+from carbonshift.planning.problem import arrays_of
+from tests.planning.strategies import instances
+
+_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_SETTINGS
+@given(
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(1, 20),
+    st.integers(0, 2**32 - 1),
+)
+def test_range_min_is_the_first_least_value_of_each_window(
+    shapes: int, clusters: int, slots: int, seed: int
+) -> None:
+    """With and without a plan, each query's value and slot are those of the first least
+    entry of its window (small integers, so ties are common)."""
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, 4, (shapes, clusters, slots)).astype(float)
+    n = 12
+    shape = rng.integers(0, shapes, n)
+    lo = rng.integers(0, slots, n)
+    hi = np.minimum(slots - 1, lo + rng.integers(0, slots, n))
+    plan = range_plan(shape, lo, hi, shapes, clusters, slots)
+    for got_v, got_s in (range_min(table, shape, lo, hi), range_min(table, shape, lo, hi, plan)):
+        for q in range(n):
+            window = table[shape[q], :, lo[q] : hi[q] + 1]
+            want_v = window.min(axis=1)
+            want_s = lo[q] + window.argmin(axis=1)
+            assert np.array_equal(got_v[q], want_v)
+            assert np.array_equal(got_s[q], want_s)
+
+
+@_SETTINGS
+@given(instances(max_jobs=6, max_horizon=6, max_clusters=2, future=False))
+def test_movable_flags_every_job_that_a_reinsertion_would_move(inst: Instance) -> None:
+    """After a greedy plan, every on-time job that taking out and putting back at its
+    cheapest on-time start with room would move to a strictly cheaper start is one that
+    ``_movable`` flags (it may flag more, never fewer)."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    state = cs._place_all(arrays, classes, table, table)
+    placed = np.flatnonzero(state.cluster >= 0)
+    on_time = placed[
+        state.start[placed] + arrays.runtime_slots[placed] <= arrays.deadline_slot[placed]
+    ]
+    cost = cs._unit_cost(arrays, classes, state, table)
+    groups = cs._Groups.of(arrays, classes)
+    flagged = cs._movable(arrays, classes, groups, state, table, on_time, cost)
+    placer = cs._Placer(arrays, classes, state)
+    for j, flag in zip(on_time.tolist(), flagged.tolist(), strict=True):
+        before = (int(state.cluster[j]), int(state.start[j]))
+        placer.remove(j)
+        where = placer.cheapest(j, table)
+        placer.place(j, before)
+        assert where is not None  # its own start is free again
+        moved_cost = table[classes.shape[j], where[0], where[1]]
+        want_flag = moved_cost < cost[j] * (1 - 1e-12) - 1e-12
+        assert flag or not want_flag, (j, before, where)
+
+
+@_SETTINGS
+@given(instances(max_jobs=5, max_horizon=6, max_clusters=2, future=False))
+def test_the_large_instance_path_gives_feasible_plans_and_valid_bounds(
+    inst: Instance,
+) -> None:
+    """With the large-instance path forced on small instances (one placement round, the
+    filtered improvement pass): feasible, and the bound at most the plan's grams."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cs, "_SMALL_JOBS", 0)
+        result = run_policy("carbonshift", inst, {"exact_max_starts": 0})
+    assert check_feasibility(inst, result.plan) == []
+    grams = score_plan(inst, result.plan).carbon_g
+    assert result.bound is not None
+    if result.bound.lower_bound_g is not None:
+        assert result.bound.lower_bound_g <= grams + 1e-9 * max(1.0, grams)
