@@ -142,7 +142,7 @@ def test_the_controller_checks_its_configuration_without_the_plotting_stack() ->
         "matplotlib,pandas", "controller", "--check", "--config", "deploy/base/config.yaml"
     )
     assert done.returncode == 0, done.stderr
-    assert re.search(r"^policy\s+fluidos$", done.stdout, re.MULTILINE)
+    assert re.search(r"^policy\s+carbonshift$", done.stdout, re.MULTILINE)
 
 
 def test_the_help_lists_a_verb_whose_extra_is_missing() -> None:

@@ -161,7 +161,7 @@ def _instance(source: InstanceSource) -> Instance:
     )
 
 
-def plan(instance: InstanceSource, policy: str = "caspian", **params: Any) -> PlanResult:
+def plan(instance: InstanceSource, policy: str = "carbonshift", **params: Any) -> PlanResult:
     """Plan ``instance`` (an Instance, a docs/formats.md dict, or a JSON path) with ``policy``.
 
     ``policy`` is a registered name (``carbonshift plan --list-policies``) or

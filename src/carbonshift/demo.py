@@ -159,15 +159,28 @@ def _caspian(console: Console, out: Path) -> None:
     console.print("\n[bold]Caspian reproduction[/] (carbonshift reproduce caspian --quick)")
     result = reproduce("caspian", out, quick=True)
     table = Table(title="carbon saving vs omega1 = 0, deadlines met, completion ratio")
-    columns = ("omega1", "saving_pct", "paper_saving_pct", "deadline_met_pct", "completion_ratio")
+    columns = (
+        "policy",
+        "omega1",
+        "saving_pct",
+        "paper_saving_pct",
+        "deadline_met_pct",
+        "completion_ratio",
+    )
     for column in columns:
         table.add_column(column, justify="right", overflow="fold")
     for row in result.rows:
-        table.add_row(*("-" if row[c] is None else f"{row[c]:.3g}" for c in columns))
+        table.add_row(*(_cell(row[c]) for c in columns))
     console.print(table)
     for note in result.notes:
         console.print(f"- {note}")
     console.print(f"report: {out / 'omega1-0.5' / 'report.html'}")
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if isinstance(value, float | int) else str(value)
 
 
 if __name__ == "__main__":

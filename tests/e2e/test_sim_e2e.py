@@ -35,7 +35,10 @@ def test_reproduce_caspian_quick(tmp_path: Path) -> None:
     done = run_cli("reproduce", "caspian", "--quick", "--out", str(tmp_path), "--format", "json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["rows"]
-    assert [r["omega1"] for r in rows] == [0.25, 0.5, 1.0, 2.0]
+    assert [(r["policy"], r["omega1"]) for r in rows] == [
+        *(("caspian", w) for w in (0.25, 0.5, 1.0, 2.0)),
+        ("carbonshift", None),  # the default policy beside the paper's sweep
+    ]
     assert all(r["saving_pct"] is not None for r in rows)
     assert (tmp_path / "caspian/omega1-0.5/report.html").exists()
 
@@ -56,6 +59,7 @@ def test_reproduce_cjps_quick(tmp_path: Path, shared_data: Path) -> None:
     rows = json.loads(done.stdout)["rows"]
     assert [r["load_pct"] for r in rows] == [25.0, 40.0]
     assert all(0 < r["cfp_ratio"] < 2 for r in rows)
+    assert all(0 < r["carbonshift_cfp_ratio"] < 2 for r in rows)
 
 
 def test_reproduce_fluidos_quick(tmp_path: Path) -> None:
@@ -64,6 +68,7 @@ def test_reproduce_fluidos_quick(tmp_path: Path) -> None:
     rows = json.loads(done.stdout)["rows"]
     assert len(rows) == 3
     assert all(r["carbon_kg"] > 0 and r["asap_carbon_kg"] > 0 for r in rows)
+    assert all(r["carbonshift_saving_pct"] is not None for r in rows)
     assert (tmp_path / "fluidos/heat_map.png").exists()
 
 

@@ -177,7 +177,7 @@ def test_check_prints_the_configuration(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["zone"] == "DE"
-    assert summary["policy"] == "fluidos"
+    assert summary["policy"] == "carbonshift"  # the shipped default
 
 
 def test_a_bad_configuration_is_one_line_and_exit_2(
@@ -201,7 +201,7 @@ async def test_the_cli_verb_holds_a_kubectl_pod(fakekube: FakeKube, tmp_path: Pa
         json.dumps(
             {
                 "cluster": {"zone": "DE"},
-                "planning": {"forecast": "seasonal-day"},
+                "planning": {"policy": "fluidos", "forecast": "seasonal-day"},
                 "webhook": tls,
                 "extender": tls,
                 "metrics": {"port": 0},

@@ -8,9 +8,9 @@ from carbonshift.domain import check_feasibility
 from carbonshift.formats import instance_from_dict
 from carbonshift.planning.registry import POLICIES, run_policy
 
-#: asap's whole rule is arrival order, and exact is the reference optimum of its objective;
-#: --list-policies says that critical jobs take no precedence in either
-NOT_HONOURING = {"asap", "exact"}
+#: asap's whole rule is arrival order; --list-policies says that critical jobs take no
+#: precedence there (and in exact under objective=gru, tested below)
+NOT_HONOURING = {"asap"}
 
 
 def instance(critical_release: int = 0) -> dict[str, object]:
@@ -63,6 +63,17 @@ def test_the_others_say_in_their_summary_that_critical_jobs_take_no_precedence(
     policy: str,
 ) -> None:
     assert "critical jobs take no precedence" in POLICIES[policy].summary
+
+
+def test_exact_on_gru_is_the_cjps_optimum_and_says_critical_jobs_take_no_precedence() -> None:
+    assert "objective=gru" in POLICIES["exact"].summary
+    assert "critical jobs take no precedence" in POLICIES["exact"].summary
+    inst = instance_from_dict(instance(critical_release=1))
+    starts = {
+        a.job: a.start_slot
+        for a in run_policy("exact", inst, {"objective": "gru"}).plan.assignments
+    }
+    assert starts["urgent"] > 1  # GRU pushes it to the clean end of the day
 
 
 def test_window_warns_that_it_does_not_choose_where_with_several_clusters(

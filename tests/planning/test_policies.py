@@ -18,6 +18,14 @@ from tests.planning.strategies import best_on_time_gru, instances, on_time_part
 
 FEASIBLE_POLICIES = [name for name in POLICIES if name != "rr"]
 
+#: exact's CJPS objective: the golden GRU optima below are optima of this one
+GRU = {"objective": "gru"}
+
+
+def params_of(policy: str) -> dict[str, object] | None:
+    """Each policy's defaults, but exact on the GRU objective the golden instances pin."""
+    return GRU if policy == "exact" else None
+
 
 def lp_bound_gru(inst: Instance) -> float:
     """The CJPS LP optimum without future demand."""
@@ -136,7 +144,7 @@ def test_golden_optimum_is_what_exhaustive_search_finds(golden: Golden) -> None:
 @pytest.mark.parametrize("golden", GOLDEN, ids=lambda g: g.id)
 def test_golden_instances_replayed_against_every_policy(golden: Golden, policy: str) -> None:
     inst = golden.instance
-    result = run_policy(policy, inst)
+    result = run_policy(policy, inst, params_of(policy))
     violations = check_feasibility(inst, result.plan)
     if policy == "rr":
         assert all(v.kind is ViolationKind.OVER_CAPACITY for v in violations)
@@ -182,13 +190,13 @@ def test_rr_lists_every_job_once_and_only_overloads(inst: Instance) -> None:
 @given(instances(future=False))
 def test_lp_bound_and_exact_dominate_every_policy_on_on_time_gru(inst: Instance) -> None:
     bound = lp_bound_gru(inst)
-    exact = run_policy("exact", inst, {"time_limit_s": 5})
+    exact = run_policy("exact", inst, {"time_limit_s": 5, **GRU})
     assert exact.status is PlanStatus.OPTIMAL
     exact_gru = score_plan(inst, on_time_part(inst, exact.plan)).gru
     slack = exact.stats["mip_gap"] * max(abs(exact.stats["mip_bound_gru"]), 1e-12) + 1e-9
     assert bound >= exact_gru - 1e-9
     for policy in FEASIBLE_POLICIES:
-        plan = run_policy(policy, inst).plan
+        plan = run_policy(policy, inst, params_of(policy)).plan
         gru = score_plan(inst, on_time_part(inst, plan)).gru
         assert bound >= gru - 1e-9, policy
         assert exact_gru >= gru - slack, policy
@@ -197,7 +205,7 @@ def test_lp_bound_and_exact_dominate_every_policy_on_on_time_gru(inst: Instance)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instances(max_jobs=3, max_horizon=4, future=False))
 def test_exact_equals_exhaustive_search(inst: Instance) -> None:
-    exact = run_policy("exact", inst)
+    exact = run_policy("exact", inst, GRU)
     gru = score_plan(inst, on_time_part(inst, exact.plan)).gru
     assert gru == pytest.approx(best_on_time_gru(inst), rel=1e-6, abs=1e-9)
 
@@ -301,9 +309,10 @@ def test_cjps_without_late_fallback_leaves_an_overdue_job_out(policy: str) -> No
         {"c1": [300.0, 100.0, 100.0]},
         horizon=3,
     )
-    kept = run_policy(policy, inst, {"late_fallback": False})
+    gru = params_of(policy) or {}
+    kept = run_policy(policy, inst, {"late_fallback": False, **gru})
     assert "overdue" in kept.plan.unscheduled
-    failed_open = run_policy(policy, inst)
+    failed_open = run_policy(policy, inst, gru)
     starts = {a.job: a.start_slot for a in failed_open.plan.assignments}
     assert set(starts) == {"overdue", "fine"}
     assert starts["overdue"] != starts["fine"]  # capacity 1: never on top of each other

@@ -90,7 +90,9 @@ class ClusterSection(_Section):
 class PlanningSection(_Section):
     """Which policy plans, with what forecast, how often and how far ahead."""
 
-    policy: str = Field("fluidos", description="planning policy (carbonshift plan --list-policies)")
+    policy: str = Field(
+        "carbonshift", description="planning policy (carbonshift plan --list-policies)"
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="policy parameters")
     forecast: str = Field(
         "seasonal-day", description="forecaster name (docs/formats.md (scenario))"

@@ -30,7 +30,7 @@ from carbonshift.planning.critical import critical_first
 from carbonshift.planning.policies.asap import asap
 from carbonshift.planning.policies.carbonshift import BOUND_METHODS, OBJECTIVES, carbonshift
 from carbonshift.planning.policies.caspian import caspian
-from carbonshift.planning.policies.cjps import exact, rr, srr
+from carbonshift.planning.policies.cjps import EXACT_OBJECTIVES, exact, rr, srr
 from carbonshift.planning.policies.fluidos import fluidos
 from carbonshift.planning.policies.threshold import threshold
 from carbonshift.planning.policies.window import window
@@ -190,6 +190,25 @@ _SEED = ParamSpec("seed", int, 0, "random seed of the rounding", 0, 2**32 - 1)
 def _critical_first(runner: Runner) -> Runner:
     """``runner`` with critical jobs placed first, at their earliest start (critical.py)."""
     return lambda inst, ctx, p: critical_first(lambda i, c: runner(i, c, p), inst, ctx)
+
+
+def _run_exact(inst: Instance, ctx: PlanContext | None, p: Params) -> PolicyResult:
+    """``exact``; under ``objective=grams`` critical jobs first (critical.py), under ``gru``
+    the CJPS reference optimum untouched."""
+    objective = p.get_str("objective")
+
+    def run(i: Instance, c: PlanContext | None) -> PolicyResult:
+        return exact(
+            i,
+            c,
+            objective=objective,
+            future_weight=p.get_float("future_weight"),
+            time_limit_s=p.get_float("time_limit_s"),
+            mip_gap=p.get_float("mip_gap"),
+            late_fallback=p.get_bool("late_fallback"),
+        )
+
+    return critical_first(run, inst, ctx) if objective == "grams" else run(inst, ctx)
 
 
 POLICIES: dict[str, PolicySpec] = {
@@ -404,22 +423,24 @@ POLICIES: dict[str, PolicySpec] = {
         ),
         PolicySpec(
             "exact",
-            lambda inst, ctx, p: exact(
-                inst,
-                ctx,
-                future_weight=p.get_float("future_weight"),
-                time_limit_s=p.get_float("time_limit_s"),
-                mip_gap=p.get_float("mip_gap"),
-                late_fallback=p.get_bool("late_fallback"),
-            ),
+            _run_exact,
             (
+                ParamSpec(
+                    "objective",
+                    str,
+                    "grams",
+                    "grams: least operational + embodied grams, deadlines hard (lateness first "
+                    "when none fits); gru: the CJPS-MILP's GRU",
+                    choices=EXACT_OBJECTIVES,
+                ),
                 _FUTURE,
                 _LATE,
                 ParamSpec("time_limit_s", float, 60.0, "MILP wall-time limit (s)", 0.001, _DAY_S),
                 ParamSpec("mip_gap", float, 1e-4, "relative MIP gap to stop at", 0, 0.999),
             ),
-            "CJPS-MILP optimum of GRU by HiGHS, with time limit and gap (a reference optimum: "
-            "critical jobs take no precedence)",
+            "MILP optimum by HiGHS, with time limit and gap, of grams with deadlines kept "
+            "(default) or of CJPS's GRU (objective=gru: a reference optimum, so critical jobs "
+            "take no precedence there)",
             exact,
         ),
     )

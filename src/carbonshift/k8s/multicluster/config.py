@@ -49,7 +49,7 @@ class HubConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     planning: PlanningSection = Field(
-        default_factory=lambda: PlanningSection(policy="caspian", forecast="seasonal-day")
+        default_factory=lambda: PlanningSection(policy="carbonshift", forecast="seasonal-day")
     )
     defaults: DefaultsSection = Field(default_factory=lambda: DefaultsSection())
     resources: tuple[str, ...] = Field(

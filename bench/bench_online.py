@@ -1,0 +1,224 @@
+"""Online against clairvoyant: how much of the offline saving the simulator keeps (issue 13).
+
+Setup: the Caspian experiment (3 spokes CA-ON, JP-TK, DE of 32 GPUs at 200 / 100 / 200 W per
+GPU; the ``caspian`` workload family, Poisson arrivals over 24 h from 2023-11-14, demand and
+runtime U{1..5} (whole hours), deadline = submit + beta x runtime, beta ~ U(2, 4)); hourly
+slots, a 24-slot look-ahead, re-planning every slot.
+
+Per seed:
+
+- **online**: the simulator with ``policy`` (default ``carbonshift``) and an ``oracle``
+  forecast, and again with ``noisy-oracle`` at 25 and 75 g/kWh MAE; carbon charged against
+  the actual signal (``summary.json`` ``carbon_kg``);
+- **asap**: the simulator's carbon-agnostic run on the same input (the baseline of every
+  saving below);
+- **clairvoyant**: the static instance that knows everything in advance: every job released
+  at the first slot boundary after its arrival (``ceil``), with its deadline slot
+  (``floor``), over a horizon that holds every job, the actual hourly carbon as the
+  planner's signal; solved by the same policy, and bounded below by the certified
+  ``bound.lower_bound_g`` of the ``carbonshift`` policy's plan (the time-indexed LP or its
+  Lagrangian dual: no plan that keeps every deadline emits less).
+
+Figures: ``kept_pct = 100 x (asap - online) / (asap - clairvoyant)``, the share of the
+clairvoyant saving the online run keeps; ``kept_of_bound_pct`` the same against the bound;
+deadlines met online and in the clairvoyant plan. Runtimes are whole hours on hourly data
+and hourly slots, so the instance's grams and the simulator's grams measure the same thing
+(the static asap plan's grams are printed beside the simulated asap as a check).
+
+Run: ``.venv/bin/python bench/bench_online.py [--seeds 1,2,3] [--jobs 200] [--policy NAME]``
+(a table), or ``.venv/bin/python -m bench online`` (JSON rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from carbonshift.carbon.embedded import load_series
+from carbonshift.carbon.signal import resample
+from carbonshift.domain import Cluster, ClusterName, Instance, TimeGrid, score_plan
+from carbonshift.planning import run_policy
+from carbonshift.sim.engine import SimCluster, SimConfig
+from carbonshift.sim.experiment import Experiment, prepare, simulate_policy
+from carbonshift.sim.outputs import run_metrics
+from carbonshift.workloads import generate
+from carbonshift.workloads.convert import to_planning_jobs
+
+#: Caspian's spokes (zone, W per GPU); JP-TK stands in for JP-KN, which the data lacks.
+SPOKES = (("CA-ON", 200.0), ("JP-TK", 100.0), ("DE", 200.0))
+START = datetime(2023, 11, 14, tzinfo=UTC)
+SLOT_MINUTES = 60
+NOISE_MAE_G_PER_KWH = (25.0, 75.0)
+
+
+def experiment(seed: int, n_jobs: int, policy: str) -> Experiment:
+    clusters = tuple(
+        SimCluster(
+            name=f"spoke-{zone}",
+            zone=zone,
+            capacity={"gpu": 32.0},
+            watts_per_unit={"gpu": watts},
+            actual=load_series(zone),
+        )
+        for zone, watts in SPOKES
+    )
+    return Experiment(
+        config=SimConfig(
+            start=START, hours=24, slot_minutes=SLOT_MINUTES, horizon_slots=24, max_drain_hours=72
+        ),
+        clusters=clusters,
+        workload=generate("caspian", {"n_jobs": n_jobs}, seed=seed),
+        policy=policy,
+        forecast="oracle",
+        seed=seed,
+    )
+
+
+def clairvoyant_instance(exp: Experiment) -> Instance:
+    """Every job of the run, released at its arrival, with the actual carbon as signal."""
+    work = exp.workload
+    end_h = np.maximum(np.ceil(work.submit_h) + np.ceil(work.runtime_h), work.deadline_h)
+    horizon = math.ceil(float(np.max(end_h))) + 1
+    jobs = to_planning_jobs(work, slot_minutes=SLOT_MINUTES, horizon_slots=horizon)
+    stop = START + timedelta(minutes=SLOT_MINUTES * horizon)
+    carbon = {
+        ClusterName(c.name): tuple(
+            float(v)
+            for v in resample(c.actual, START, stop, slot_minutes=SLOT_MINUTES).values_g_per_kwh
+        )
+        for c in exp.clusters
+    }
+    clusters = tuple(
+        Cluster(
+            name=ClusterName(c.name),
+            zone=c.zone,
+            capacity=dict(c.capacity),
+            watts_per_unit=dict(c.watts_per_unit),
+        )
+        for c in exp.clusters
+    )
+    return Instance(
+        grid=TimeGrid(slot_minutes=SLOT_MINUTES, horizon_slots=horizon),
+        resources=("gpu",),
+        clusters=clusters,
+        carbon_g_per_kwh=carbon,
+        jobs=tuple(jobs),
+    )
+
+
+def _grams(inst: Instance, plan: Any) -> float:
+    scores = score_plan(inst, plan)
+    return scores.operational_g + scores.embodied_g
+
+
+def one_seed(seed: int, n_jobs: int, policy: str) -> dict[str, Any]:
+    began = time.perf_counter()
+    exp = experiment(seed, n_jobs, policy)
+    prepared = prepare(exp)
+    asap = run_metrics(simulate_policy(exp, prepared, "asap", {}))
+    online = run_metrics(simulate_policy(exp, prepared, policy, {}))
+    inst = clairvoyant_instance(exp)
+    static = run_policy(policy, inst)
+    bound = run_policy("carbonshift", inst).bound if policy != "carbonshift" else static.bound
+    static_scores = score_plan(inst, static.plan)
+    row: dict[str, Any] = {
+        "seed": seed,
+        "jobs": n_jobs,
+        "asap_kg": asap["carbon_kg"],
+        "static_asap_kg": _grams(inst, run_policy("asap", inst).plan) / 1000.0,
+        "online_kg": online["carbon_kg"],
+        "clairvoyant_kg": _grams(inst, static.plan) / 1000.0,
+        "lower_bound_kg": (
+            bound.lower_bound_g / 1000.0
+            if bound is not None and bound.lower_bound_g is not None
+            else math.nan
+        ),
+        "online_deadline_met_pct": online["deadline_met_pct"],
+        "asap_deadline_met_pct": asap["deadline_met_pct"],
+        "clairvoyant_deadline_met_pct": 100.0 * static_scores.on_time / max(1, len(inst.jobs)),
+        "clairvoyant_solve_s": static.plan.solve_seconds,
+    }
+    row["kept_pct"] = _kept(row["asap_kg"], row["online_kg"], row["clairvoyant_kg"])
+    row["kept_of_bound_pct"] = _kept(row["asap_kg"], row["online_kg"], row["lower_bound_kg"])
+    for mae in NOISE_MAE_G_PER_KWH:
+        noisy = replace(
+            exp, forecast="noisy-oracle", forecast_params={"mae_g_per_kwh": mae, "seed": seed}
+        )
+        metrics = run_metrics(simulate_policy(noisy, prepare(noisy), policy, {}))
+        row[f"noisy{mae:g}_kg"] = metrics["carbon_kg"]
+        row[f"noisy{mae:g}_kept_pct"] = _kept(
+            row["asap_kg"], metrics["carbon_kg"], row["clairvoyant_kg"]
+        )
+        row[f"noisy{mae:g}_deadline_met_pct"] = metrics["deadline_met_pct"]
+    row["wall_s"] = time.perf_counter() - began
+    return row
+
+
+def _kept(asap: float, online: float, best: float) -> float:
+    saving = asap - best
+    return 100.0 * (asap - online) / saving if saving > 0 else math.nan
+
+
+def _spread(values: Sequence[float]) -> str:
+    good = [v for v in values if math.isfinite(v)]
+    if not good:
+        return "-"
+    mean = statistics.fmean(good)
+    return f"{mean:.1f} ({min(good):.1f}-{max(good):.1f})"
+
+
+def run(
+    seeds: Sequence[int] = (1, 2, 3), n_jobs: int = 200, policy: str = "carbonshift"
+) -> list[dict[str, Any]]:
+    """One row per seed (``python -m bench online``)."""
+    return [
+        {"name": f"online {policy} seed={s}", "value": r["kept_pct"], "unit": "%", **r}
+        for s in seeds
+        for r in [one_seed(s, n_jobs, policy)]
+    ]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="1,2,3", help="comma-separated seeds")
+    parser.add_argument("--jobs", type=int, default=200, help="jobs per seed")
+    parser.add_argument("--policy", default="carbonshift", help="policy online and offline")
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    rows = []
+    for seed in seeds:
+        row = one_seed(seed, args.jobs, args.policy)
+        rows.append(row)
+        print(
+            " ".join(
+                f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()
+            ),
+            flush=True,
+        )
+    keys = (
+        "kept_pct",
+        "kept_of_bound_pct",
+        "online_deadline_met_pct",
+        "clairvoyant_deadline_met_pct",
+        "noisy25_kept_pct",
+        "noisy25_deadline_met_pct",
+        "noisy75_kept_pct",
+        "noisy75_deadline_met_pct",
+    )
+    print(f"\n{args.policy}, {args.jobs} jobs, seeds {args.seeds}: mean (min-max)")
+    for key in keys:
+        print(f"| {key} | {_spread([r[key] for r in rows])} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
