@@ -16,14 +16,12 @@ Every caller (scores, the simulator, the controller, the hub, the hold rule) use
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 __all__ = ["PowerModel", "embodied_g", "grams_of", "operational_g", "run_grams"]
-
-_T = TypeVar("_T", float, npt.NDArray[np.float64])
 
 
 class PowerModel(Protocol):
@@ -39,10 +37,20 @@ class PowerModel(Protocol):
     def embodied_g_per_unit_hour(self) -> Mapping[str, float]: ...
 
 
-def grams_of(kw: _T, ci_integral_g_h_per_kwh: _T, embodied_g_per_h: _T, run_h: _T) -> _T:
-    """``kw * ci_integral + embodied_g_per_h * run_h``: the formula on numbers or arrays
-    (``kw`` already includes the PUE)."""
-    return kw * ci_integral_g_h_per_kwh + embodied_g_per_h * run_h
+def grams_of(
+    kw: npt.ArrayLike,
+    ci_integral_g_h_per_kwh: npt.ArrayLike,
+    embodied_g_per_h: npt.ArrayLike,
+    run_h: npt.ArrayLike,
+) -> npt.NDArray[np.float64]:
+    """``kw * ci_integral + embodied_g_per_h * run_h`` on arrays (broadcast), for the
+    vectorised planners (``kw`` already includes the PUE)."""
+    kw_ = np.asarray(kw, dtype=np.float64)
+    embodied = np.asarray(embodied_g_per_h, dtype=np.float64)
+    result: npt.NDArray[np.float64] = kw_ * np.asarray(
+        ci_integral_g_h_per_kwh, dtype=np.float64
+    ) + embodied * np.asarray(run_h, dtype=np.float64)
+    return result
 
 
 def operational_g(
