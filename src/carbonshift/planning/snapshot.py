@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from carbonshift.domain import (
 )
 from carbonshift.domain import slots as slot_rules
 from carbonshift.errors import InputError
+from carbonshift.planning.hold import HoldOutcome, HoldRule, apply_hold_rule
 from carbonshift.planning.registry import run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 
@@ -81,6 +82,21 @@ class Snapshot:
     instance: Instance
     running: tuple[RunningJob, ...] = ()
     waited_slots: Mapping[str, int] = field(default_factory=dict)
+    previous: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """Job id -> (cluster, start slot) an earlier round planned (hysteresis)."""
+    exempt: frozenset[str] = frozenset()
+    """Pending ids that are running work planned again (no release limit)."""
+
+    def hold(self, plan: Plan, rule: HoldRule) -> HoldOutcome:
+        """The policy's ``plan`` after the hold rules (:mod:`carbonshift.planning.hold`)."""
+        return apply_hold_rule(
+            self.instance,
+            self.context(),
+            plan,
+            rule,
+            previous=self.previous,
+            exempt=self.exempt,
+        )
 
     def context(self) -> PlanContext:
         """The policy's context: units held by running work, slots waited."""
@@ -119,6 +135,11 @@ class PendingWork:
     submit_h: float | None = None
     critical: bool = False
     allowed_clusters: frozenset[str] | None = None
+    running: bool = False
+    """Running work planned again (interruptible): not counted by the release rate limit."""
+    planned_cluster: str | None = None
+    planned_start_h: float | None = None
+    """Where and when an earlier round planned it (the hold rule's hysteresis keeps it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,7 +240,21 @@ def build_snapshot(
         for work in pending
         if work.submit_h is not None
     }
-    return Snapshot(instance=instance, running=held, waited_slots=waited)
+    previous = {
+        work.id: (
+            work.planned_cluster,
+            slot_rules.start_slot_of(work.planned_start_h, slot_minutes, now_h),
+        )
+        for work in pending
+        if work.planned_cluster is not None and work.planned_start_h is not None
+    }
+    return Snapshot(
+        instance=instance,
+        running=held,
+        waited_slots=waited,
+        previous=previous,
+        exempt=frozenset(work.id for work in pending if work.running),
+    )
 
 
 def held_units(instance: Instance, running: tuple[RunningJob, ...]) -> npt.NDArray[np.float64]:
@@ -252,7 +287,10 @@ def held_units(instance: Instance, running: tuple[RunningJob, ...]) -> npt.NDArr
 
 
 def plan_snapshot(
-    snapshot: Snapshot, policy: str, params: Mapping[str, Any] | None = None
+    snapshot: Snapshot,
+    policy: str,
+    params: Mapping[str, Any] | None = None,
+    rule: HoldRule | None = None,
 ) -> Decision:
     """Plan the pending jobs of ``snapshot`` with ``policy`` around the running work.
 
@@ -262,6 +300,10 @@ def plan_snapshot(
     """
     began = time.perf_counter()
     result = run_policy(policy, snapshot.instance, params, snapshot.context())
+    if rule is not None:
+        held_plan = snapshot.hold(result.plan, rule)
+        notes = {**result.notes, **held_plan.reasons}
+        result = replace(result, plan=held_plan.plan, notes=notes)
     start_now = tuple(a for a in result.plan.assignments if a.start_slot == 0)
     now_ids = {a.job for a in start_now}
     held = tuple(job.id for job in snapshot.instance.jobs if job.id not in now_ids)
