@@ -187,5 +187,5 @@ def test_running_work_is_not_counted_by_the_release_limit() -> None:
 
 
 def test_negative_thresholds_are_input_errors() -> None:
-    with pytest.raises(InputError, match="min_saving_g is -1.0 g"):
+    with pytest.raises(InputError, match=r"min_saving_g is -1\.0 g"):
         HoldRule(min_saving_g=-1.0)

@@ -350,6 +350,19 @@ def build_snapshot(
 ) -> tuple[Instance, PlanContext]:
     """The planning instance and context for ``pending`` at ``slot0``: this cluster's objects
     mapped onto the planning seam (:func:`carbonshift.planning.snapshot.build_snapshot`)."""
+    snapshot = _snapshot(config, slot0, pending, capacity, running, forecast, {})
+    return snapshot.instance, snapshot.context()
+
+
+def _snapshot(
+    config: ControllerConfig,
+    slot0: datetime,
+    pending: Sequence[Intent],
+    capacity: Mapping[str, float],
+    running: Sequence[RunningWork],
+    forecast: Forecast,
+    previous: Mapping[str, datetime],
+) -> seam.Snapshot:
     resources = config.cluster.resources
     cluster = Cluster(
         name=ClusterName(config.cluster.name),
@@ -359,7 +372,7 @@ def build_snapshot(
         embodied_g_per_unit_hour=dict(config.cluster.embodied_g_per_unit_hour),
         zone=config.cluster.zone,
     )
-    snapshot = seam.build_snapshot(
+    return seam.build_snapshot(
         now_h=0.0,
         slot_minutes=config.planning.slot_minutes,
         resources=resources,
@@ -372,6 +385,10 @@ def build_snapshot(
                 runtime_h=intent.expected_runtime.total_seconds() / 3600.0,
                 deadline_h=_hours(intent.deadline, slot0),
                 submit_h=_hours(intent.created, slot0),
+                planned_cluster=cluster.name if intent.key in previous else None,
+                planned_start_h=(
+                    _hours(previous[intent.key], slot0) if intent.key in previous else None
+                ),
             )
             for intent in pending
         ],
@@ -385,7 +402,6 @@ def build_snapshot(
             for work in running
         ],
     )
-    return snapshot.instance, snapshot.context()
 
 
 def estimate_g(
@@ -414,17 +430,30 @@ def plan_round(
     capacity: Mapping[str, float],
     running: Sequence[RunningWork],
     source: CarbonSource,
+    *,
+    previous: Mapping[str, datetime] | None = None,
+    released_this_slot: int = 0,
 ) -> Round:
-    """One planning call for every pending workload (see the module doc)."""
+    """One planning call for every pending workload (see the module doc).
+
+    The policy's plan then passes the hold rule of ``planning`` (hold only when it pays;
+    docs/controller.md): ``previous`` maps a workload key to its earlier planned start
+    (hysteresis), ``released_this_slot`` counts planned releases already made in this slot
+    (the rate limit)."""
     slot_minutes = config.planning.slot_minutes
     slot_s = config.slot_seconds()
     slot0 = slot_floor(now, slot_minutes)
     longest = max((_runtime_slots(i, slot_minutes) for i in pending), default=1)
     horizon = horizon_slots(config.planning, longest)
     forecast = source.forecast(slot0, horizon)
-    instance, context = build_snapshot(config, slot0, pending, capacity, running, forecast)
-    result = run_policy(config.planning.policy, instance, dict(config.planning.params), context)
-    starts = {a.job: a.start_slot for a in result.plan.assignments}
+    snapshot = _snapshot(config, slot0, pending, capacity, running, forecast, previous or {})
+    instance = snapshot.instance
+    result = run_policy(
+        config.planning.policy, instance, dict(config.planning.params), snapshot.context()
+    )
+    held = snapshot.hold(result.plan, config.planning.hold_rule(), released_this_slot)
+    starts = {a.job: a.start_slot for a in held.plan.assignments}
+    policy_starts = {a.job: a.start_slot for a in result.plan.assignments}
     values = forecast.values_g_per_kwh
     note = data_note(forecast)
     outcomes: dict[str, Outcome] = {}
@@ -451,7 +480,13 @@ def plan_round(
             continue
         planned = slot0 + timedelta(seconds=slot * slot_s)
         g_planned = estimate_g(config, intent, values, slot)
-        if slot == 0:
+        rule_note = held.reasons.get(JobId(intent.key))
+        if slot == 0 and rule_note is not None:
+            reason = (
+                f"{rule_note} (policy {config.planning.policy} planned slot "
+                f"{policy_starts.get(JobId(intent.key))})"
+            )
+        elif slot == 0:
             reason = f"policy {config.planning.policy} starts it now"
         elif planned > latest:
             reason = (
@@ -466,6 +501,8 @@ def plan_round(
                 f"{planned:%Y-%m-%dT%H:%MZ} vs {values[0]:.0f} now, est. {saved:.1f} g saved "
                 f"(policy {config.planning.policy})"
             )
+            if rule_note is not None:
+                reason += f"; {rule_note}"
         outcomes[intent.key] = Outcome(
             intent.key,
             start_now=slot == 0 or now >= latest,

@@ -106,10 +106,12 @@ def apply_hold_rule(
     *,
     previous: Mapping[str, tuple[str, int]] | None = None,
     exempt: frozenset[str] = frozenset(),
+    released_this_slot: int = 0,
 ) -> HoldOutcome:
     """Apply ``rule`` to ``plan`` (module doc). ``previous`` maps a job id to the cluster and
     start slot (relative to this round's slot 0) that an earlier round planned; ``exempt``
-    jobs (running work planned again) do not count against the release limit."""
+    jobs (running work planned again) do not count against the release limit;
+    ``released_this_slot`` is what earlier passes in the same slot already released."""
     previous = previous or {}
     if not (rule.holds_on_saving or rule.has_hysteresis or rule.max_releases_per_slot):
         return HoldOutcome(plan, {})
@@ -207,7 +209,7 @@ def apply_hold_rule(
             if s == 0 and job_id not in exempt and not arrays.critical[job_index[job_id]]
         ]
         now_jobs.sort(key=lambda k: (int(on_time[job_index[k]]), k))
-        for job_id in now_jobs[limit:]:
+        for job_id in now_jobs[max(0, limit - released_this_slot) :]:
             j = job_index[job_id]
             m, _ = starts[job_id]
             if on_time[j] < 1 or not move(job_id, m, 1):

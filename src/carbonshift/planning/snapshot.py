@@ -87,8 +87,9 @@ class Snapshot:
     exempt: frozenset[str] = frozenset()
     """Pending ids that are running work planned again (no release limit)."""
 
-    def hold(self, plan: Plan, rule: HoldRule) -> HoldOutcome:
-        """The policy's ``plan`` after the hold rules (:mod:`carbonshift.planning.hold`)."""
+    def hold(self, plan: Plan, rule: HoldRule, released_this_slot: int = 0) -> HoldOutcome:
+        """The policy's ``plan`` after the hold rules (:mod:`carbonshift.planning.hold`);
+        ``released_this_slot``: releases earlier passes of the same slot already made."""
         return apply_hold_rule(
             self.instance,
             self.context(),
@@ -96,6 +97,7 @@ class Snapshot:
             rule,
             previous=self.previous,
             exempt=self.exempt,
+            released_this_slot=released_this_slot,
         )
 
     def context(self) -> PlanContext:
