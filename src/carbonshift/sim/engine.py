@@ -29,6 +29,7 @@ from carbonshift.carbon.signal import integral_g_h_per_kwh, integrals_g_h_per_kw
 from carbonshift.domain import Cluster, ClusterName, Instance, JobId, operational_g, run_grams
 from carbonshift.domain import slots as slot_rules
 from carbonshift.errors import InputError
+from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.snapshot import HeldWork, PendingWork, build_snapshot
 from carbonshift.planning.types import PlanContext, PolicyResult
 from carbonshift.workloads.model import Workload
@@ -87,6 +88,8 @@ class SimConfig:
     replan_every_slots: int = 1
     interruptible: bool = False
     interrupt_overhead_minutes: float = 0.0
+    hold: HoldRule = field(default_factory=HoldRule)
+    """Hold only when it pays (scenario ``[hold]``; off by default: old results kept)."""
 
     def __post_init__(self) -> None:
         if self.hours <= 0:
@@ -170,6 +173,7 @@ class _Live:
     runtime_slots: int
     remaining_h: float
     pieces: list[JobRecord] = field(default_factory=list)
+    planned: tuple[str, float] | None = None  # (cluster, start_h) of the last round's plan
 
     def rows(self) -> list[JobRecord]:
         """Suspended pieces first, then the current record."""
@@ -368,6 +372,9 @@ def _plan_round(
     held = context.held_units.copy()  # what the commits below add to
     started = time.perf_counter()
     result = plan(instance, context)
+    held_plan = snapshot.hold(result.plan, config.hold)
+    if held_plan.reasons:
+        result = replace(result, plan=held_plan.plan, notes={**result.notes, **held_plan.reasons})
     planner_seconds.append(time.perf_counter() - started)
     starts = {a.job: a for a in result.plan.assignments}
     for item in movable:
@@ -402,6 +409,9 @@ def _plan_round(
         _hold(held, index, rec, resources, now_h, config.slot_minutes)
         committed.add(rec.job)
         active.append(item)
+    for p in pending:  # what the hold rule's hysteresis compares the next round with
+        later = starts.get(JobId(p.record.job))
+        p.planned = None if later is None else (later.cluster, now_h + later.start_slot * slot_h)
     return [p for p in pending if p.record.job not in committed]
 
 
@@ -416,6 +426,9 @@ def _pending_work(item: _Live, now_h: float, *, moving: bool) -> PendingWork:
         deadline_h=rec.deadline_h,
         submit_h=rec.submit_h,
         critical=rec.critical,
+        running=moving,
+        planned_cluster=None if moving or item.planned is None else item.planned[0],
+        planned_start_h=None if moving or item.planned is None else item.planned[1],
         # a running job either runs on where it is or is suspended (moves come later)
         allowed_clusters=(frozenset({rec.cluster}) if moving and rec.cluster is not None else None),
     )
