@@ -116,7 +116,12 @@ def _cluster(spoke: SpokeView, resources: Sequence[str]) -> Cluster:
     )
 
 
-def _pending_work(p: Pending, slot0: datetime, resources: Sequence[str]) -> seam.PendingWork:
+def _pending_work(
+    p: Pending,
+    slot0: datetime,
+    resources: Sequence[str],
+    previous: tuple[str, datetime] | None = None,
+) -> seam.PendingWork:
     """The seam's view of a workload: interruptible running work stays on its spoke and does
     not count as waiting."""
     return seam.PendingWork(
@@ -126,6 +131,9 @@ def _pending_work(p: Pending, slot0: datetime, resources: Sequence[str]) -> seam
         deadline_h=_hours(p.deadline, slot0),
         submit_h=None if p.running_on is not None else _hours(p.created, slot0),
         allowed_clusters=(frozenset({p.running_on}) if p.running_on is not None else p.allowed),
+        running=p.running_on is not None,
+        planned_cluster=None if previous is None else previous[0],
+        planned_start_h=None if previous is None else _hours(previous[1], slot0),
     )
 
 
@@ -147,8 +155,17 @@ def plan_hub(
     spokes: Sequence[SpokeView],
     placed: Sequence[Placed],
     sources: Mapping[str, CarbonSource],
+    *,
+    previous: Mapping[str, tuple[str, datetime]] | None = None,
+    released_this_slot: int = 0,
 ) -> HubRound:
-    """One planning call over ``pending`` on the healthy ``spokes`` (see the module doc)."""
+    """One planning call over ``pending`` on the healthy ``spokes`` (see the module doc).
+
+    The policy's plan then passes the hold rule of ``planning`` (hold only when it pays;
+    docs/multicluster.md): ``previous`` maps a workload key to the spoke and start an earlier
+    round planned (hysteresis); ``released_this_slot`` counts releases already made in this
+    slot (the rate limit)."""
+    previous = previous or {}
     slot_minutes = config.planning.slot_minutes
     slot_s = slot_minutes * 60.0
     slot0 = slot_floor(now, slot_minutes)
@@ -184,7 +201,7 @@ def plan_hub(
         resources=resources,
         clusters=[_cluster(s, resources) for s in spokes],
         forecast_g_per_kwh={n: f.values_g_per_kwh for n, f in forecasts.items()},
-        pending=[_pending_work(p, slot0, resources) for p in pending],
+        pending=[_pending_work(p, slot0, resources, previous.get(p.key)) for p in pending],
         running=[
             seam.HeldWork(
                 id=f"placed/{i}",
@@ -199,7 +216,9 @@ def plan_hub(
     result = run_policy(
         config.planning.policy, instance, dict(config.planning.params), snapshot.context()
     )
-    chosen = {a.job: a for a in result.plan.assignments}
+    held = snapshot.hold(result.plan, config.planning.hold_rule(), released_this_slot)
+    policy_starts = {a.job: a.start_slot for a in result.plan.assignments}
+    chosen = {a.job: a for a in held.plan.assignments}
     free = _free_now(spokes, placed, now)
     policy = config.planning.policy
     for p in pending:
@@ -220,7 +239,13 @@ def plan_hub(
         start = slot0 + timedelta(seconds=assignment.start_slot * slot_s)
         cluster = str(assignment.cluster)
         values = forecasts[cluster].values_g_per_kwh
-        if assignment.start_slot == 0:
+        rule_note = held.reasons.get(JobId(p.key))
+        if assignment.start_slot == 0 and rule_note is not None:
+            reason = (
+                f"{rule_note} in {cluster} (policy {policy} planned slot "
+                f"{policy_starts.get(JobId(p.key))})"
+            )
+        elif assignment.start_slot == 0:
             reason = f"policy {policy} starts it now in {cluster} ({values[0]:.0f} g/kWh)"
         elif start > p.latest_start:
             start = max(now, p.latest_start)
@@ -230,6 +255,8 @@ def plan_hub(
                 f"waiting for cleaner power: {cluster} at {start:%Y-%m-%dT%H:%MZ} "
                 f"({values[assignment.start_slot]:.0f} g/kWh; policy {policy})"
             )
+            if rule_note is not None:
+                reason += f"; {rule_note}"
         start_now = assignment.start_slot == 0 or now >= p.latest_start
         reason += data_note(forecasts[cluster])
         decisions[p.key] = Decision(p.key, cluster, start, start_now, reason)
