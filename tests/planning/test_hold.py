@@ -189,3 +189,11 @@ def test_running_work_is_not_counted_by_the_release_limit() -> None:
 def test_negative_thresholds_are_input_errors() -> None:
     with pytest.raises(InputError, match=r"min_saving_g is -1\.0 g"):
         HoldRule(min_saving_g=-1.0)
+
+
+def test_a_job_not_yet_released_is_never_started_now() -> None:
+    inst = instance([job("a", release=2, deadline=4)], carbon={"c1": [300.0] * 4})
+    rule = HoldRule(1.0, 1.0, replan_min_improvement_g=5.0, replan_min_improvement_pct=5.0)
+    got = apply_hold_rule(inst, None, plan_of(("a", 3)), rule, previous={"a": ("c1", 1)})
+    assert starts(got.plan) == {"a": 3}
+    assert got.reasons == {}

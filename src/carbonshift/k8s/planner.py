@@ -319,6 +319,8 @@ class Outcome:
     reason: str
     est_g_now: float
     est_g_planned: float
+    scheduled: bool = True
+    """False when the policy left it out (its planned start is then its latest start)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,6 +478,7 @@ def plan_round(
                     values,
                     max(0, math.floor((latest - slot0).total_seconds() / slot_s)),
                 ),
+                scheduled=False,
             )
             continue
         planned = slot0 + timedelta(seconds=slot * slot_s)

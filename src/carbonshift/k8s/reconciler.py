@@ -543,7 +543,9 @@ class Controller:
                     self.running(now),
                     self.source,
                     previous={
-                        key: o.planned_start for key, o in self.outcomes.items() if not o.start_now
+                        key: o.planned_start
+                        for key, o in self.outcomes.items()
+                        if o.scheduled and not o.start_now
                     },
                     released_this_slot=self._slot_releases[1],
                 )

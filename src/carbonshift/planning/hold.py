@@ -161,8 +161,8 @@ def apply_hold_rule(
             j = job_index[job_id]
             if (pm, ps) == (m, s) or not arrays.allowed[j, pm]:
                 continue
-            if ps > on_time[j] and s <= on_time[j]:
-                continue  # the earlier start would now be late
+            if ps < arrays.release_slot[j] or (ps > on_time[j] and s <= on_time[j]):
+                continue  # the earlier start is before release, or would now be late
             if ps + int(arrays.runtime_slots[j]) > arrays.horizon_slots:
                 continue
             g_prev, g_new = grams(j, pm, ps), grams(j, m, s)
@@ -179,8 +179,8 @@ def apply_hold_rule(
     if rule.holds_on_saving:
         for job_id, (m, s) in list(starts.items()):
             j = job_index[job_id]
-            if s <= 0 or arrays.critical[j]:
-                continue
+            if s <= 0 or arrays.critical[j] or arrays.release_slot[j] > 0:
+                continue  # starts now, is critical (already earliest), or cannot start now
             now_options = [
                 (grams(j, int(c), 0), int(c))
                 for c in range(arrays.n_clusters)

@@ -248,7 +248,9 @@ def build_snapshot(
             slot_rules.start_slot_of(work.planned_start_h, slot_minutes, now_h),
         )
         for work in pending
-        if work.planned_cluster is not None and work.planned_start_h is not None
+        if work.planned_cluster is not None
+        and work.planned_start_h is not None
+        and not work.running
     }
     return Snapshot(
         instance=instance,
