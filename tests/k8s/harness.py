@@ -83,7 +83,18 @@ def controller_config(certs: Certs, **overrides: Any) -> ControllerConfig:
     tls = {"port": 0, "cert_file": str(certs.cert_file), "key_file": str(certs.key_file)}
     raw: dict[str, Any] = {
         "cluster": {"zone": "DE", "resources": ["cpu"], "watts_per_unit": {"cpu": 10.0}},
-        "planning": {"policy": "fluidos", "forecast": "oracle", "horizon_slots": 24},
+        # the hold rule off, as in the simulator's default scenario: these tests hold 10 W
+        # workloads whose savings are below the controller's defaults (1 g, 1 %); the rule
+        # itself is tested in tests/k8s/test_planner.py and tests/planning/test_hold.py
+        "planning": {
+            "policy": "fluidos",
+            "forecast": "oracle",
+            "horizon_slots": 24,
+            "min_saving_g": 0,
+            "min_saving_pct": 0,
+            "replan_min_improvement_g": 0,
+            "replan_min_improvement_pct": 0,
+        },
         "defaults": {"deadline_hours": 24, "expected_runtime_minutes": 60},
         "webhook": tls,
         "extender": tls,

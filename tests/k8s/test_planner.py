@@ -145,3 +145,60 @@ def test_forecast_errors_fall_back_to_the_last_good_forecast() -> None:
     assert later.fallback
     assert source.errors == 1
     assert later.values_g_per_kwh == (300.0,) * 6
+
+
+@pytest.mark.parametrize(
+    ("policy", "dip_g_per_kwh"),
+    [
+        # issue 13.3: the controller held a Job for hours to save 0.0 g
+        pytest.param("fluidos", 0.001, id="fluidos-chases-a-dip-of-a-thousandth"),
+        pytest.param("carbonshift", 0.0, id="carbonshift-on-a-flat-forecast"),
+    ],
+)
+def test_a_hold_that_saves_nothing_starts_now_and_says_why(
+    policy: str, dip_g_per_kwh: float
+) -> None:
+    values = [300.0, 300.0, 300.0 - dip_g_per_kwh] + [300.0] * 200
+    now = T0 + timedelta(minutes=5)
+    work = [intent("a", deadline_h=12)]
+    off = config(policy=policy, min_saving_g=0, min_saving_pct=0)
+    before = plan_round(off, now, work, {"cpu": 8.0}, [], CarbonSource(off, series(values, T0)))
+    held = before.outcomes["Pod/batch/a"]
+    assert not held.start_now  # the reproducer: without the rule it waits
+    assert held.est_g_now - held.est_g_planned < 0.01
+    on = config(policy=policy)  # defaults: 1 g and 1 %
+    got = plan_round(on, now, work, {"cpu": 8.0}, [], CarbonSource(on, series(values, T0)))
+    outcome = got.outcomes["Pod/batch/a"]
+    assert outcome.start_now
+    assert "saving 0.0 g below min_saving_g 1 g: started now" in outcome.reason
+
+
+def test_the_controller_keeps_its_planned_start_for_a_crumb_of_improvement() -> None:
+    # planned for 02:00 (100 g/kWh) last round; now 03:00 is 99.5: 0.1 g better, kept
+    values = [500.0] * 2 + [100.0, 99.5] + [500.0] * 200
+    cfg = config()
+    now = T0 + timedelta(minutes=5)
+    got = plan_round(
+        cfg,
+        now,
+        [intent("a", deadline_h=12)],
+        {"cpu": 8.0},
+        [],
+        CarbonSource(cfg, series(values, T0)),
+        previous={"Pod/batch/a": T0 + timedelta(hours=2)},
+    )
+    outcome = got.outcomes["Pod/batch/a"]
+    assert outcome.planned_start == T0 + timedelta(hours=2)
+    assert "kept its planned start" in outcome.reason
+
+
+def test_the_release_limit_counts_what_this_slot_already_released() -> None:
+    cfg = config(max_releases_per_slot=2)
+    now = T0 + timedelta(minutes=5)
+    work = [intent(n, deadline_h=d) for n, d in (("a", 6), ("b", 3), ("c", 9))]
+    source = CarbonSource(cfg, series([300.0] * 200, T0))
+    first = plan_round(cfg, now, work, {"cpu": 8.0}, [], source)
+    assert {k for k, o in first.outcomes.items() if o.start_now} == {"Pod/batch/a", "Pod/batch/b"}
+    assert "release rate limit" in first.outcomes["Pod/batch/c"].reason
+    later = plan_round(cfg, now, work[2:], {"cpu": 8.0}, [], source, released_this_slot=2)
+    assert not later.outcomes["Pod/batch/c"].start_now

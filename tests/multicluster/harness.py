@@ -31,6 +31,16 @@ from fakekube.plugins.appwrapper import AppWrapperEmulator
 from fakekube.plugins.kueue import KueueEmulator, setup_objects
 from tests.k8s import rbac
 
+#: The hold rule off, as in the simulator's default scenario: these tests exercise holding
+#: and placing 10 W workloads whose savings are below the hub's defaults (1 g, 1 %); the rule
+#: itself is tested in tests/planning/test_hold.py and tests/multicluster/test_plan_hub.py.
+HOLD_OFF = {
+    "min_saving_g": 0,
+    "min_saving_pct": 0,
+    "replan_min_improvement_g": 0,
+    "replan_min_improvement_pct": 0,
+}
+
 Obj = dict[str, Any]
 HUB_NS = "carbonshift-system"
 
@@ -269,7 +279,9 @@ async def fleet(
             kubes,
             ExternalClock(hub.now, poll_s=3600.0),
             config
-            or HubConfig.model_validate({"planning": {"policy": "caspian", "forecast": "oracle"}}),
+            or HubConfig.model_validate(
+                {"planning": {"policy": "caspian", "forecast": "oracle", **HOLD_OFF}}
+            ),
         )
         for ns in (HUB_NS, "batch"):
             await f.create(hub, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})

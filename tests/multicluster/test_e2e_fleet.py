@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from carbonshift.k8s.multicluster import HubConfig
+from tests.multicluster.harness import HOLD_OFF
 from tests.multicluster.scenario import (
     Disturbance,
     FleetResult,
@@ -23,7 +24,9 @@ from tests.multicluster.scenario import (
 )
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
-CONFIG = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+CONFIG = HubConfig.model_validate(
+    {"planning": {"policy": "fluidos", "forecast": "oracle", **HOLD_OFF}}
+)
 
 
 def check_once_on_time_as_planned(specs: list[Spec], result: FleetResult) -> None:
@@ -151,7 +154,9 @@ async def test_a_spoke_away_for_six_hours_has_its_work_moved(tmp_path: Path) -> 
 async def test_caspian_places_the_same_day_as_the_simulator(tmp_path: Path) -> None:
     """Caspian's own policy (default weights) on the same day: the fleet is the simulator."""
     specs = make_specs(99, seed=11, arrival_hours=16)
-    config = HubConfig.model_validate({"planning": {"policy": "caspian", "forecast": "oracle"}})
+    config = HubConfig.model_validate(
+        {"planning": {"policy": "caspian", "forecast": "oracle", **HOLD_OFF}}
+    )
     result = await run_fleet(specs, START, config, hours=40)
     check_once_on_time_as_planned(specs, result)
     summary = simulate_scenario(specs, START, "caspian", tmp_path)

@@ -11,11 +11,13 @@ import pytest
 
 from carbonshift.k8s.multicluster import HubConfig
 from carbonshift.units import parse_utc
-from tests.multicluster.harness import KUEUE, Fleet, appwrapper, fleet, hub_job
+from tests.multicluster.harness import HOLD_OFF, KUEUE, Fleet, appwrapper, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
 # persistence forecasts change every hour, so plans of running work change too
-CONFIG = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "persistence"}})
+CONFIG = HubConfig.model_validate(
+    {"planning": {"policy": "fluidos", "forecast": "persistence", **HOLD_OFF}}
+)
 OVERHEAD = timedelta(minutes=30)
 AW = "workload.codeflare.dev/v1beta1"
 

@@ -13,10 +13,12 @@ from carbonshift.k8s.multicluster.workloads import (
     REASON,
 )
 from carbonshift.units import parse_utc
-from tests.multicluster.harness import KUEUE, appwrapper, fleet, hub_job
+from tests.multicluster.harness import HOLD_OFF, KUEUE, appwrapper, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
-FLUIDOS = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+FLUIDOS = HubConfig.model_validate(
+    {"planning": {"policy": "fluidos", "forecast": "oracle", **HOLD_OFF}}
+)
 AW = "workload.codeflare.dev/v1beta1"
 
 

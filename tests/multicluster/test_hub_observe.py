@@ -27,10 +27,12 @@ from carbonshift.k8s.multicluster.observe import REASONS, event_reason
 from carbonshift.k8s.multicluster.workloads import PLANNED_CLUSTER, PLANNED_START
 from carbonshift.units import parse_utc
 from fakekube import Fault
-from tests.multicluster.harness import HUB_NS, Fleet, fleet, hub_job
+from tests.multicluster.harness import HOLD_OFF, HUB_NS, Fleet, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
-FLUIDOS = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+FLUIDOS = HubConfig.model_validate(
+    {"planning": {"policy": "fluidos", "forecast": "oracle", **HOLD_OFF}}
+)
 Obj = dict[str, Any]
 
 

@@ -17,11 +17,13 @@ import yaml
 from carbonshift.k8s.multicluster import HubConfig
 from carbonshift.k8s.multicluster.workloads import PLACED_CLUSTER
 from tests.k8s import rbac
-from tests.multicluster.harness import SPOKES, fleet, hub_job
+from tests.multicluster.harness import HOLD_OFF, SPOKES, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
 CC = "carbonshift.io/v1alpha1"
-FLUIDOS = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+FLUIDOS = HubConfig.model_validate(
+    {"planning": {"policy": "fluidos", "forecast": "oracle", **HOLD_OFF}}
+)
 
 
 async def test_every_spoke_is_healthy_under_the_shipped_spoke_rbac() -> None:

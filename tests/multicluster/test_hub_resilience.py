@@ -15,10 +15,12 @@ from carbonshift.k8s.multicluster.workloads import (
 )
 from fakekube import Fault
 from fakekube._errors import ApiError
-from tests.multicluster.harness import Fleet, carbon_cluster, fleet, hub_job
+from tests.multicluster.harness import HOLD_OFF, Fleet, carbon_cluster, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
-FLUIDOS = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+FLUIDOS = HubConfig.model_validate(
+    {"planning": {"policy": "fluidos", "forecast": "oracle", **HOLD_OFF}}
+)
 # work placed in a spoke that goes away stays there (no recall): exactly once
 FLUIDOS_KEEP = FLUIDOS.model_copy(update={"spoke_lost_timeout_s": 0})
 

@@ -18,7 +18,7 @@ import yaml
 from carbonshift.k8s.multicluster import HubConfig, HubObserver
 from carbonshift.k8s.multicluster.workloads import PLANNED_CLUSTER, PLANNED_START, REASON
 from carbonshift.units import parse_utc
-from tests.multicluster.harness import Fleet, fleet, hub_job
+from tests.multicluster.harness import HOLD_OFF, Fleet, fleet, hub_job
 
 pytestmark = [
     pytest.mark.e2e,
@@ -26,7 +26,9 @@ pytestmark = [
 ]
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
-FLUIDOS = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+FLUIDOS = HubConfig.model_validate(
+    {"planning": {"policy": "fluidos", "forecast": "oracle", **HOLD_OFF}}
+)
 EXAMPLE = Path(__file__).resolve().parents[2] / "deploy" / "hub" / "example.yaml"
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
+
+from carbonshift.carbon.series import CarbonSeries, CiKind
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.plan import Pending, SpokeView, plan_hub
 from carbonshift.k8s.planner import CarbonSource
@@ -54,3 +57,47 @@ def test_work_no_node_can_hold_is_held_with_the_reason() -> None:
     assert decision.cluster is None
     assert not decision.start_now
     assert "no healthy spoke has a node with room for one of its pods" in decision.reason
+
+
+def flat_sources(
+    config: HubConfig, views: list[SpokeView], dip_g_per_kwh: float
+) -> dict[str, CarbonSource]:
+    start = datetime(2023, 6, 1, tzinfo=UTC)
+    values = np.asarray([300.0, 300.0, 300.0 - dip_g_per_kwh] + [300.0] * 200)
+    return {
+        v.name: CarbonSource(
+            config.controller_config(v.zone),
+            CarbonSeries(
+                zone=v.zone,
+                kind=CiKind.DIRECT,
+                start=start,
+                step_minutes=60,
+                values_g_per_kwh=values,
+            ),
+        )
+        for v in views
+    }
+
+
+def test_the_hub_holds_only_when_it_pays() -> None:
+    """Issue 13.3 on the hub: a dip of 0.001 g/kWh no longer holds work for 2 h."""
+    views, _ = spokes()
+    work = Pending(
+        "Job/batch/small", {"cpu": 1.0}, timedelta(hours=1), NOW + timedelta(hours=12), NOW
+    )
+    off = HubConfig.model_validate(
+        {
+            "planning": {
+                "policy": "fluidos",
+                "forecast": "oracle",
+                "min_saving_g": 0,
+                "min_saving_pct": 0,
+            }
+        }
+    )
+    held = plan_hub(off, NOW, [work], views, [], flat_sources(off, views, 0.001))
+    assert not held.decisions[work.key].start_now
+    on = HubConfig.model_validate({"planning": {"policy": "fluidos", "forecast": "oracle"}})
+    got = plan_hub(on, NOW, [work], views, [], flat_sources(on, views, 0.001)).decisions[work.key]
+    assert got.start_now
+    assert "saving 0.0 g below min_saving_g 1 g: started now" in got.reason

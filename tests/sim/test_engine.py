@@ -9,6 +9,7 @@ import pytest
 
 from carbonshift.carbon.series import CarbonSeries, CiKind
 from carbonshift.domain import Assignment, Instance, JobId, Plan
+from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.types import PlanContext, PlanStatus, PolicyResult
 from carbonshift.sim.engine import (
     SimCluster,
@@ -203,3 +204,49 @@ def test_interruptible_mode(interruptible: bool, want_rows: list[tuple[object, .
     got = [(r.state, r.start_h, r.end_h, pytest.approx(r.carbon_g)) for r in result.jobs]
     assert got == want_rows
     assert all(r.job == "job" and r.runtime_h == 4.0 for r in result.jobs)
+
+
+def run_at_last_slot(instance: Instance, context: PlanContext) -> PolicyResult:
+    """A test policy that always waits: every job at its latest on-time start."""
+    return PolicyResult(
+        plan=Plan.of(
+            "latest",
+            [
+                Assignment(
+                    job.id,
+                    instance.clusters[0].name,
+                    max(0, min(job.deadline_slot, instance.grid.horizon_slots) - job.runtime_slots),
+                )
+                for job in instance.jobs
+            ],
+        ),
+        status=PlanStatus.FEASIBLE,
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "want_start_h"),
+    [
+        pytest.param(HoldRule(), 3.0, id="rule-off-waits-as-the-policy-says"),
+        # 1 kW x 1 h: 1000 g now vs 999 g at 3 h is 1 g and 0.1 %: below 1 %, started now
+        pytest.param(HoldRule(min_saving_g=1.0, min_saving_pct=1.0), 0.0, id="crumbs-start-now"),
+        pytest.param(HoldRule(min_saving_g=0.5, min_saving_pct=0.05), 3.0, id="low-bar-waits"),
+    ],
+)
+def test_the_simulator_honours_the_hold_thresholds(rule: HoldRule, want_start_h: float) -> None:
+    clusters = [
+        SimCluster(
+            name="c1",
+            capacity={"gpu": 2},
+            watts_per_unit={"gpu": 1000},
+            actual=series([1000, 1000, 1000, 999] + [1000] * 60),
+        )
+    ]
+    workload = Workload.from_columns(
+        ids=["A"], submit_h=[0.0], runtime_h=[1.0], demand={"gpu": [1]}, deadline_h=[4.0]
+    )
+    config = SimConfig(start=START, hours=1.0, slot_minutes=60, horizon_slots=8, hold=rule)
+    result = run_simulation(config, clusters, workload, run_at_last_slot, oracle_for(clusters))
+    (row,) = result.jobs
+    assert (row.state, row.start_h) == ("completed", want_start_h)
+    assert row.met_deadline

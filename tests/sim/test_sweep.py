@@ -78,6 +78,12 @@ def test_processes_agree_with_one_process(tmp_path: Path) -> None:
             'scenarios = ["nope.toml"]\n[[policies]]\nname = "asap"\n', "nope.toml", id="missing"
         ),
         pytest.param('scenarios = ["scenario.toml"]\n', "[[policies]]", id="no-policies"),
+        pytest.param(
+            'scenarios = ["scenario.toml"]\n[[policies]]\nname = "asap"\n'
+            'params = {"hold.min_saving_pct" = 150}\n',
+            "hold.min_saving_pct",
+            id="hold-percent-above-100",
+        ),
     ],
 )
 def test_bad_sweep_files(tmp_path: Path, text: str, want: str) -> None:
@@ -165,3 +171,29 @@ def test_the_sweep_summary_has_spread_and_interval_columns_per_metric(tmp_path: 
     assert float(row["carbon_kg_mean"]) <= float(row["carbon_kg_ci95_hi"])
     assert float(row["carbon_kg_ci95_hi"]) == pytest.approx(want.ci95_hi)
     assert (tmp_path / "out/sweep.png").stat().st_size > 1000
+
+
+HOLD_SWEEP = """
+scenarios = ["scenario.toml"]
+seeds = [1]
+workers = 1
+
+[[policies]]
+name = "fluidos"
+params = {{ "hold.min_saving_pct" = [0.0, 100.0] }}
+"""
+
+
+def test_hold_parameters_sweep_the_scenarios_hold_rule(tmp_path: Path) -> None:
+    """hold.* keys set [hold]; at 100 % no hold pays, so every job that fits starts on
+    arrival, as in the asap baseline: the saving is gone."""
+    spec = load_sweep(write_sweep(tmp_path, text=HOLD_SWEEP))
+    assert [dict(r.params) for r in spec.runs] == [
+        {"hold.min_saving_pct": 0.0},
+        {"hold.min_saving_pct": 100.0},
+    ]
+    rows = run_sweep(spec, tmp_path / "out")
+    by_pct = {r["param_hold.min_saving_pct"]: r for r in rows}
+    assert by_pct[100.0]["baseline_carbon_kg"] == by_pct[0.0]["baseline_carbon_kg"]
+    assert by_pct[100.0]["carbon_saving_pct"] == pytest.approx(0.0, abs=1e-9)
+    assert by_pct[0.0]["carbon_saving_pct"] > 0.0

@@ -1,5 +1,7 @@
-"""The domain vocabulary: time grid, clusters, jobs, instances, plans and their scores. No I/O."""
+"""The domain vocabulary: time grid, clusters, jobs, instances, plans and their scores; the
+slot rules (:mod:`carbonshift.domain.slots`) and the grams of a run. No I/O."""
 
+from carbonshift.domain.grams import PowerModel, embodied_g, grams_of, operational_g, run_grams
 from carbonshift.domain.model import (
     Assignment,
     Cluster,
@@ -28,12 +30,17 @@ __all__ = [
     "Job",
     "JobId",
     "Plan",
+    "PowerModel",
     "Scores",
     "TimeGrid",
     "Violation",
     "ViolationKind",
     "check_feasibility",
+    "embodied_g",
+    "grams_of",
     "is_on_time",
     "job_carbon_g",
+    "operational_g",
+    "run_grams",
     "score_plan",
 ]

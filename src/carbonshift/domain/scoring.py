@@ -19,6 +19,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from carbonshift.domain.grams import embodied_g, operational_g, run_grams
 from carbonshift.domain.model import Assignment, Cluster, Instance, Job, Plan
 
 __all__ = [
@@ -87,13 +88,7 @@ def job_carbon_g(instance: Instance, job: Job, cluster: Cluster, start_slot: int
     slot_h = instance.grid.slot_hours
     series = instance.carbon_g_per_kwh[cluster.name]
     ci_sum = float(sum(series[start_slot : start_slot + job.runtime_slots]))
-    grams = 0.0
-    for resource, amount in job.demand.items():
-        watts = cluster.watts_per_unit.get(resource, 0.0)
-        embodied = cluster.embodied_g_per_unit_hour.get(resource, 0.0)
-        grams += amount * watts / 1000.0 * cluster.pue * slot_h * ci_sum
-        grams += amount * embodied * job.runtime_slots * slot_h
-    return grams
+    return run_grams(job.demand, cluster, slot_h * ci_sum, job.runtime_slots * slot_h)
 
 
 def score_plan(instance: Instance, plan: Plan) -> Scores:
@@ -119,21 +114,8 @@ def score_plan(instance: Instance, plan: Plan) -> Scores:
         stop = min(start + job.runtime_slots, horizon)
         lo = max(start, 0)
         ci_sum = float(sum(instance.carbon_g_per_kwh[cluster.name][lo:stop])) if stop > lo else 0.0
-        for resource, amount in job.demand.items():
-            operational += (
-                amount
-                * cluster.watts_per_unit.get(resource, 0.0)
-                / 1000.0
-                * cluster.pue
-                * slot_h
-                * ci_sum
-            )
-            embodied += (
-                amount
-                * cluster.embodied_g_per_unit_hour.get(resource, 0.0)
-                * job.runtime_slots
-                * slot_h
-            )
+        operational += operational_g(job.demand, cluster, slot_h * ci_sum)
+        embodied += embodied_g(job.demand, cluster, job.runtime_slots * slot_h)
         if stop > lo:
             use[cluster.name][lo:stop] += job.demand.get(first, 0.0)
         if is_on_time(job, start):

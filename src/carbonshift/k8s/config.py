@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from carbonshift.carbon.forecast import forecaster_names
 from carbonshift.errors import InputError
+from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.registry import parse_params
 
 __all__ = [
@@ -122,6 +123,47 @@ class PlanningSection(_Section):
         description="a new held workload triggers a planning pass at once (false: it waits "
         "for the next slot boundary, exactly as the simulator)",
     )
+    min_saving_g: float = Field(
+        1.0,
+        ge=0,
+        le=1e12,
+        description="hold a workload only when its planned saving against starting now is at "
+        "least this many grams (and min_saving_pct); otherwise it starts now, g (0: off)",
+    )
+    min_saving_pct: float = Field(
+        1.0,
+        ge=0,
+        le=100,
+        description="... and at least this share of its grams if started now, % (0: off)",
+    )
+    replan_min_improvement_g: float = Field(
+        1.0,
+        ge=0,
+        le=1e12,
+        description="a re-plan moves an already planned start only when the new start saves "
+        "at least this many grams more (and replan_min_improvement_pct), g (0: off)",
+    )
+    replan_min_improvement_pct: float = Field(
+        1.0, ge=0, le=100, description="... and at least this share more, % (0: off)"
+    )
+    max_releases_per_slot: int = Field(
+        0,
+        ge=0,
+        le=1_000_000,
+        description="release at most this many planned workloads per slot, the most "
+        "deadline-urgent first; one that waiting would make late is released anyway (0: no "
+        "limit)",
+    )
+
+    def hold_rule(self) -> HoldRule:
+        """The seam's hold rule (docs/controller.md, "Holding only when it pays")."""
+        return HoldRule(
+            min_saving_g=self.min_saving_g,
+            min_saving_pct=self.min_saving_pct,
+            replan_min_improvement_g=self.replan_min_improvement_g,
+            replan_min_improvement_pct=self.replan_min_improvement_pct,
+            max_releases_per_slot=self.max_releases_per_slot,
+        )
 
     @field_validator("forecast")
     @classmethod

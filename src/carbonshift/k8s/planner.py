@@ -1,11 +1,12 @@
 """From the cluster's state to one planning call, exactly as the simulator builds its rounds.
 
-:func:`build_snapshot` mirrors ``carbonshift.sim.engine._plan_round``: slot 0 is the current
-slot, pending workloads have release 0, ``runtime_slots = ceil(runtime / slot)``,
-``deadline_slot = floor((deadline - slot 0) / slot)``, the horizon is at least
-``horizon_slots`` and fits the longest pending workload up to ``max_horizon_hours``, running
-work holds capacity for its remaining slots (``held_units``) and ``waited_slots`` counts whole
-slots since creation.
+:func:`build_snapshot` maps the cluster's objects onto the planning seam that the simulator
+and the hub use too (:func:`carbonshift.planning.snapshot.build_snapshot`, slot rules in
+:mod:`carbonshift.domain.slots`): slot 0 is the current slot, pending workloads have release
+0, ``runtime_slots = ceil(runtime / slot)``, ``deadline_slot = floor((deadline - slot 0) /
+slot)``, the horizon is at least ``horizon_slots`` and fits the longest pending workload up to
+``max_horizon_hours``, running work holds capacity for its remaining slots (``held_units``)
+and ``waited_slots`` counts whole slots since creation.
 :func:`plan_round` runs the configured policy once for every pending workload and answers,
 per workload, start now or hold until when, why, and the estimated emissions of both.
 :class:`CarbonSource` gives the forecast, falling back to the last good one on errors.
@@ -29,10 +30,12 @@ from carbonshift.carbon.freshness import Freshness, FreshnessBoard
 from carbonshift.carbon.providers import FallbackChain, ProviderSettings, build_chains
 from carbonshift.carbon.replay import extend_by_replay, replayed_span
 from carbonshift.carbon.series import CarbonSeries, CiKind
-from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
+from carbonshift.domain import Cluster, ClusterName, Instance, JobId, run_grams
+from carbonshift.domain import slots as slot_rules
 from carbonshift.errors import CarbonshiftError, TemporaryError
 from carbonshift.k8s.config import ControllerConfig, PlanningSection
 from carbonshift.k8s.intent import Intent
+from carbonshift.planning import snapshot as seam
 from carbonshift.planning.registry import run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 
@@ -69,10 +72,8 @@ def horizon_slots(planning: PlanningSection, longest_slots: int) -> int:
     """The look-ahead of one planning call, slots: at least ``horizon_slots``, long enough for
     the longest pending runtime, but never past ``max_horizon_hours`` (intents refuse longer
     runtimes, so the cap only guards the cost of a pass)."""
-    cap = max(
-        planning.horizon_slots, math.ceil(planning.max_horizon_hours * 60 / planning.slot_minutes)
-    )
-    return min(max(planning.horizon_slots, longest_slots), cap)
+    cap = math.ceil(planning.max_horizon_hours * 60 / planning.slot_minutes)
+    return slot_rules.horizon_slots(planning.horizon_slots, longest_slots, cap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,6 +319,8 @@ class Outcome:
     reason: str
     est_g_now: float
     est_g_planned: float
+    scheduled: bool = True
+    """False when the policy left it out (its planned start is then its latest start)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,8 +333,13 @@ class Round:
     forecast: Forecast
 
 
-def _runtime_slots(intent: Intent, slot_s: float) -> int:
-    return max(1, math.ceil(intent.expected_runtime.total_seconds() / slot_s - _EPS))
+def _hours(moment: datetime, slot0: datetime) -> float:
+    """``moment`` in hours from ``slot0``: the seam's time axis for one controller round."""
+    return (moment - slot0).total_seconds() / 3600.0
+
+
+def _runtime_slots(intent: Intent, slot_minutes: int) -> int:
+    return slot_rules.runtime_slots(intent.expected_runtime.total_seconds() / 3600.0, slot_minutes)
 
 
 def build_snapshot(
@@ -342,10 +350,22 @@ def build_snapshot(
     running: Sequence[RunningWork],
     forecast: Forecast,
 ) -> tuple[Instance, PlanContext]:
-    """The planning instance and context for ``pending`` at ``slot0`` (see the module doc)."""
-    slot_s = config.slot_seconds()
+    """The planning instance and context for ``pending`` at ``slot0``: this cluster's objects
+    mapped onto the planning seam (:func:`carbonshift.planning.snapshot.build_snapshot`)."""
+    snapshot = _snapshot(config, slot0, pending, capacity, running, forecast, {})
+    return snapshot.instance, snapshot.context()
+
+
+def _snapshot(
+    config: ControllerConfig,
+    slot0: datetime,
+    pending: Sequence[Intent],
+    capacity: Mapping[str, float],
+    running: Sequence[RunningWork],
+    forecast: Forecast,
+    previous: Mapping[str, datetime],
+) -> seam.Snapshot:
     resources = config.cluster.resources
-    horizon = len(forecast.values_g_per_kwh)
     cluster = Cluster(
         name=ClusterName(config.cluster.name),
         capacity={r: float(capacity.get(r, 0.0)) for r in resources},
@@ -354,38 +374,36 @@ def build_snapshot(
         embodied_g_per_unit_hour=dict(config.cluster.embodied_g_per_unit_hour),
         zone=config.cluster.zone,
     )
-    held = np.zeros((1, len(resources), horizon))
-    for work in running:
-        if work.ends is None:
-            last = horizon
-        else:
-            last = min(horizon, math.ceil((work.ends - slot0).total_seconds() / slot_s - _EPS))
-        if last <= 0:
-            continue
-        for k, resource in enumerate(resources):
-            held[0, k, :last] += work.demand.get(resource, 0.0)
-    jobs = tuple(
-        Job(
-            id=JobId(intent.key),
-            demand=dict(intent.demand),
-            runtime_slots=_runtime_slots(intent, slot_s),
-            release_slot=0,
-            deadline_slot=math.floor((intent.deadline - slot0).total_seconds() / slot_s + _EPS),
-        )
-        for intent in pending
-    )
-    instance = Instance(
-        grid=TimeGrid(slot_minutes=config.planning.slot_minutes, horizon_slots=horizon),
+    return seam.build_snapshot(
+        now_h=0.0,
+        slot_minutes=config.planning.slot_minutes,
         resources=resources,
         clusters=(cluster,),
-        carbon_g_per_kwh={cluster.name: forecast.values_g_per_kwh},
-        jobs=jobs,
+        forecast_g_per_kwh={cluster.name: forecast.values_g_per_kwh},
+        pending=[
+            seam.PendingWork(
+                id=intent.key,
+                demand=dict(intent.demand),
+                runtime_h=intent.expected_runtime.total_seconds() / 3600.0,
+                deadline_h=_hours(intent.deadline, slot0),
+                submit_h=_hours(intent.created, slot0),
+                planned_cluster=cluster.name if intent.key in previous else None,
+                planned_start_h=(
+                    _hours(previous[intent.key], slot0) if intent.key in previous else None
+                ),
+            )
+            for intent in pending
+        ],
+        running=[
+            seam.HeldWork(
+                id=f"running/{work.key}",
+                cluster=cluster.name,
+                demand=work.demand,
+                end_h=None if work.ends is None else _hours(work.ends, slot0),
+            )
+            for work in running
+        ],
     )
-    waited = {
-        intent.key: max(0, math.floor((slot0 - intent.created).total_seconds() / slot_s + _EPS))
-        for intent in pending
-    }
-    return instance, PlanContext(held_units=held, waited_slots=waited)
 
 
 def estimate_g(
@@ -399,20 +417,12 @@ def estimate_g(
     """
     slot_h = config.planning.slot_minutes / 60.0
     runtime_h = intent.expected_runtime.total_seconds() / 3600.0
-    if intent.power_w is not None:
-        watts = intent.power_w
-    else:
-        watts = sum(a * config.cluster.watts_per_unit.get(r, 0.0) for r, a in intent.demand.items())
     full, part = divmod(runtime_h, slot_h)
     ci_h = 0.0
     for i in range(int(full) + (1 if part > _EPS else 0)):
         s = min(start_slot + i, len(values) - 1)
         ci_h += values[s] * (slot_h if i < full else part)
-    embodied = sum(
-        a * config.cluster.embodied_g_per_unit_hour.get(r, 0.0) * runtime_h
-        for r, a in intent.demand.items()
-    )
-    return watts / 1000.0 * config.cluster.pue * ci_h + embodied
+    return run_grams(intent.demand, config.cluster, ci_h, runtime_h, power_w=intent.power_w)
 
 
 def plan_round(
@@ -422,17 +432,30 @@ def plan_round(
     capacity: Mapping[str, float],
     running: Sequence[RunningWork],
     source: CarbonSource,
+    *,
+    previous: Mapping[str, datetime] | None = None,
+    released_this_slot: int = 0,
 ) -> Round:
-    """One planning call for every pending workload (see the module doc)."""
+    """One planning call for every pending workload (see the module doc).
+
+    The policy's plan then passes the hold rule of ``planning`` (hold only when it pays;
+    docs/controller.md): ``previous`` maps a workload key to its earlier planned start
+    (hysteresis), ``released_this_slot`` counts planned releases already made in this slot
+    (the rate limit)."""
     slot_minutes = config.planning.slot_minutes
     slot_s = config.slot_seconds()
     slot0 = slot_floor(now, slot_minutes)
-    longest = max((_runtime_slots(i, slot_s) for i in pending), default=1)
+    longest = max((_runtime_slots(i, slot_minutes) for i in pending), default=1)
     horizon = horizon_slots(config.planning, longest)
     forecast = source.forecast(slot0, horizon)
-    instance, context = build_snapshot(config, slot0, pending, capacity, running, forecast)
-    result = run_policy(config.planning.policy, instance, dict(config.planning.params), context)
-    starts = {a.job: a.start_slot for a in result.plan.assignments}
+    snapshot = _snapshot(config, slot0, pending, capacity, running, forecast, previous or {})
+    instance = snapshot.instance
+    result = run_policy(
+        config.planning.policy, instance, dict(config.planning.params), snapshot.context()
+    )
+    held = snapshot.hold(result.plan, config.planning.hold_rule(), released_this_slot)
+    starts = {a.job: a.start_slot for a in held.plan.assignments}
+    policy_starts = {a.job: a.start_slot for a in result.plan.assignments}
     values = forecast.values_g_per_kwh
     note = data_note(forecast)
     outcomes: dict[str, Outcome] = {}
@@ -455,11 +478,18 @@ def plan_round(
                     values,
                     max(0, math.floor((latest - slot0).total_seconds() / slot_s)),
                 ),
+                scheduled=False,
             )
             continue
         planned = slot0 + timedelta(seconds=slot * slot_s)
         g_planned = estimate_g(config, intent, values, slot)
-        if slot == 0:
+        rule_note = held.reasons.get(JobId(intent.key))
+        if slot == 0 and rule_note is not None:
+            reason = (
+                f"{rule_note} (policy {config.planning.policy} planned slot "
+                f"{policy_starts.get(JobId(intent.key))})"
+            )
+        elif slot == 0:
             reason = f"policy {config.planning.policy} starts it now"
         elif planned > latest:
             reason = (
@@ -474,6 +504,8 @@ def plan_round(
                 f"{planned:%Y-%m-%dT%H:%MZ} vs {values[0]:.0f} now, est. {saved:.1f} g saved "
                 f"(policy {config.planning.policy})"
             )
+            if rule_note is not None:
+                reason += f"; {rule_note}"
         outcomes[intent.key] = Outcome(
             intent.key,
             start_now=slot == 0 or now >= latest,

@@ -172,6 +172,8 @@ class Controller:
         self.last_round: Round | None = None
         self.rounds = 0
         self._released: set[str] = set()  # uids: a cache; the objects are the truth
+        #: (slot start, planned releases made in it): the release rate limit's count
+        self._slot_releases: tuple[datetime | None, int] = (None, 0)
         self._noted: dict[str, str] = {}  # uid -> last "not held" reason reported
         self._rv: dict[str, str] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
@@ -530,8 +532,22 @@ class Controller:
         if pending:
             errors_before = self.source.errors
             try:
+                slot0 = slot_floor(now, self.config.planning.slot_minutes)
+                if self._slot_releases[0] != slot0:
+                    self._slot_releases = (slot0, 0)
                 round_ = plan_round(
-                    self.config, now, pending, self.capacity(), self.running(now), self.source
+                    self.config,
+                    now,
+                    pending,
+                    self.capacity(),
+                    self.running(now),
+                    self.source,
+                    previous={
+                        key: o.planned_start
+                        for key, o in self.outcomes.items()
+                        if o.scheduled and not o.start_now
+                    },
+                    released_this_slot=self._slot_releases[1],
                 )
             except CarbonshiftError as exc:
                 self.metrics.provider_errors.inc()
@@ -554,6 +570,8 @@ class Controller:
                     async with self._contained("act", intent.key):
                         if outcome.start_now:
                             why = "planned" if now < intent.latest_start else "fail-open"
+                            slot_start, released = self._slot_releases
+                            self._slot_releases = (slot_start, released + 1)
                             await self._release(obj, intent, why, outcome.reason, outcome)
                         else:
                             counts[intent.kind] += 1

@@ -18,8 +18,11 @@ from carbonshift.planning.registry import (
 )
 from carbonshift.planning.snapshot import (
     Decision,
+    HeldWork,
+    PendingWork,
     RunningJob,
     Snapshot,
+    build_snapshot,
     held_units,
     plan_snapshot,
 )
@@ -28,7 +31,9 @@ from carbonshift.planning.types import PlanContext, PlanStatus, PolicyResult, So
 __all__ = [
     "POLICIES",
     "Decision",
+    "HeldWork",
     "ParamSpec",
+    "PendingWork",
     "PlanContext",
     "PlanStatus",
     "PolicyResult",
@@ -36,6 +41,7 @@ __all__ = [
     "RunningJob",
     "Snapshot",
     "SolveStatus",
+    "build_snapshot",
     "explain",
     "held_units",
     "parse_params",

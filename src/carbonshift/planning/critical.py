@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from carbonshift.domain import Assignment, Instance, JobId, Plan
+from carbonshift.domain import Assignment, Instance, JobId, Plan, grams_of
 from carbonshift.planning.ledger import CapacityLedger
 from carbonshift.planning.policies._common import release_order
 from carbonshift.planning.problem import InstanceArrays, arrays_of
@@ -41,8 +41,8 @@ def start_grams(arrays: InstanceArrays, job: int, cluster: int) -> np.ndarray:
     if runtime <= horizon:
         prefix = np.concatenate([[0.0], np.cumsum(arrays.ci_g_per_kwh[cluster])])
         window = prefix[runtime:] - prefix[:-runtime]
-        grams[: horizon - runtime + 1] = (
-            kw * arrays.slot_hours * window + embodied * runtime * arrays.slot_hours
+        grams[: horizon - runtime + 1] = grams_of(
+            kw, arrays.slot_hours * window, embodied, runtime * arrays.slot_hours
         )
     return grams
 

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from carbonshift.domain import Instance
+from carbonshift.domain import Instance, grams_of
 from carbonshift.errors import InputError
 from carbonshift.planning.types import PlanContext
 
@@ -213,8 +213,12 @@ def carbon_g(arrays: InstanceArrays, starts: Starts) -> FloatArray:
     watts = arrays.demand_units @ arrays.watts_per_unit.T  # (n, m) W per job
     embodied = arrays.demand_units @ arrays.embodied_g_per_unit_hour.T  # (n, m) g per hour
     h = arrays.slot_hours
-    operational = watts[job, cluster] / 1000.0 * arrays.pue[cluster] * h * ci_sum
-    result: FloatArray = operational + embodied[job, cluster] * runtime * h
+    result: FloatArray = grams_of(
+        watts[job, cluster] / 1000.0 * arrays.pue[cluster],
+        h * ci_sum,
+        embodied[job, cluster],
+        runtime * h,
+    )
     return result
 
 

@@ -26,8 +26,11 @@ import numpy.typing as npt
 
 from carbonshift.carbon.series import CarbonSeries
 from carbonshift.carbon.signal import integral_g_h_per_kwh, integrals_g_h_per_kwh
-from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
+from carbonshift.domain import Cluster, ClusterName, Instance, JobId, operational_g, run_grams
+from carbonshift.domain import slots as slot_rules
 from carbonshift.errors import InputError
+from carbonshift.planning.hold import HoldRule
+from carbonshift.planning.snapshot import HeldWork, PendingWork, build_snapshot
 from carbonshift.planning.types import PlanContext, PolicyResult
 from carbonshift.workloads.model import Workload
 
@@ -85,6 +88,8 @@ class SimConfig:
     replan_every_slots: int = 1
     interruptible: bool = False
     interrupt_overhead_minutes: float = 0.0
+    hold: HoldRule = field(default_factory=HoldRule)
+    """Hold only when it pays (scenario ``[hold]``; off by default: old results kept)."""
 
     def __post_init__(self) -> None:
         if self.hours <= 0:
@@ -168,6 +173,7 @@ class _Live:
     runtime_slots: int
     remaining_h: float
     pieces: list[JobRecord] = field(default_factory=list)
+    planned: tuple[str, float] | None = None  # (cluster, start_h) of the last round's plan
 
     def rows(self) -> list[JobRecord]:
         """Suspended pieces first, then the current record."""
@@ -198,7 +204,7 @@ def run_simulation(
     caps = np.array(
         [[c.capacity.get(r, 0.0) for r in resources] for c in clusters], dtype=np.float64
     )
-    records, live = _arrivals(workload, caps, slot_h)
+    records, live = _arrivals(workload, caps, config.slot_minutes)
     order = np.argsort(workload.submit_h, kind="stable")
     next_arrival = 0
     pending: list[_Live] = []
@@ -288,7 +294,7 @@ def _domain_cluster(cluster: SimCluster) -> Cluster:
 
 
 def _arrivals(
-    workload: Workload, caps: FloatArray, slot_h: float
+    workload: Workload, caps: FloatArray, slot_minutes: int
 ) -> tuple[list[JobRecord], list[_Live | None]]:
     """A record per arrived job; jobs no cluster can ever hold are rejected up front."""
     records: list[JobRecord] = []
@@ -312,7 +318,7 @@ def _arrivals(
             _LOG.info("job %s rejected: its demand fits no cluster", job_id)
             live.append(None)
             continue
-        runtime_slots = max(1, math.ceil(rec.runtime_h / slot_h - _EPS))
+        runtime_slots = slot_rules.runtime_slots(rec.runtime_h, slot_minutes)
         live.append(_Live(i, rec, runtime_slots, rec.runtime_h))
     return records, live
 
@@ -338,67 +344,43 @@ def _plan_round(
     movable = [a for a in active if _is_movable(config, a, now_h)]
     for item in movable:  # re-planned with what is left of their work
         assert item.record.end_h is not None
-        item.runtime_slots = max(1, math.ceil((item.record.end_h - now_h) / slot_h - _EPS))
+        item.runtime_slots = slot_rules.runtime_slots(
+            item.record.end_h - now_h, config.slot_minutes
+        )
     planned = movable + pending  # running work first: FIFO policies keep it running
-    horizon = max(config.horizon_slots, max(p.runtime_slots for p in planned))
-    held = np.zeros((len(clusters), len(resources), horizon))
+    horizon = slot_rules.horizon_slots(config.horizon_slots, max(p.runtime_slots for p in planned))
     index = {c.name: i for i, c in enumerate(clusters)}
-    for item in active:
-        if item not in movable:
-            _hold(held, index, item.record, resources, now_h, slot_h)
     issued_at = config.start + timedelta(hours=now_h)
-    carbon = {}
+    carbon: dict[str, FloatArray] = {}
     for ci, cluster in enumerate(clusters):
         values = np.maximum(np.asarray(forecast(ci, issued_at, horizon), dtype=np.float64), 0.0)
-        carbon[ClusterName(cluster.name)] = tuple(float(v) for v in values)
+        carbon[cluster.name] = values
         for s in range(min(config.replan_every_slots, horizon)):
             forecasts.setdefault(now_slot + s, np.full(len(clusters), np.nan))[ci] = values[s]
-    jobs = tuple(
-        Job(
-            id=JobId(p.record.job),
-            demand=dict(p.record.demand),
-            runtime_slots=p.runtime_slots,
-            release_slot=0,
-            deadline_slot=_deadline_slot(p.record.deadline_h, now_h, slot_h),
-            critical=p.record.critical,
-            # a running job either runs on where it is or is suspended (moves come later)
-            allowed_clusters=(
-                frozenset({ClusterName(p.record.cluster)})
-                if p in movable and p.record.cluster is not None
-                else None
-            ),
-        )
-        for p in planned
-    )
-    instance = Instance(
-        grid=TimeGrid(slot_minutes=config.slot_minutes, horizon_slots=horizon),
+    snapshot = build_snapshot(
+        now_h=now_h,
+        slot_minutes=config.slot_minutes,
         resources=resources,
-        clusters=tuple(domain_clusters),
-        carbon_g_per_kwh=carbon,
-        jobs=jobs,
-        future_demand=(
-            None
-            if future_demand is None
-            else {
-                resources[0]: tuple(
-                    float(v) for v in np.maximum(future_demand(now_h, horizon), 0.0)
-                )
-            }
-        ),
+        clusters=domain_clusters,
+        forecast_g_per_kwh=carbon,
+        pending=[_pending_work(p, now_h, moving=p in movable) for p in planned],
+        running=[_held_work(a) for a in active if a not in movable],
+        future_demand=None if future_demand is None else future_demand(now_h, horizon),
     )
-    waited = {
-        p.record.job: max(0, math.floor((now_h - p.record.submit_h) / slot_h + _EPS))
-        for p in planned
-    }
-    context = PlanContext(held_units=held, waited_slots=waited)
+    instance, context = snapshot.instance, snapshot.context()
+    assert context.held_units is not None
+    held = context.held_units.copy()  # what the commits below add to
     started = time.perf_counter()
     result = plan(instance, context)
+    held_plan = snapshot.hold(result.plan, config.hold)
+    if held_plan.reasons:
+        result = replace(result, plan=held_plan.plan, notes={**result.notes, **held_plan.reasons})
     planner_seconds.append(time.perf_counter() - started)
     starts = {a.job: a for a in result.plan.assignments}
     for item in movable:
         keep = starts.get(JobId(item.record.job))
         if keep is not None and keep.start_slot == 0 and keep.cluster == item.record.cluster:
-            _hold(held, index, item.record, resources, now_h, slot_h)  # runs on
+            _hold(held, index, item.record, resources, now_h, config.slot_minutes)  # runs on
             continue
         _suspend(config, item, now_h, active, pending)
     by_id = {p.record.job: p for p in pending}
@@ -424,10 +406,39 @@ def _plan_round(
         rec = item.record
         rec.state, rec.cluster = "completed", assignment.cluster
         rec.start_h, rec.end_h = start_h, start_h + item.remaining_h
-        _hold(held, index, rec, resources, now_h, slot_h)
+        _hold(held, index, rec, resources, now_h, config.slot_minutes)
         committed.add(rec.job)
         active.append(item)
+    for p in pending:  # what the hold rule's hysteresis compares the next round with
+        later = starts.get(JobId(p.record.job))
+        p.planned = None if later is None else (later.cluster, now_h + later.start_slot * slot_h)
     return [p for p in pending if p.record.job not in committed]
+
+
+def _pending_work(item: _Live, now_h: float, *, moving: bool) -> PendingWork:
+    """The seam's view of a pending (or running, interruptible) job."""
+    rec = item.record
+    assert not moving or rec.end_h is not None
+    return PendingWork(
+        id=rec.job,
+        demand=dict(rec.demand),
+        runtime_h=(rec.end_h or 0.0) - now_h if moving else item.remaining_h,
+        deadline_h=rec.deadline_h,
+        submit_h=rec.submit_h,
+        critical=rec.critical,
+        running=moving,
+        planned_cluster=None if moving or item.planned is None else item.planned[0],
+        planned_start_h=None if moving or item.planned is None else item.planned[1],
+        # a running job either runs on where it is or is suspended (moves come later)
+        allowed_clusters=(frozenset({rec.cluster}) if moving and rec.cluster is not None else None),
+    )
+
+
+def _held_work(item: _Live) -> HeldWork:
+    """The seam's view of committed or running work: it holds capacity until it ends."""
+    rec = item.record
+    assert rec.cluster is not None
+    return HeldWork(rec.job, rec.cluster, rec.demand, end_h=rec.end_h, start_h=rec.start_h)
 
 
 def _is_movable(config: SimConfig, item: _Live, now_h: float) -> bool:
@@ -454,22 +465,16 @@ def _suspend(
     item.pieces.append(rec)
     item.record = replace(rec, state="waiting", cluster=None, start_h=None, end_h=None)
     item.remaining_h = left_h + config.interrupt_overhead_minutes / 60.0
-    item.runtime_slots = max(1, math.ceil(item.remaining_h / config.slot_h - _EPS))
+    item.runtime_slots = slot_rules.runtime_slots(item.remaining_h, config.slot_minutes)
     active.remove(item)
     pending.append(item)
 
 
-def _deadline_slot(deadline_h: float, now_h: float, slot_h: float) -> int:
-    if not math.isfinite(deadline_h):
-        return 10**9
-    return math.floor((deadline_h - now_h) / slot_h + _EPS)
-
-
-def _occupied_slots(rec: JobRecord, now_h: float, slot_h: float, horizon: int) -> range:
+def _occupied_slots(rec: JobRecord, now_h: float, slot_minutes: int, horizon: int) -> range:
     assert rec.start_h is not None
     assert rec.end_h is not None
-    first = max(0, math.floor((rec.start_h - now_h) / slot_h + _EPS))
-    last = math.ceil((rec.end_h - now_h) / slot_h - _EPS)  # exclusive
+    first = slot_rules.start_slot_of(rec.start_h, slot_minutes, now_h)
+    last = slot_rules.end_slot(rec.end_h, slot_minutes, now_h)  # exclusive
     return range(first, min(max(last, first), horizon))
 
 
@@ -479,10 +484,10 @@ def _hold(
     rec: JobRecord,
     resources: tuple[str, ...],
     now_h: float,
-    slot_h: float,
+    slot_minutes: int,
 ) -> None:
     assert rec.cluster is not None
-    slots = _occupied_slots(rec, now_h, slot_h, held.shape[2])
+    slots = _occupied_slots(rec, now_h, slot_minutes, held.shape[2])
     if len(slots) == 0:
         return
     for ri, resource in enumerate(resources):
@@ -511,14 +516,7 @@ def _job_carbon_g(config: SimConfig, cluster: SimCluster, rec: JobRecord) -> flo
     start = config.start + timedelta(hours=rec.start_h)
     end = config.start + timedelta(hours=rec.end_h)
     ci_integral = integral_g_h_per_kwh(cluster.actual, start, end)
-    grams = 0.0
-    for resource, amount in rec.demand.items():
-        kw = cluster.watts_per_unit.get(resource, 0.0) / 1000.0 * cluster.pue
-        grams += amount * kw * ci_integral
-        grams += (
-            amount * cluster.embodied_g_per_unit_hour.get(resource, 0.0) * (rec.end_h - rec.start_h)
-        )
-    return grams
+    return run_grams(rec.demand, cluster, ci_integral, rec.end_h - rec.start_h)
 
 
 def _add_usage(
@@ -571,15 +569,8 @@ def _slot_records(
                 r: float(used[ci, ri]) if used is not None else 0.0
                 for ri, r in enumerate(resources)
             }
-            grams = sum(
-                allocated[r]
-                * (
-                    cluster.watts_per_unit.get(r, 0.0) / 1000.0 * cluster.pue * integral
-                    + cluster.embodied_g_per_unit_hour.get(r, 0.0) * slot_h
-                )
-                for r in resources
-            )
-            idle_g += cluster.idle_watts / 1000.0 * cluster.pue * integral
+            grams = run_grams(allocated, cluster, integral, slot_h)
+            idle_g += operational_g({}, cluster, integral, power_w=cluster.idle_watts)
             fc = forecasts.get(slot)
             rows.append(
                 SlotRecord(

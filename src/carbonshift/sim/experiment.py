@@ -24,6 +24,7 @@ from carbonshift.carbon.replay import extend_by_replay
 from carbonshift.carbon.signal import resample
 from carbonshift.domain import Instance
 from carbonshift.errors import DataRangeError
+from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.registry import parse_params, run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 from carbonshift.sim.engine import (
@@ -237,7 +238,11 @@ def execute(
         ("baseline", exp.baseline, exp.baseline_params),
     ):
         callback = progress(f"{label} {name}") if progress is not None else None
-        runs[label] = simulate_policy(exp, prepared, name, params, callback)
+        # the hold rule is the policy's; the carbon-agnostic baseline starts what fits now
+        run_exp = (
+            exp if label == "policy" else replace(exp, config=replace(exp.config, hold=HoldRule()))
+        )
+        runs[label] = simulate_policy(run_exp, prepared, name, params, callback)
     extra = {
         "forecast": exp.forecast,
         "demand_forecast": exp.demand_forecast,

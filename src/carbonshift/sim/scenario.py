@@ -41,6 +41,7 @@ from carbonshift.carbon.forecast import make_forecaster
 from carbonshift.carbon.zones import resolve_zone
 from carbonshift.errors import InputError
 from carbonshift.formats import amount_in, check_depth
+from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.registry import parse_params
 from carbonshift.units import parse_utc, to_utc
 from carbonshift.workloads import (
@@ -107,6 +108,11 @@ _HINTS: dict[str, str] = {
     "resource": 'a resource name like "gpu"',
     "deadline_factor": "a multiple of the job length, a number >= 0",
     "strict": "true or false",
+    "min_saving_g": "grams, a number >= 0 (0: off)",
+    "min_saving_pct": "percent, a number from 0 to 100 (0: off)",
+    "replan_min_improvement_g": "grams, a number >= 0 (0: off)",
+    "replan_min_improvement_pct": "percent, a number from 0 to 100 (0: off)",
+    "max_releases_per_slot": "jobs per slot, a whole number >= 0 (0: no limit)",
 }
 
 
@@ -242,6 +248,23 @@ class WorkloadSpec(BaseModel):
         return dict(self.params)
 
 
+class HoldSpec(BaseModel):
+    """``[hold]`` (optional): hold only when it pays (docs/design/0002); all 0, the default,
+    keeps the policy's plan as it is. Applied to the policy run, never to the baseline."""
+
+    model_config = _FROZEN
+
+    min_saving_g: float = Field(0.0, ge=0, le=1e12)
+    min_saving_pct: float = Field(0.0, ge=0, le=100)
+    replan_min_improvement_g: float = Field(0.0, ge=0, le=1e12)
+    replan_min_improvement_pct: float = Field(0.0, ge=0, le=100)
+    max_releases_per_slot: int = Field(0, ge=0, le=1_000_000)
+
+    def rule(self) -> HoldRule:
+        """The seam's hold rule."""
+        return HoldRule(**self.model_dump())
+
+
 class Scenario(BaseModel):
     """A whole scenario file, validated, with absolute paths (see the module docstring)."""
 
@@ -253,6 +276,7 @@ class Scenario(BaseModel):
     forecast_params: dict[str, Any] = Field(default_factory=dict)
     clusters: list[ClusterSpec] = Field(min_length=1)
     workload: WorkloadSpec
+    hold: HoldSpec = Field(default_factory=HoldSpec)
     source: str = ""
 
     @property
@@ -360,7 +384,15 @@ def load_scenario(path: str | Path) -> Scenario:
     return parse_scenario(data, base_dir=file.resolve().parent, source=str(file))
 
 
-_TOP = ("simulation", "policy_params", "baseline_params", "forecast_params", "clusters", "workload")
+_TOP = (
+    "simulation",
+    "policy_params",
+    "baseline_params",
+    "forecast_params",
+    "clusters",
+    "workload",
+    "hold",
+)
 
 
 def parse_scenario(

@@ -9,6 +9,7 @@ A sweep file (TOML) names one or more scenario files and what to vary::
     [[policies]]
     name = "caspian"
     params = { omega1 = [0.0, 0.5, 1.0, 2.0], omega2 = 1.0 }   # lists are a grid
+    # "hold.min_saving_g" = [0, 1, 5]: keys named hold.* sweep the scenario's [hold] rule
 
     [[policies]]
     name = "fluidos"
@@ -41,12 +42,13 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from pydantic import ValidationError
 
 from carbonshift.errors import InputError
 from carbonshift.planning.registry import parse_params
 from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.run import build_experiment
-from carbonshift.sim.scenario import load_scenario
+from carbonshift.sim.scenario import HoldSpec, load_scenario
 
 __all__ = ["RunSpec", "SeedStats", "SweepSpec", "load_sweep", "run_sweep", "seed_stats"]
 
@@ -137,19 +139,47 @@ def load_sweep(path: Path, *, policies: Sequence[str] | None = None) -> SweepSpe
         swept.extend(n for n, v in zip(names, values, strict=True) if len(v) > 1 and n not in swept)
         for combo in itertools.product(*values):
             params = dict(zip(names, combo, strict=True))
-            parse_params(str(table["name"]), params)
+            policy_params, hold = _split_hold(params)
+            parse_params(str(table["name"]), policy_params)
+            _hold_spec({}, hold, where)
             runs.extend(
                 RunSpec(file, str(table["name"]), params, seed) for file in files for seed in seeds
             )
     return SweepSpec(tuple(runs), workers, tuple(swept))
 
 
+_HOLD = "hold."
+
+
+def _split_hold(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The policy's parameters, and the ``hold.*`` keys (the scenario's ``[hold]``)."""
+    policy = {k: v for k, v in params.items() if not k.startswith(_HOLD)}
+    hold = {k[len(_HOLD) :]: v for k, v in params.items() if k.startswith(_HOLD)}
+    return policy, hold
+
+
+def _hold_spec(base: Mapping[str, Any], hold: Mapping[str, Any], where: str) -> HoldSpec:
+    try:
+        return HoldSpec.model_validate({**base, **hold})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise InputError(
+            f"{where}: hold.{key}: {first['msg']}; the hold.* parameters are the scenario's "
+            "[hold] keys (docs/formats.md)"
+        ) from exc
+
+
 def _run_one(spec: RunSpec, out_dir: Path | None) -> dict[str, Any]:
     scenario = load_scenario(spec.scenario)
     simulation = scenario.simulation.model_copy(update={"seed": spec.seed})
     scenario = scenario.model_copy(update={"simulation": simulation})
+    policy_params, hold = _split_hold(spec.params)
+    if hold:
+        rule = _hold_spec(scenario.hold.model_dump(), hold, str(spec.scenario))
+        scenario = scenario.model_copy(update={"hold": rule})
     experiment = build_experiment(scenario)
-    experiment = replace(experiment, policy=spec.policy, policy_params=dict(spec.params))
+    experiment = replace(experiment, policy=spec.policy, policy_params=policy_params)
     summary = run_experiment(experiment, out_dir, report=False)
     return {
         "scenario": spec.scenario.name,

@@ -1,5 +1,8 @@
 """From real time to slots: workload jobs become planning jobs (docs/formats.md (scenario), "Time").
 
+The scalar rules live in :mod:`carbonshift.domain.slots` (re-exported here); this module
+vectorises them over a whole workload.
+
 For a slot of ``slot_h`` hours and a planning origin ``origin_h`` (hours since the workload's
 start, where slot 0 begins):
 
@@ -17,7 +20,6 @@ Quotients within 1e-9 slot of a whole number count as that number, so that 0.5 h
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -25,6 +27,13 @@ import numpy as np
 import numpy.typing as npt
 
 from carbonshift.domain import ClusterName, Job, JobId
+from carbonshift.domain.slots import (
+    SLOT_EPS,
+    deadline_slot,
+    release_slot,
+    runtime_slots,
+    slot_hours,
+)
 from carbonshift.errors import InputError
 from carbonshift.workloads.model import Workload, WorkloadJob
 
@@ -38,30 +47,8 @@ __all__ = [
 ]
 
 IntArray = npt.NDArray[np.int64]
-_EPS = 1e-9
-
-
-def _slot_h(slot_minutes: int) -> float:
-    if not (isinstance(slot_minutes, int) and slot_minutes >= 1):
-        raise InputError(
-            f"slot_minutes is {slot_minutes!r}; it must be a whole number of minutes >= 1"
-        )
-    return slot_minutes / 60.0
-
-
-def runtime_slots(runtime_h: float, slot_minutes: int) -> int:
-    """``ceil(runtime_h / slot)``, at least 1."""
-    return max(1, math.ceil(runtime_h / _slot_h(slot_minutes) - _EPS))
-
-
-def release_slot(submit_h: float, slot_minutes: int, origin_h: float = 0.0) -> int:
-    """The first slot boundary at or after ``submit_h``, relative to ``origin_h``, never < 0."""
-    return max(0, math.ceil((submit_h - origin_h) / _slot_h(slot_minutes) - _EPS))
-
-
-def deadline_slot(deadline_h: float, slot_minutes: int, origin_h: float = 0.0) -> int:
-    """``floor((deadline_h - origin_h) / slot)``."""
-    return math.floor((deadline_h - origin_h) / _slot_h(slot_minutes) + _EPS)
+_EPS = SLOT_EPS
+_slot_h = slot_hours
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -169,6 +169,8 @@ class HubController:
         self.spokes: dict[str, Spoke] = {}
         self.sources: dict[str, CarbonSource] = {}
         self.last_round: HubRound | None = None
+        #: (slot start, releases planned in it): the release rate limit's count
+        self._slot_releases: tuple[datetime | None, int] = (None, 0)
         self.last_plan_s: float | None = None
         """Wall seconds the last planning call took (for the observer's histogram)."""
         self._planned_slot: datetime | None = None
@@ -777,6 +779,9 @@ class HubController:
             for name, s in sorted(healthy.items())
         ]
         moving = {p.key for p in pending if p.running_on is not None}
+        if self._slot_releases[0] != slot0:
+            self._slot_releases = (slot0, 0)
+        last = self.last_round
         began = time.perf_counter()
         round_ = plan_hub(
             self.config,
@@ -785,6 +790,21 @@ class HubController:
             views,
             self._placed(now, workloads, moving),
             {name: self.sources[name] for name in healthy},
+            previous=(
+                {}
+                if last is None
+                else {
+                    k: (d.cluster, d.start)
+                    for k, d in last.decisions.items()
+                    if d.cluster is not None and not d.start_now
+                }
+            ),
+            released_this_slot=self._slot_releases[1],
+        )
+        self._slot_releases = (
+            slot0,
+            self._slot_releases[1]
+            + sum(d.start_now for k, d in round_.decisions.items() if k not in moving),
         )
         self.last_plan_s = time.perf_counter() - began
         for name, forecast in round_.forecasts.items():

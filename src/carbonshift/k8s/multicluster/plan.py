@@ -1,8 +1,8 @@
 """One planning call across every healthy spoke: where and when, chosen jointly.
 
-:func:`plan_hub` builds the instance exactly as the simulator builds a round
-(``carbonshift.sim.engine._plan_round``) and as the one-cluster controller builds its
-snapshot (``carbonshift.k8s.planner.build_snapshot``), with one cluster per healthy spoke:
+:func:`plan_hub` maps the hub's objects onto the planning seam that the simulator and the
+one-cluster controller use too (:func:`carbonshift.planning.snapshot.build_snapshot`), with
+one cluster per healthy spoke:
 slot 0 is the current slot, pending work has release 0, ``runtime_slots = ceil(runtime /
 slot)``, ``deadline_slot = floor((deadline - slot 0) / slot)``, the horizon is at least
 ``horizon_slots`` and fits the longest pending work, work already placed holds capacity in
@@ -18,18 +18,17 @@ to the spoke with the most room ("fail open").
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-import numpy as np
-
-from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
+from carbonshift.domain import Cluster, ClusterName, Instance, JobId
+from carbonshift.domain import slots as slot_rules
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.planner import CarbonSource, Forecast, data_note, horizon_slots, slot_floor
+from carbonshift.planning import snapshot as seam
 from carbonshift.planning.registry import run_policy
-from carbonshift.planning.types import PlanContext, PolicyResult
+from carbonshift.planning.types import PolicyResult
 
 __all__ = ["Decision", "HubRound", "Pending", "Placed", "SpokeView", "plan_hub"]
 
@@ -97,8 +96,45 @@ class HubRound:
     decisions: Mapping[str, Decision]
 
 
-def _runtime_slots(runtime: timedelta, slot_s: float) -> int:
-    return max(1, math.ceil(runtime.total_seconds() / slot_s - _EPS))
+def _hours(moment: datetime, slot0: datetime) -> float:
+    """``moment`` in hours from ``slot0``: the seam's time axis for one hub round."""
+    return (moment - slot0).total_seconds() / 3600.0
+
+
+def _runtime_slots(runtime: timedelta, slot_minutes: int) -> int:
+    return slot_rules.runtime_slots(runtime.total_seconds() / 3600.0, slot_minutes)
+
+
+def _cluster(spoke: SpokeView, resources: Sequence[str]) -> Cluster:
+    return Cluster(
+        name=ClusterName(spoke.name),
+        capacity={r: float(spoke.capacity.get(r, 0.0)) for r in resources},
+        watts_per_unit={r: float(spoke.watts_per_unit.get(r, 0.0)) for r in resources},
+        pue=spoke.pue,
+        embodied_g_per_unit_hour=dict(spoke.embodied_g_per_unit_hour),
+        zone=spoke.zone,
+    )
+
+
+def _pending_work(
+    p: Pending,
+    slot0: datetime,
+    resources: Sequence[str],
+    previous: tuple[str, datetime] | None = None,
+) -> seam.PendingWork:
+    """The seam's view of a workload: interruptible running work stays on its spoke and does
+    not count as waiting."""
+    return seam.PendingWork(
+        id=p.key,
+        demand={r: float(p.demand.get(r, 0.0)) for r in resources},
+        runtime_h=p.runtime.total_seconds() / 3600.0,
+        deadline_h=_hours(p.deadline, slot0),
+        submit_h=None if p.running_on is not None else _hours(p.created, slot0),
+        allowed_clusters=(frozenset({p.running_on}) if p.running_on is not None else p.allowed),
+        running=p.running_on is not None,
+        planned_cluster=None if previous is None else previous[0],
+        planned_start_h=None if previous is None else _hours(previous[1], slot0),
+    )
 
 
 def _free_now(
@@ -119,8 +155,17 @@ def plan_hub(
     spokes: Sequence[SpokeView],
     placed: Sequence[Placed],
     sources: Mapping[str, CarbonSource],
+    *,
+    previous: Mapping[str, tuple[str, datetime]] | None = None,
+    released_this_slot: int = 0,
 ) -> HubRound:
-    """One planning call over ``pending`` on the healthy ``spokes`` (see the module doc)."""
+    """One planning call over ``pending`` on the healthy ``spokes`` (see the module doc).
+
+    The policy's plan then passes the hold rule of ``planning`` (hold only when it pays;
+    docs/multicluster.md): ``previous`` maps a workload key to the spoke and start an earlier
+    round planned (hysteresis); ``released_this_slot`` counts releases already made in this
+    slot (the rate limit)."""
+    previous = previous or {}
     slot_minutes = config.planning.slot_minutes
     slot_s = slot_minutes * 60.0
     slot0 = slot_floor(now, slot_minutes)
@@ -147,64 +192,33 @@ def plan_hub(
     pending = [p for p in pending if p.key not in no_node]
     if not pending:
         return HubRound(slot0, None, None, {}, decisions)
-    longest = max(_runtime_slots(p.runtime, slot_s) for p in pending)
+    longest = max(_runtime_slots(p.runtime, slot_minutes) for p in pending)
     horizon = horizon_slots(config.planning, longest)
     forecasts = {s.name: sources[s.name].forecast(slot0, horizon) for s in spokes}
-    clusters = tuple(
-        Cluster(
-            name=ClusterName(s.name),
-            capacity={r: float(s.capacity.get(r, 0.0)) for r in resources},
-            watts_per_unit={r: float(s.watts_per_unit.get(r, 0.0)) for r in resources},
-            pue=s.pue,
-            embodied_g_per_unit_hour=dict(s.embodied_g_per_unit_hour),
-            zone=s.zone,
-        )
-        for s in spokes
-    )
-    index = {s.name: i for i, s in enumerate(spokes)}
-    held = np.zeros((len(spokes), len(resources), horizon))
-    for work in placed:
-        if work.cluster not in index:
-            continue
-        last = min(horizon, math.ceil((work.ends - slot0).total_seconds() / slot_s - _EPS))
-        for k, r in enumerate(resources):
-            held[index[work.cluster], k, : max(0, last)] += work.demand.get(r, 0.0)
-    jobs = tuple(
-        Job(
-            id=JobId(p.key),
-            demand={r: float(p.demand.get(r, 0.0)) for r in resources},
-            runtime_slots=_runtime_slots(p.runtime, slot_s),
-            release_slot=0,
-            deadline_slot=math.floor((p.deadline - slot0).total_seconds() / slot_s + _EPS),
-            allowed_clusters=(
-                frozenset({ClusterName(p.running_on)})
-                if p.running_on is not None
-                else None
-                if p.allowed is None
-                else frozenset(ClusterName(c) for c in p.allowed)
-            ),
-        )
-        for p in pending
-    )
-    instance = Instance(
-        grid=TimeGrid(slot_minutes=slot_minutes, horizon_slots=horizon),
+    snapshot = seam.build_snapshot(
+        now_h=0.0,
+        slot_minutes=slot_minutes,
         resources=resources,
-        clusters=clusters,
-        carbon_g_per_kwh={ClusterName(n): f.values_g_per_kwh for n, f in forecasts.items()},
-        jobs=jobs,
+        clusters=[_cluster(s, resources) for s in spokes],
+        forecast_g_per_kwh={n: f.values_g_per_kwh for n, f in forecasts.items()},
+        pending=[_pending_work(p, slot0, resources, previous.get(p.key)) for p in pending],
+        running=[
+            seam.HeldWork(
+                id=f"placed/{i}",
+                cluster=work.cluster,
+                demand=work.demand,
+                end_h=_hours(work.ends, slot0),
+            )
+            for i, work in enumerate(placed)
+        ],
     )
-    waited = {
-        p.key: max(0, math.floor((slot0 - p.created).total_seconds() / slot_s + _EPS))
-        for p in pending
-        if p.running_on is None
-    }
+    instance = snapshot.instance
     result = run_policy(
-        config.planning.policy,
-        instance,
-        dict(config.planning.params),
-        PlanContext(held_units=held, waited_slots=waited),
+        config.planning.policy, instance, dict(config.planning.params), snapshot.context()
     )
-    chosen = {a.job: a for a in result.plan.assignments}
+    held = snapshot.hold(result.plan, config.planning.hold_rule(), released_this_slot)
+    policy_starts = {a.job: a.start_slot for a in result.plan.assignments}
+    chosen = {a.job: a for a in held.plan.assignments}
     free = _free_now(spokes, placed, now)
     policy = config.planning.policy
     for p in pending:
@@ -225,7 +239,13 @@ def plan_hub(
         start = slot0 + timedelta(seconds=assignment.start_slot * slot_s)
         cluster = str(assignment.cluster)
         values = forecasts[cluster].values_g_per_kwh
-        if assignment.start_slot == 0:
+        rule_note = held.reasons.get(JobId(p.key))
+        if assignment.start_slot == 0 and rule_note is not None:
+            reason = (
+                f"{rule_note} in {cluster} (policy {policy} planned slot "
+                f"{policy_starts.get(JobId(p.key))})"
+            )
+        elif assignment.start_slot == 0:
             reason = f"policy {policy} starts it now in {cluster} ({values[0]:.0f} g/kWh)"
         elif start > p.latest_start:
             start = max(now, p.latest_start)
@@ -235,6 +255,8 @@ def plan_hub(
                 f"waiting for cleaner power: {cluster} at {start:%Y-%m-%dT%H:%MZ} "
                 f"({values[assignment.start_slot]:.0f} g/kWh; policy {policy})"
             )
+            if rule_note is not None:
+                reason += f"; {rule_note}"
         start_now = assignment.start_slot == 0 or now >= p.latest_start
         reason += data_note(forecasts[cluster])
         decisions[p.key] = Decision(p.key, cluster, start, start_now, reason)
