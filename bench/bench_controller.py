@@ -199,9 +199,7 @@ async def _run(pods: int, periods: int, policy: str, nodes: int) -> dict[str, An
             await _until_idle(controller)
             _progress(f"period {period} done")
             rows.append(
-                _row(
-                    f"period {period}", controller, counting, cpu0, wall0, None, released_before
-                )
+                _row(f"period {period}", controller, counting, cpu0, wall0, None, released_before)
             )
         why = Counter(a.why for a in controller.actions)
         _progress(f"actions by why: {dict(why.most_common(5))}")
@@ -272,7 +270,11 @@ def run() -> list[dict[str, Any]]:
                 }
             )
         out.append(
-            {"name": f"controller {policy} 1000 pods peak rss", "value": result["peak_rss_mb"], "unit": "MB"}
+            {
+                "name": f"controller {policy} 1000 pods peak rss",
+                "value": result["peak_rss_mb"],
+                "unit": "MB",
+            }
         )
     return out
 

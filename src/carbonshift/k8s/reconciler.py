@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -118,6 +119,37 @@ def _state_label(annotations: Mapping[str, str]) -> Obj:
     ``kubectl get pods -l carbonshift.io/state=held`` works (an RFC 3339 planned start is not
     a valid label value, so only the state is a label)."""
     return {"labels": {STATE: annotations[STATE]}} if STATE in annotations else {}
+
+
+#: a held workload's estimates are rewritten when they drift by more than this share (and 1 g)
+ESTIMATE_DRIFT = 0.10
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _worth_writing(current: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
+    """Whether a held workload's annotations need a write this pass.
+
+    The state, planned start and latest start are written whenever they change, and so is the
+    reason when its wording changes. The gram estimates (and the numbers quoted in the reason)
+    follow the forecast and "now", so they move a little every pass: rewriting them for every
+    held workload every period would cost one PATCH per held workload per period (10,000 an
+    hour at 10,000 held, past any client rate limit; bench/controller.md). They are refreshed
+    only with a material change or when an estimate drifts by more than ``ESTIMATE_DRIFT``
+    and 1 g.
+    """
+    for key in (STATE, PLANNED_START, LATEST_START, EST_ARRIVAL):
+        if key in wanted and current.get(key) != wanted[key]:
+            return True
+    if _NUMBERS.sub("#", current.get(REASON, "")) != _NUMBERS.sub("#", wanted.get(REASON, "")):
+        return True
+    for key in (EST_NOW, EST_PLANNED):
+        try:
+            old, new = float(current[key]), float(wanted[key])
+        except (KeyError, ValueError):
+            return True
+        if abs(new - old) > max(1.0, ESTIMATE_DRIFT * abs(old)):
+            return True
+    return False
 
 
 def _annotations(obj: Obj) -> dict[str, str]:
@@ -716,7 +748,7 @@ class Controller:
         current = _annotations(obj)
         if EST_ARRIVAL not in current:
             wanted[EST_ARRIVAL] = f"{outcome.est_g_now:.1f}"
-        if all(current.get(k) == v for k, v in wanted.items()):
+        if not _worth_writing(current, wanted):
             return
         changed_start = current.get(PLANNED_START) != wanted[PLANNED_START]
         await self._annotate(obj, wanted)
