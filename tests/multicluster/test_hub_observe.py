@@ -348,7 +348,8 @@ async def test_only_the_leader_reconciles_and_a_follower_takes_over_when_it_stop
             assert await wait_for(lambda: first.counters.plans >= 1)
             for _ in range(8):  # 40 s, more than twice the lease: "a" renews, "b" waits
                 await tick(f, 5)
-            assert runners["a"].passes >= 4
+            # passes run on woken tasks in real time: wait for them, a loaded machine is slow
+            assert await wait_for(lambda: runners["a"].passes >= 4)
             assert (runners["b"].passes, second.counters.plans, len(second.events)) == (0, 0, 0)
             assert not electors["b"].is_leader.is_set()
             assert "carbonshift_hub_leader 0.0" in metric_lines(runners["b"].observer)
