@@ -241,16 +241,23 @@ async def kubelet(api: FakeApi) -> None:
     pod_rt = api.kind("Pod")
     now = api.clock.now()
     stamp = format_time(now)
-    for stored in list(api.store.items(pod_rt)):
+    stored_pods = list(api.store.items(pod_rt))
+    for stored in stored_pods:
         spec, status = stored.get("spec") or {}, stored.get("status") or {}
         if not spec.get("nodeName") or status.get("phase") in _TERMINAL:
             continue
+        if status.get("phase", "Pending") != "Pending":
+            # a running container: copy the Pod only when it is due to end (a copy of every
+            # running Pod per settle made the fake quadratic in the number of Pods)
+            ends = _ends(stored, status.get("startTime"))
+            if ends is None or now < ends:
+                continue
         pod = api.get(pod_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
         new = copy.deepcopy(pod)
         st = new.setdefault("status", {})
         containers = [c.get("name", "") for c in spec.get("containers") or []]
         if status.get("phase", "Pending") == "Pending":
-            index = sum(1 for _ in api.store.items(pod_rt)) % 250 + 1
+            index = len(stored_pods) % 250 + 1
             st.update(
                 {
                     "phase": "Running",
