@@ -69,16 +69,40 @@ def spoke_binding(namespace: str, name: str) -> dict[str, Any]:
     }
 
 
+def spoke_jobs_binding(namespace: str, name: str, in_namespace: str) -> dict[str, Any]:
+    """spoke-rbac.yaml's ClusterRole carbonshift-spoke-jobs bound in ``in_namespace`` only
+    (a RoleBinding), as its file tells the operator to do for each namespace hub Jobs use."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "carbonshift-spoke-jobs", "namespace": in_namespace},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "carbonshift-spoke-jobs",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }
+
+
+#: the namespaces the hub tests' Jobs run in; their spokes get them and a RoleBinding each
+SPOKE_JOB_NAMESPACES = ("batch",)
+
+
 def spoke_identity(
     kube: FakeKube,
     name: str = "carbonshift-hub-remote",
     *,
     rbac_files: tuple[Path, ...] = SPOKE_RBAC,
+    job_namespaces: Iterable[str] = SPOKE_JOB_NAMESPACES,
 ) -> Path:
-    """A spoke's ServiceAccount bound to the ClusterRole of ``rbac_files`` (default: the
-    shipped spoke-rbac.yaml); its kubeconfig."""
+    """A spoke's ServiceAccount bound as spoke-rbac.yaml says (default: the shipped file):
+    its read-only ClusterRole cluster-wide, its Jobs ClusterRole by a RoleBinding in each of
+    ``job_namespaces`` (created here, as the operator does); its kubeconfig."""
+    existing = {o["metadata"]["name"] for o in kube.list("Namespace")}
+    namespaces = [ns for ns in dict.fromkeys([NAMESPACE, *job_namespaces]) if ns not in existing]
     for obj in (
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        *({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}} for ns in namespaces),
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
@@ -86,5 +110,7 @@ def spoke_identity(
         },
     ):
         kube.create(obj)
-    install(kube, rbac_files, extra=[spoke_binding(NAMESPACE, name)])
+    bindings = [spoke_binding(NAMESPACE, name)]
+    bindings += [spoke_jobs_binding(NAMESPACE, name, ns) for ns in job_namespaces]
+    install(kube, rbac_files, extra=bindings)
     return kube.service_account_kubeconfig(NAMESPACE, name)

@@ -42,10 +42,12 @@ async def test_every_spoke_is_healthy_under_the_shipped_spoke_rbac() -> None:
 
 def _without_pods(tmp_path: Path) -> tuple[Path, ...]:
     """spoke-rbac.yaml as it shipped before issue 14 (no ``pods: list``)."""
-    role = yaml.safe_load(rbac.SPOKE_RBAC[0].read_text())
-    role["rules"] = [r for r in role["rules"] if "pods" not in r["resources"]]
+    docs = list(yaml.safe_load_all(rbac.SPOKE_RBAC[0].read_text()))
+    for doc in docs:
+        if doc["metadata"]["name"] == "carbonshift-spoke":
+            doc["rules"] = [r for r in doc["rules"] if "pods" not in r["resources"]]
     path = tmp_path / "spoke-rbac.yaml"
-    path.write_text(yaml.safe_dump(role))
+    path.write_text(yaml.safe_dump_all(docs))
     return (path,)
 
 
@@ -136,3 +138,34 @@ def test_the_shipped_hub_role_names_its_secrets() -> None:
         for doc in docs
         if any("secrets" in r["resources"] for r in doc.get("rules", []))
     )
+
+
+async def test_the_hub_writes_jobs_only_in_namespaces_bound_on_the_spoke() -> None:
+    """Issue 12: the spoke identity reads cluster-wide but writes Jobs only where a RoleBinding
+    of carbonshift-spoke-jobs exists (``batch`` in this fleet); a hub Job in another namespace
+    is refused there, said in an event with the fix, and stays placed, not recalled."""
+    async with fleet(START, config=FLUIDOS) as f:
+        await f.create(
+            f.hub, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "research"}}
+        )
+        await f.create(f.hub, hub_job("ok", cpu=2, runtime_h=2, deadline_h=3))
+        await f.create(
+            f.hub, hub_job("elsewhere", cpu=2, runtime_h=2, deadline_h=3, namespace="research")
+        )
+        controller = await f.start_controller()
+        await f.step(0)
+        ok = await f.get(f.hub, "Job", "ok", "batch", "batch/v1")
+        ok_spoke = f.spokes[ok["metadata"]["annotations"][PLACED_CLUSTER]]
+        assert [
+            j["metadata"]["name"] for j in await f.list(ok_spoke, "Job", "batch", "batch/v1")
+        ] == ["ok"]
+        refused = [e for e in controller.events if e.what == "copy-refused"]
+        assert refused
+        assert all("carbonshift-spoke-jobs" in e.detail for e in refused), refused
+        assert all(e.key.endswith("/research/elsewhere") for e in refused)
+        for spoke in f.spokes.values():
+            namespaces = {n["metadata"]["name"] for n in await f.list(spoke, "Namespace")}
+            assert "research" not in namespaces
+        elsewhere = await f.get(f.hub, "Job", "elsewhere", "research", "batch/v1")
+        assert PLACED_CLUSTER in elsewhere["metadata"]["annotations"]
+        assert not [e for e in controller.events if e.what == "recalled"]

@@ -840,10 +840,7 @@ def _plot_heat_map(exp: Experiment, path: Path) -> Path:
     ax.scatter([best[1]], [best[0]], marker="*", s=200, color="white", edgecolors="black")
     fig.colorbar(image, ax=ax, label="g CO2e (operational + embodied)")
     ax.set_title("One request (2 CPU, 4 GiB, 4 h): emissions by node and start slot")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 REPRODUCTIONS: dict[str, Callable[..., Reproduction]] = {

@@ -538,7 +538,9 @@ class HubController:
             await spoke.api.delete(path)
             self._event(now, w.key, "removed-stale-copy", spoke.spec.name, uid=w.uid)
             return None
-        with contextlib.suppress(ConflictError):
+        # 409: it exists; 403: the identity may not create namespaces (spoke-rbac.yaml makes
+        # that optional), so the operator creates them: try the Job either way
+        with contextlib.suppress(ConflictError, ForbiddenError):
             await spoke.api.create(
                 "/api/v1/namespaces",
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": meta["namespace"]}},
@@ -549,6 +551,18 @@ class HubController:
             )
         except ConflictError:  # created meanwhile (another hub replica): adopt next time
             self.counters.adopted += 1
+            return None
+        except (ForbiddenError, NotFoundError) as exc:
+            # a misconfigured spoke, not an outage: say what to grant, keep the work placed
+            self.counters.errors += 1
+            fix = (
+                f"create namespace {meta['namespace']!r} there and bind ClusterRole "
+                "carbonshift-spoke-jobs in it with a RoleBinding (deploy/hub/spoke-rbac.yaml)"
+            )
+            self._event(now, w.key, "copy-refused", spoke.spec.name, f"{exc}; {fix}", uid=w.uid)
+            _LOG.warning(
+                "spoke %s refused the copy of %s (%s): %s", spoke.spec.name, w.key, exc, fix
+            )
             return None
         self.counters.spoke_creates += 1
         self._event(now, w.key, "created-in-spoke", spoke.spec.name, uid=w.uid)
