@@ -83,8 +83,20 @@ async def _write_status(api: FakeApi, old: Obj, new: Obj) -> None:
             raise
 
 
+def _schedulable(pod: Obj) -> bool:
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    return (
+        not spec.get("nodeName")
+        and not spec.get("schedulingGates")
+        and not pod["metadata"].get("deletionTimestamp")
+        and status.get("phase", "Pending") == "Pending"
+    )
+
+
 async def schedule(api: FakeApi) -> None:
     pod_rt, node_rt = api.kind("Pod"), api.kind("Node")
+    if not any(_schedulable(p) for p in api.store.items(pod_rt)):
+        return  # nothing to bind: skip counting every bound Pod's requests
     nodes = [api.get(node_rt, "", n["metadata"]["name"]) for n in api.store.items(node_rt)]
     used: dict[str, dict[str, Decimal]] = {
         n["metadata"]["name"]: {r: Decimal(0) for r in _RESOURCES} for n in nodes
