@@ -16,6 +16,7 @@ from carbonshift.k8s.reconciler import (
     PLANNED_START,
     REASON,
     STATE,
+    _data_used,
     _worth_writing,
 )
 
@@ -64,3 +65,34 @@ def test_a_workload_never_annotated_is_written() -> None:
 def test_missing_estimates_are_written() -> None:
     current = {k: v for k, v in WRITTEN.items() if k != EST_PLANNED}
     assert _worth_writing(current, WRITTEN) is True
+
+
+REPLAYED = " [plan used embedded data replayed from 2023-06-01 .. 2023-06-02]"
+DATA_CASES = [
+    ("fresh data both times", "waiting (120 g/kWh)", "waiting (118 g/kWh)", False),
+    ("the plan turns to replayed data", "waiting", "waiting" + REPLAYED, True),
+    ("back to fresh data", "waiting" + REPLAYED, "waiting", True),
+    (
+        "replayed both times, other dates",
+        "a" + REPLAYED,
+        "b" + REPLAYED.replace("02]", "03]"),
+        False,
+    ),
+    (
+        "replayed, then stale",
+        "a" + REPLAYED,
+        "a [plan used stale electricitymaps data, 7.0 h old]",
+        True,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "want_event"),
+    [(b, a, w) for _, b, a, w in DATA_CASES],
+    ids=[i for i, _, _, _ in DATA_CASES],
+)
+def test_a_change_of_the_data_the_plan_used_is_an_event(
+    before: str, after: str, want_event: bool
+) -> None:
+    assert (_data_used(before) != _data_used(after)) is want_event

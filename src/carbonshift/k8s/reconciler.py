@@ -125,6 +125,16 @@ _NUMBERS = re.compile(r"-?\d+(?:\.\d+)?")
 _KEPT_NOTE = "; kept its planned start"
 
 
+def _data_used(reason: str) -> str:
+    """The reason's note on degraded data (planner.data_note: "[plan used ...]"), without its
+    numbers; "" when the plan used fresh data. A change is worth a new Event."""
+    start = reason.find("[plan used ")
+    if start < 0:
+        return ""
+    end = reason.find("]", start)
+    return _NUMBERS.sub("#", reason[start : end + 1 if end >= 0 else len(reason)])
+
+
 def _reason_shape(reason: str) -> str:
     """A reason without its numbers and without the hysteresis note (planning/hold.py), which
     comes and goes as re-plans tie with the kept start: what a change of wording means."""
@@ -749,8 +759,9 @@ class Controller:
         if not _worth_writing(current, wanted):
             return
         changed_start = current.get(PLANNED_START) != wanted[PLANNED_START]
+        changed_data = _data_used(current.get(REASON, "")) != _data_used(wanted[REASON])
         await self._annotate(obj, wanted)
-        if changed_start:
+        if changed_start or changed_data:
             await self._event(
                 obj,
                 "Held",
