@@ -260,6 +260,18 @@ def srr(
     )
 
 
+def _chosen_starts(problem: StartProblem, values: FloatArray) -> dict[int, tuple[int, int]]:
+    """Job -> (cluster, start slot) of the MILP's chosen start columns (value > 0.5)."""
+    picked = np.flatnonzero(values[: len(problem.starts)] > 0.5)
+    return {
+        int(problem.starts.job[col]): (
+            int(problem.starts.cluster[col]),
+            int(problem.starts.start_slot[col]),
+        )
+        for col in picked
+    }
+
+
 def exact(
     instance: Instance,
     context: PlanContext | None = None,
@@ -310,15 +322,7 @@ def _exact_gru(
     solution = solve(lp, SolveOptions(integer=True, time_limit_s=time_limit_s, mip_gap=mip_gap))
     if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return _no_solution(instance, "exact", began, solution)
-    n_x = len(problem.starts)
-    picked = np.flatnonzero(solution.values[:n_x] > 0.5)
-    chosen = {
-        int(problem.starts.job[col]): (
-            int(problem.starts.cluster[col]),
-            int(problem.starts.start_slot[col]),
-        )
-        for col in picked
-    }
+    chosen = _chosen_starts(problem, solution.values)
     notes: dict[int, str] = {}
     for i in range(problem.arrays.n_jobs):
         if i in chosen:
@@ -333,7 +337,7 @@ def _exact_gru(
             )
     if late_fallback:
         ledger = CapacityLedger(problem.arrays)
-        _reserve_future(ledger, problem, solution.values[n_x:])
+        _reserve_future(ledger, problem, solution.values[len(problem.starts) :])
         for i, (c, s) in chosen.items():
             ledger.place(i, c, s)
         _overdue_fallback(problem, ledger, chosen, notes, "exact")
@@ -398,15 +402,7 @@ def _exact_grams(
         solution = solve(program, options)
         if solution.status not in _USABLE:
             return _no_solution(instance, "exact", began, solution)
-    n_x = len(problem.starts)
-    picked = np.flatnonzero(solution.values[:n_x] > 0.5)
-    chosen = {
-        int(problem.starts.job[col]): (
-            int(problem.starts.cluster[col]),
-            int(problem.starts.start_slot[col]),
-        )
-        for col in picked
-    }
+    chosen = _chosen_starts(problem, solution.values)
     ends = {i: s + int(arrays.runtime_slots[i]) for i, (_, s) in chosen.items()}
     lateness = sum(max(0, e - int(arrays.deadline_slot[i])) for i, e in ends.items())
     if problem is not on_time:
