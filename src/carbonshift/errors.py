@@ -51,3 +51,7 @@ class PermanentError(CarbonshiftError):
 
 class SolverError(CarbonshiftError):
     """The solver failed for a reason other than an infeasible or unbounded model."""
+
+
+class SolverMemoryError(SolverError):
+    """The solver ran out of memory (HiGHS: model status 'Memory limit reached')."""

@@ -29,6 +29,7 @@ from carbonshift.errors import (
     InputError,
     PermanentError,
     SolverError,
+    SolverMemoryError,
     TemporaryError,
 )
 from carbonshift.planning.registry import operator_policy_modules
@@ -104,7 +105,7 @@ def _solve_child(
         body["feasible"] = not check_feasibility(instance, result.plan)
         body["stats"] = {k: float(v) for k, v in result.stats.items()}
         conn.send(("ok", null_if_undefined(body)))
-    except MemoryError:
+    except (MemoryError, SolverMemoryError):  # Python's or HiGHS's allocation failed
         conn.send(("memory", ""))
     except InputError as exc:
         conn.send(("input", str(exc)))
@@ -252,7 +253,8 @@ def _unpack(outcome: tuple[Any, ...], policy: str, memory_mb: int | None) -> dic
         # a C++ allocation failure (HiGHS) ends the worker instead of raising MemoryError
         how = "needed more than" if kind == "memory" else f"ended ({outcome[1]}), most likely past"
         raise SolveMemoryError(
-            f"the {policy} solve {how} this server's memory cap of {memory_mb} MiB per request "
+            f"the {policy} solve {how} this server's memory "
+            f"{f'cap of {memory_mb} MiB' if memory_mb else 'limit'} per request "
             "and was stopped; send fewer jobs or clusters, a shorter horizon, or a cheaper "
             "policy (asap, fluidos)"
         )

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
-from carbonshift.errors import InputError, SolverError
+from carbonshift.errors import InputError, SolverError, SolverMemoryError
 from carbonshift.planning.problem import LinearProgram
 from carbonshift.planning.types import SolveStatus
 
@@ -295,6 +295,11 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     if status is None:
         if model_status == highspy.HighsModelStatus.kModelEmpty:
             return Solution(SolveStatus.OPTIMAL, np.zeros(n_col), 0.0, 0.0, 0.0, seconds)
+        if model_status == highspy.HighsModelStatus.kMemoryLimit:
+            raise SolverMemoryError(
+                f"HiGHS ran out of memory on a model of {n_col} columns; give the process "
+                "more memory or plan fewer jobs at once"
+            )
         raise SolverError(
             f"HiGHS failed with model status {highs.modelStatusToString(model_status)!r} on a "
             f"model of {n_col} columns; retry with another method or report it"
