@@ -183,9 +183,7 @@ async def _run(pods: int, periods: int, policy: str, nodes: int) -> dict[str, An
         task = asyncio.create_task(controller.run())
         await _until_idle(controller)
         _progress("controller started")
-        rows.append(
-            _row("start (list + first pass)", controller, counting, cpu0, wall0, wall0, None)
-        )
+        rows.append(_row("start (list + first pass)", controller, counting, cpu0, wall0, 0))
         for period in range(1, periods + 1):
             counting.by_verb.clear()
             PASS_S.clear()
@@ -199,7 +197,7 @@ async def _run(pods: int, periods: int, policy: str, nodes: int) -> dict[str, An
             await _until_idle(controller)
             _progress(f"period {period} done")
             rows.append(
-                _row(f"period {period}", controller, counting, cpu0, wall0, None, released_before)
+                _row(f"period {period}", controller, counting, cpu0, wall0, released_before)
             )
         why = Counter(a.why for a in controller.actions)
         _progress(f"actions by why: {dict(why.most_common(5))}")
@@ -228,11 +226,10 @@ def _row(
     counting: Counting,
     cpu0: float,
     wall0: float,
-    _unused: float | None,
-    released_before: int | None,
+    released_before: int,
 ) -> dict[str, Any]:
     releases = [a for a in controller.actions if a.verb == "release"]
-    new = releases[released_before or 0 :] if released_before is not None else releases
+    new = releases[released_before:]
     return {
         "name": name,
         "cpu_s": round(time.process_time() - cpu0, 2),

@@ -38,48 +38,32 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
 
-from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.signal import resample
 from carbonshift.domain import Cluster, ClusterName, Instance, TimeGrid, score_plan
 from carbonshift.planning import run_policy
-from carbonshift.sim.engine import SimCluster, SimConfig
 from carbonshift.sim.experiment import Experiment, prepare, simulate_policy
 from carbonshift.sim.outputs import run_metrics
-from carbonshift.workloads import generate
+from carbonshift.sim.reproduce import CASPIAN_START, caspian_setting
 from carbonshift.workloads.convert import to_planning_jobs
 
-#: Caspian's spokes (zone, W per GPU); JP-TK stands in for JP-KN, which the data lacks.
-SPOKES = (("CA-ON", 200.0), ("JP-TK", 100.0), ("DE", 200.0))
-START = datetime(2023, 11, 14, tzinfo=UTC)
+START = CASPIAN_START
 SLOT_MINUTES = 60
 NOISE_MAE_G_PER_KWH = (25.0, 75.0)
 
 
 def experiment(seed: int, n_jobs: int, policy: str) -> Experiment:
-    clusters = tuple(
-        SimCluster(
-            name=f"spoke-{zone}",
-            zone=zone,
-            capacity={"gpu": 32.0},
-            watts_per_unit={"gpu": watts},
-            actual=load_series(zone),
-        )
-        for zone, watts in SPOKES
-    )
-    return Experiment(
-        config=SimConfig(
-            start=START, hours=24, slot_minutes=SLOT_MINUTES, horizon_slots=24, max_drain_hours=72
-        ),
-        clusters=clusters,
-        workload=generate("caspian", {"n_jobs": n_jobs}, seed=seed),
+    """Caspian's setting (sim.reproduce.caspian_setting), ``policy`` against asap."""
+    return replace(
+        caspian_setting(seed, n_jobs=n_jobs, max_drain_hours=72),
         policy=policy,
-        forecast="oracle",
-        seed=seed,
+        baseline="asap",
+        baseline_params={},
+        title="carbonshift simulation",
     )
 
 

@@ -41,7 +41,14 @@ from carbonshift.workloads.generators import generate
 from carbonshift.workloads.model import Workload
 from carbonshift.workloads.readers import read_workload
 
-__all__ = ["DEFAULT_POLICY", "REPRODUCTIONS", "Reproduction", "reproduce"]
+__all__ = [
+    "CASPIAN_START",
+    "DEFAULT_POLICY",
+    "REPRODUCTIONS",
+    "Reproduction",
+    "caspian_setting",
+    "reproduce",
+]
 
 #: carbonshift's default policy, run beside each paper's own (caspian, cjps, fluidos) on the
 #: same input, as an extra row or columns; the papers' figures keep their own policies.
@@ -71,7 +78,7 @@ _CASPIAN_PAPER: dict[float, dict[str, float]] = {
     2.0: {"saving_pct": 42.4},
 }
 _CASPIAN_SPOKES = (("CA-ON", 200.0), ("JP-TK", 100.0), ("DE", 200.0))
-_CASPIAN_START = datetime(2023, 11, 14, tzinfo=UTC)
+CASPIAN_START = datetime(2023, 11, 14, tzinfo=UTC)
 
 
 class _Steps:
@@ -111,7 +118,12 @@ class _Steps:
             self._step(self._done, self._total, "done")
 
 
-def _caspian_experiment(seed: int) -> Experiment:
+def caspian_setting(
+    seed: int, *, n_jobs: int | None = None, max_drain_hours: float = 168.0
+) -> Experiment:
+    """Caspian's setting: its three spokes (32 GPUs each) on 2023-11-14, a day of its job
+    family (``n_jobs`` overrides the family's count), oracle forecasts, planned by ``caspian``
+    against ``caspian`` with omega1 = 0; other studies ``dataclasses.replace`` the policies."""
     clusters = tuple(
         SimCluster(
             name=f"spoke-{zone}",
@@ -122,12 +134,17 @@ def _caspian_experiment(seed: int) -> Experiment:
         )
         for zone, watts in _CASPIAN_SPOKES
     )
+    params = None if n_jobs is None else {"n_jobs": n_jobs}
     return Experiment(
         config=SimConfig(
-            start=_CASPIAN_START, hours=24, slot_minutes=60, horizon_slots=24, max_drain_hours=168
+            start=CASPIAN_START,
+            hours=24,
+            slot_minutes=60,
+            horizon_slots=24,
+            max_drain_hours=max_drain_hours,
         ),
         clusters=clusters,
-        workload=generate("caspian", seed=seed),
+        workload=generate("caspian", params, seed=seed),
         policy="caspian",
         baseline="caspian",
         baseline_params={"omega1": 0.0},
@@ -169,7 +186,7 @@ def reproduce_caspian(out_dir: Path, *, quick: bool, step: StepFn | None = None)
     ours: list[dict[str, Any]] = []  # the default policy beside the paper's
     baseline_rows: list[dict[str, Any]] = []
     for seed in seeds:
-        exp = _caspian_experiment(seed)
+        exp = caspian_setting(seed)
         prepared = prepare(exp)
         base_runs = {}
         for name, params in (("caspian", {"omega1": 0.0}), ("asap", {})):
