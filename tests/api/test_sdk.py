@@ -22,6 +22,7 @@ from carbonshift.api import create_app
 from carbonshift.api.regions import BUILT_IN, RegionTable, check_zone_id
 from carbonshift.api.sdk import rolling_means
 from carbonshift.carbon.providers import ChainSet, EmbeddedReplay, FallbackChain, ManualClock
+from carbonshift.carbon.quality import OutlierAction
 from carbonshift.carbon.series import CiKind
 from carbonshift.carbon.zones import zone_catalogue
 from carbonshift.errors import InputError
@@ -704,3 +705,50 @@ def test_windows_over_a_gap_in_the_data_are_left_out() -> None:
     hours = [parse(p["timestamp"]).hour for p in forecast["forecastData"]]
     assert hours == [14, 17]  # 15:00 and 16:00 windows hold the missing hour
     assert [p["value"] for p in forecast["optimalDataPoints"]] == [150.0]
+
+
+def _glitch_app(outliers: str) -> Any:
+    """The embedded data, screened as ``CARBONSHIFT_OUTLIERS=<outliers>`` says, a day after the
+    known GB glitch (2023-06-07 10:00-11:00, 9 g/kWh between 149 and 77)."""
+    chain = FallbackChain(
+        CiKind.DIRECT, [], floor=EmbeddedReplay(), outliers=OutlierAction(outliers)
+    )
+    chains = ChainSet(chains={CiKind.DIRECT: chain}, providers={})
+    return create_app(chains, clock=ManualClock(datetime(2023, 6, 8, tzinfo=UTC)))
+
+
+GLITCH_RANGE = {"location": "GB", "time": "2023-06-07T00:00Z", "toTime": "2023-06-07T23:00Z"}
+
+
+@pytest.mark.parametrize(
+    ("outliers", "want_suspect_hours"),
+    [
+        pytest.param("flag", [10, 11], id="flag-lists-the-two-points-with-the-values-given"),
+        pytest.param("interpolate", [10, 11], id="interpolate-lists-them-too"),
+        pytest.param("keep", [], id="keep-screens-nothing"),
+    ],
+)
+def test_answers_name_their_suspect_points(outliers: str, want_suspect_hours: list[int]) -> None:
+    with TestClient(_glitch_app(outliers), raise_server_exceptions=False) as client:
+        points = client.get("/emissions/bylocations", params=GLITCH_RANGE).json()
+        average = client.get(
+            "/emissions/average-carbon-intensity",
+            params={
+                "location": "GB",
+                "startTime": GLITCH_RANGE["time"],
+                "endTime": GLITCH_RANGE["toTime"],
+            },
+        ).json()
+    assert {p["outliers"] for p in points} == {outliers}
+    flagged = {parse(p["time"]).hour: p for p in points if p["suspect"]}
+    assert sorted(flagged) == want_suspect_hours
+    for hour, point in flagged.items():
+        (own,) = point["suspect"]  # a data point lists only itself
+        assert parse(own["timestamp"]).hour == hour
+        assert own["value"] < 30  # the value as the source gave it
+        if outliers == "flag":
+            assert point["rating"] == own["value"]
+        else:  # replaced from the neighbours (149 before, 77 after)
+            assert 70 < point["rating"] < 160
+    assert average["outliers"] == outliers
+    assert sorted(parse(p["timestamp"]).hour for p in average["suspect"]) == want_suspect_hours

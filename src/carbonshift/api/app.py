@@ -467,6 +467,8 @@ def create_app(
             "fallback": [
                 f"{a.source}: {a.detail}" for a in answer.attempts if a.outcome == "error"
             ],
+            "outliers": answer.outliers,
+            "suspect": [{"timestamp": at, "value": value} for at, value in answer.suspect],
         }
 
     install_sdk(

@@ -3,7 +3,8 @@
 
 Carbon Aware SDK fields keep their camelCase names (``dataStartAt``, ``optimalDataPoints``);
 the extensions every answer carries (``kind``, ``unit``, ``source``, ``staleSince``,
-``staleAgeSeconds``, ``replayed``, ``fallback``) are extra fields SDK clients ignore.
+``staleAgeSeconds``, ``replayed``, ``fallback``, ``outliers``, ``suspect``) are extra fields SDK
+clients ignore.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Annotated
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from carbonshift.carbon.providers.zones import ZONE_PATTERN
+from carbonshift.carbon.quality import OutlierAction
 from carbonshift.carbon.series import CiKind
 from carbonshift.formats import whole_number
 
@@ -26,6 +28,7 @@ __all__ = [
     "Problem",
     "Provenance",
     "RunOption",
+    "SuspectPoint",
 ]
 
 
@@ -40,8 +43,15 @@ class Problem(BaseModel):
     )
 
 
+class SuspectPoint(BaseModel):
+    """A point the outlier rule found implausible (docs/providers.md, "Implausible points")."""
+
+    timestamp: datetime = Field(description="start of the data point")
+    value: float = Field(description="the value as the source gave it, in the answer's unit")
+
+
 class Provenance(BaseModel):
-    """Where an answer came from and how old its data are."""
+    """Where an answer came from, how old its data are and which of its points are suspect."""
 
     kind: CiKind = Field(description="signal kind: direct, lca, marginal or index")
     unit: str = Field(description="unit of every value, e.g. gCO2eq/kWh")
@@ -53,6 +63,17 @@ class Provenance(BaseModel):
     replayed: bool = Field(False, description="values replayed from earlier weeks")
     fallback: list[str] = Field(
         default_factory=list, description="sources that failed before this one, with reasons"
+    )
+    outliers: OutlierAction = Field(
+        OutlierAction.KEEP,
+        description="what the server did with implausible points: keep (not screened), flag "
+        "(listed in suspect, values as given) or interpolate (listed in suspect, values replaced "
+        "from their neighbours)",
+    )
+    suspect: list[SuspectPoint] = Field(
+        default_factory=list,
+        description="the answer's points the outlier rule found implausible, with the values "
+        "the source gave",
     )
 
 

@@ -23,8 +23,8 @@ Semantics follow the SDK's ``CarbonAwareController``, ``EmissionsHandler``/
 Bad input answers 400 with the SDK's ``ValidationProblemDetails`` shape (``type``, ``title``,
 ``status``, ``detail``, ``errors: {field: [messages]}``); outages keep the app's 503 with
 ``Retry-After``. Every answer also carries carbonshift's provenance fields (``kind``,
-``unit``, ``source``, ``staleSince``, ``replayed``, ``fallback``) and ``zone``, which SDK
-clients ignore.
+``unit``, ``source``, ``staleSince``, ``replayed``, ``fallback``, ``outliers``, ``suspect``) and
+``zone``, which SDK clients ignore; an emissions data point's ``suspect`` lists only itself.
 
 The module also serves Swagger UI and ReDoc from the package (``/docs``, ``/redoc``): no CDN.
 """
@@ -368,10 +368,13 @@ class _Sdk:
 
     def _points(self, name: str, zone: str, answer: Answer) -> list[dict[str, Any]]:
         provenance = self.ctx.provenance(answer)
+        suspect = {point["timestamp"]: point for point in provenance.get("suspect", [])}
         window = answer.window
         return [
             {
                 **provenance,
+                # each data point lists only itself, if suspect
+                "suspect": [suspect[moment]] if moment in suspect else [],
                 "location": name,
                 "zone": zone,
                 "time": moment,
