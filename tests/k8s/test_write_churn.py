@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from carbonshift.k8s.planner import data_used
 from carbonshift.k8s.reconciler import (
     EST_NOW,
     EST_PLANNED,
@@ -16,7 +17,6 @@ from carbonshift.k8s.reconciler import (
     PLANNED_START,
     REASON,
     STATE,
-    _data_used,
     _worth_writing,
 )
 
@@ -95,4 +95,4 @@ DATA_CASES = [
 def test_a_change_of_the_data_the_plan_used_is_an_event(
     before: str, after: str, want_event: bool
 ) -> None:
-    assert (_data_used(before) != _data_used(after)) is want_event
+    assert (data_used(before) != data_used(after)) is want_event

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -48,9 +49,11 @@ __all__ = [
     "build_snapshot",
     "check_source",
     "data_note",
+    "data_used",
     "estimate_g",
     "horizon_slots",
     "plan_round",
+    "reason_shape",
     "slot_floor",
 ]
 
@@ -110,6 +113,28 @@ def data_note(forecast: Forecast) -> str:
     elif not forecast.fallback:
         parts.append(f"{fresh.source} data after a fall-back")
     return f" [plan used {', '.join(parts)}]"
+
+
+_NUMBERS = re.compile(r"-?\d+(?:\.\d+)?")
+_KEPT_NOTE = "; kept its planned start"
+
+
+def data_used(reason: str) -> str:
+    """The reason's note on degraded data (:func:`data_note`: "[plan used ...]"), without its
+    numbers; "" when the plan used fresh data. A change is worth a new Event."""
+    start = reason.find("[plan used ")
+    if start < 0:
+        return ""
+    end = reason.find("]", start)
+    return _NUMBERS.sub("#", reason[start : end + 1 if end >= 0 else len(reason)])
+
+
+def reason_shape(reason: str) -> str:
+    """A reason without its numbers and without the hysteresis note (planning/hold.py), which
+    comes and goes as re-plans tie with the kept start: what a change of wording means. The
+    numbers follow the forecast and "now" every pass; rewriting them would cost a write per
+    held workload per period (bench/controller.md)."""
+    return _NUMBERS.sub("#", reason.split(_KEPT_NOTE, 1)[0])
 
 
 class CarbonSource:

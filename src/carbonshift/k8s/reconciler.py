@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -62,7 +61,9 @@ from carbonshift.k8s.planner import (
     Round,
     RunningWork,
     carbon_source_for,
+    data_used,
     plan_round,
+    reason_shape,
     slot_floor,
 )
 from carbonshift.units import format_utc
@@ -121,26 +122,6 @@ def _state_label(annotations: Mapping[str, str]) -> Obj:
     return {"labels": {STATE: annotations[STATE]}} if STATE in annotations else {}
 
 
-_NUMBERS = re.compile(r"-?\d+(?:\.\d+)?")
-_KEPT_NOTE = "; kept its planned start"
-
-
-def _data_used(reason: str) -> str:
-    """The reason's note on degraded data (planner.data_note: "[plan used ...]"), without its
-    numbers; "" when the plan used fresh data. A change is worth a new Event."""
-    start = reason.find("[plan used ")
-    if start < 0:
-        return ""
-    end = reason.find("]", start)
-    return _NUMBERS.sub("#", reason[start : end + 1 if end >= 0 else len(reason)])
-
-
-def _reason_shape(reason: str) -> str:
-    """A reason without its numbers and without the hysteresis note (planning/hold.py), which
-    comes and goes as re-plans tie with the kept start: what a change of wording means."""
-    return _NUMBERS.sub("#", reason.split(_KEPT_NOTE, 1)[0])
-
-
 def _worth_writing(current: Mapping[str, str], wanted: Mapping[str, str]) -> bool:
     """Whether a held workload's annotations need a write this pass.
 
@@ -155,7 +136,7 @@ def _worth_writing(current: Mapping[str, str], wanted: Mapping[str, str]) -> boo
     for key in (STATE, PLANNED_START, LATEST_START, EST_ARRIVAL):
         if key in wanted and current.get(key) != wanted[key]:
             return True
-    if _reason_shape(current.get(REASON, "")) != _reason_shape(wanted.get(REASON, "")):
+    if reason_shape(current.get(REASON, "")) != reason_shape(wanted.get(REASON, "")):
         return True
     return any(key not in current for key in (EST_NOW, EST_PLANNED))
 
@@ -759,7 +740,7 @@ class Controller:
         if not _worth_writing(current, wanted):
             return
         changed_start = current.get(PLANNED_START) != wanted[PLANNED_START]
-        changed_data = _data_used(current.get(REASON, "")) != _data_used(wanted[REASON])
+        changed_data = data_used(current.get(REASON, "")) != data_used(wanted[REASON])
         await self._annotate(obj, wanted)
         if changed_start or changed_data:
             await self._event(

@@ -90,10 +90,16 @@ from carbonshift.k8s.multicluster.workloads import (
 )
 from carbonshift.k8s.nodes import fits_a_node, usable_allocatables
 from carbonshift.k8s.owned import owned_fields
-from carbonshift.k8s.planner import CarbonSource, carbon_source_for, slot_floor
+from carbonshift.k8s.planner import (
+    CarbonSource,
+    carbon_source_for,
+    data_used,
+    reason_shape,
+    slot_floor,
+)
 from carbonshift.units import parse_utc
 
-__all__ = ["MAX_EVENTS", "Connector", "HubController", "HubEvent"]
+__all__ = ["MAX_EVENTS", "Connector", "HubController", "HubEvent", "held_change"]
 
 _LOG = logging.getLogger("carbonshift.k8s.hub")
 MAX_EVENTS = 10_000
@@ -869,10 +875,10 @@ class HubController:
             REASON: d.reason,
         }
         labels = w.obj["metadata"].get("labels") or {}
-        if any(w.annotations.get(k) != v for k, v in want.items()) or (
-            labels.get(STATE_LABEL) != "held"
-        ):
+        write, tell = held_change(w.annotations, labels.get(STATE_LABEL) == "held", want)
+        if write:
             w = _with_obj(w, await self._annotate(w, want))
+        if tell:
             self._event(now, w.key, "planned", d.cluster or "", d.reason, w.uid)
         if w.kind == "Job" and not (w.obj.get("spec") or {}).get("suspend"):
             meta = w.obj["metadata"]
@@ -1185,6 +1191,25 @@ class HubController:
                 self.counters.errors += 1
                 _LOG.exception("reconcile failed")
             await self.clock.sleep_until(self.clock.now() + timedelta(seconds=resync_s))
+
+
+def held_change(
+    current: Mapping[str, str], labelled_held: bool, want: Mapping[str, str]
+) -> tuple[bool, bool]:
+    """(write the annotations, tell with a CarbonPlanned Event) for a held hub workload.
+
+    As in the one-cluster controller: the planned cluster and start are written and told
+    whenever they change; the reason is written when its wording changes (not its numbers,
+    which follow the forecast every pass) and told when the data the plan used turn replayed,
+    stale or fall-back, or back (issue 15).
+    """
+    reason_now, reason_wanted = current.get(REASON, ""), want[REASON]
+    moved = not labelled_held or any(
+        current.get(key) != want[key] for key in (PLANNED_CLUSTER, PLANNED_START)
+    )
+    reworded = reason_shape(reason_now) != reason_shape(reason_wanted)
+    data_changed = data_used(reason_now) != data_used(reason_wanted)
+    return moved or reworded or data_changed, moved or data_changed
 
 
 def _name_of(obj: Obj) -> str:
