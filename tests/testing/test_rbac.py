@@ -179,3 +179,68 @@ def test_impersonation_needs_the_impersonate_verb(fakekube: FakeKube) -> None:
         f'users "kubernetes-admin" is forbidden: User "{SA}" cannot impersonate resource '
         '"users" in API group "" at the cluster scope'
     )
+
+
+TOKEN_PATH = "/api/v1/namespaces/team/serviceaccounts/{name}/token"
+TOKEN_CASES = [
+    pytest.param("bot", {}, 201, "", id="default-an-hour"),
+    pytest.param("bot", {"expirationSeconds": 600}, 201, "", id="ten-minutes-is-the-least"),
+    pytest.param(
+        "bot",
+        {"expirationSeconds": 599},
+        422,
+        'TokenRequest.authentication.k8s.io "bot" is invalid: spec.expirationSeconds: Invalid '
+        "value: 599: may not specify a duration less than 10 minutes",
+        id="under-ten-minutes",
+    ),
+    pytest.param(
+        "bot",
+        {"expirationSeconds": (1 << 32) + 1},
+        422,
+        "may not specify a duration larger than 2^32 seconds",
+        id="over-two-to-the-32-seconds",
+    ),
+    pytest.param(
+        "ghost", {}, 404, 'serviceaccounts "ghost" not found', id="no-such-service-account"
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "spec", "want_code", "want_message"), TOKEN_CASES)
+def test_token_requests_are_answered_and_checked_as_the_api_server_does(
+    fakekube: FakeKube, name: str, spec: Obj, want_code: int, want_message: str
+) -> None:
+    """``kubectl create token`` posts a TokenRequest; the token it gets authenticates as the
+    ServiceAccount and is held to its roles."""
+    _setup(fakekube)
+    admin = {"Authorization": f"Bearer {fakekube.admin_token}"}
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+    with httpx.Client(base_url=fakekube.base_url, timeout=10) as client:
+        answer = client.post(TOKEN_PATH.format(name=name), json=body, headers=admin)
+        assert answer.status_code == want_code, answer.text
+        if want_message:
+            assert want_message in answer.json()["message"]
+            return
+        got = answer.json()
+        assert got["kind"] == "TokenRequest"
+        assert got["spec"]["expirationSeconds"] == spec.get("expirationSeconds", 3600)
+        bearer = {"Authorization": f"Bearer {got['status']['token']}"}
+        assert client.get("/api/v1/nodes", headers=bearer).status_code == 200
+        denied = client.get("/api/v1/pods", headers=bearer)
+        assert denied.status_code == 403
+        assert f'User "{SA}"' in denied.json()["message"]
+
+
+def test_a_token_request_needs_create_on_serviceaccounts_token(fakekube: FakeKube) -> None:
+    token = _setup(fakekube)  # the bot may not mint tokens, not even its own
+    with httpx.Client(base_url=fakekube.base_url, timeout=10) as client:
+        answer = client.post(
+            TOKEN_PATH.format(name="bot"),
+            json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+    assert answer.status_code == 403
+    assert answer.json()["message"] == (
+        f'serviceaccounts "bot" is forbidden: User "{SA}" cannot create resource '
+        '"serviceaccounts/token" in API group "" in the namespace "team"'
+    )

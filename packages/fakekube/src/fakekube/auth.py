@@ -28,13 +28,15 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from fakekube._errors import ApiError
+from fakekube._errors import ApiError, FieldError, invalid
+from fakekube.clock import format_time
 from fakekube.resources import Registry
 from fakekube.store import Store
 
-__all__ = ["ADMIN", "Authenticator", "Identity", "authorize", "forbidden"]
+__all__ = ["ADMIN", "Authenticator", "Identity", "authorize", "forbidden", "token_request"]
 
 Obj = dict[str, Any]
 MASTERS = "system:masters"
@@ -121,6 +123,71 @@ class Authenticator:
         if sa is None or not sa_exists(*sa):
             raise _unauthorized()
         return service_account_identity(*sa)
+
+
+#: ``authentication.k8s.io`` TokenRequest bounds (pkg/apis/authentication/validation) and
+#: the default expiry the API server fills in
+MIN_TOKEN_S = 600
+MAX_TOKEN_S = 1 << 32
+DEFAULT_TOKEN_S = 3600
+AUDIENCE = "https://kubernetes.default.svc.cluster.local"
+
+
+def token_request(
+    auth: Authenticator, namespace: str, name: str, body: Obj, now: datetime, *, dry_run: bool
+) -> Obj:
+    """``POST serviceaccounts/<name>/token`` (what ``kubectl create token`` sends): a
+    TokenRequest answered with a bearer token for ServiceAccount ``namespace/name``.
+
+    ``spec.expirationSeconds`` is checked as the API server does (10 minutes to 2^32 s,
+    default 3600) and echoed with ``status.expirationTimestamp``; the fake's tokens do not
+    expire, they stop working when the ServiceAccount is deleted (docs/fakekube.md)."""
+    if body.get("kind", "TokenRequest") != "TokenRequest":
+        raise ApiError.bad_request(
+            f"the body is a {body.get('kind')!r}; a TokenRequest (authentication.k8s.io/v1) "
+            "is expected"
+        )
+    given = body.get("spec")
+    spec: Obj = given if isinstance(given, dict) else {}
+    seconds = spec.get("expirationSeconds", DEFAULT_TOKEN_S)
+    errors: list[FieldError] = []
+    if not isinstance(seconds, int) or isinstance(seconds, bool):
+        raise ApiError.bad_request(
+            f"json: cannot unmarshal {type(seconds).__name__} into Go struct field "
+            "TokenRequestSpec.spec.expirationSeconds of type int64"
+        )
+    if seconds < MIN_TOKEN_S:
+        errors.append(
+            invalid(
+                "spec.expirationSeconds", seconds, "may not specify a duration less than 10 minutes"
+            )
+        )
+    if seconds > MAX_TOKEN_S:
+        errors.append(
+            invalid(
+                "spec.expirationSeconds",
+                seconds,
+                "may not specify a duration larger than 2^32 seconds",
+            )
+        )
+    if errors:
+        raise ApiError.invalid("authentication.k8s.io", "TokenRequest", name, errors)
+    audiences = spec.get("audiences") or [AUDIENCE]
+    token = "" if dry_run else auth.issue(namespace, name)
+    return {
+        "kind": "TokenRequest",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": None},
+        "spec": {
+            "audiences": list(audiences),
+            "expirationSeconds": seconds,
+            "boundObjectRef": spec.get("boundObjectRef"),
+        },
+        "status": {
+            "token": token,
+            "expirationTimestamp": format_time(now + timedelta(seconds=seconds)),
+        },
+    }
 
 
 def _unauthorized() -> ApiError:

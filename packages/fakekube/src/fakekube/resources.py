@@ -79,7 +79,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _rt("", "v1", "Secret", "secrets", True),
     _rt("", "v1", "Event", "events", True, ("ev",)),
     _rt("", "v1", "Service", "services", True, ("svc",), ("status",), categories=("all",)),
-    _rt("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",)),
+    _rt("", "v1", "ServiceAccount", "serviceaccounts", True, ("sa",), ("token",)),
     _rt("apps", "v1", "Deployment", "deployments", True, ("deploy",), ("status",), True, ("all",)),
     _rt("batch", "v1", "Job", "jobs", True, (), ("status",), True, ("all",)),
     _rt("coordination.k8s.io", "v1", "Lease", "leases", True),

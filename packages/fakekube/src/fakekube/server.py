@@ -26,7 +26,7 @@ from starlette.routing import Route
 from fakekube._errors import ApiError
 from fakekube._protobuf import decode_object
 from fakekube.api import PATCH_TYPES, check_patch_options
-from fakekube.auth import Identity, authorize, forbidden, impersonate
+from fakekube.auth import Identity, authorize, forbidden, impersonate, token_request
 from fakekube.auth import Request as AuthRequest
 from fakekube.cluster import FakeCluster
 from fakekube.faults import Fault
@@ -39,6 +39,8 @@ __all__ = ["build_app"]
 
 Obj = dict[str, Any]
 _NS_SUBRESOURCES = ("status", "finalize")
+#: subresources that only take a POST of another kind: (its group, its kind)
+_CREATE_ONLY = {"binding": ("", "Binding"), "token": ("authentication.k8s.io", "TokenRequest")}
 _MAX_WATCH_S = 1800.0
 
 
@@ -91,16 +93,12 @@ def _resource_list(cluster: FakeCluster, group: str, version: str) -> Obj:
             entry["categories"] = list(rt.categories)
         resources.append(entry)
         for sub in rt.subresources:
-            if sub == "binding":
-                resources.append(
-                    {
-                        "name": f"{rt.plural}/binding",
-                        "singularName": "",
-                        "namespaced": True,
-                        "kind": "Binding",
-                        "verbs": ["create"],
-                    }
-                )
+            if sub in _CREATE_ONLY:
+                sub_group, sub_kind = _CREATE_ONLY[sub]
+                entry = {"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": True}
+                if sub_group:  # another group's kind is named with it, as the real list does
+                    entry |= {"group": sub_group, "version": "v1"}
+                resources.append(entry | {"kind": sub_kind, "verbs": ["create"]})
             else:
                 resources.append(
                     {
@@ -442,6 +440,19 @@ def build_app(cluster: FakeCluster) -> Starlette:
             return _json(
                 api.bind(namespace, target.name, await _body(request), dry_run=dry_run), 201
             )
+        if method == "POST" and target.sub == "token":
+            api.get(rt, namespace, target.name, version)  # 404 for a missing ServiceAccount
+            return _json(
+                token_request(
+                    cluster.auth,
+                    namespace,
+                    target.name,
+                    await _body(request),
+                    cluster.clock.now(),
+                    dry_run=dry_run,
+                ),
+                201,
+            )
         if method == "PUT":
             obj = await api.update(
                 rt,
@@ -507,7 +518,7 @@ def build_app(cluster: FakeCluster) -> Starlette:
         who = identity(request)
         sub = target.sub
         wanted = AuthRequest(
-            verb if sub != "binding" else "create",
+            verb if sub not in _CREATE_ONLY else "create",
             rt.group,
             rt.plural,
             sub,
