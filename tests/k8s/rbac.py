@@ -45,12 +45,23 @@ def install(
 
     ``spoke_secrets`` replaces the Secret names the hub may read (deploy/hub/rbac.yaml lists
     the example's), as an operator does for each spoke."""
-    for doc in [*rbac_documents(paths), *extra]:
-        if spoke_secrets is not None and doc["kind"] == "Role":
-            for rule in doc["rules"]:
-                if rule.get("resources") == ["secrets"]:
-                    rule["resourceNames"] = list(spoke_secrets)
+    for doc in with_spoke_secrets([*rbac_documents(paths), *extra], spoke_secrets):
         kube.create(doc)
+
+
+def with_spoke_secrets(
+    docs: list[dict[str, Any]], spoke_secrets: Iterable[str] | None
+) -> list[dict[str, Any]]:
+    """``docs`` with the Secret names the hub's Role may read replaced by ``spoke_secrets``
+    (None: as shipped)."""
+    if spoke_secrets is not None:
+        names = list(spoke_secrets)
+        for doc in docs:
+            if doc["kind"] == "Role":
+                for rule in doc["rules"]:
+                    if rule.get("resources") == ["secrets"]:
+                        rule["resourceNames"] = names
+    return docs
 
 
 def spoke_binding(namespace: str, name: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ ServiceAccount. The product under test never runs as the admin.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 import yaml
 
 from carbonshift.k8s.client import ApiKube, ConflictError
-from tests.k8s.rbac import NAMESPACE, rbac_documents
+from tests.k8s.rbac import NAMESPACE, rbac_documents, with_spoke_secrets
 
 Obj = dict[str, Any]
 FIELD_MANAGER = "carbonshift-e2e"
@@ -40,15 +41,22 @@ def object_path(doc: Obj) -> str:
     return f"{prefix}/{plural}/{meta['name']}"
 
 
-async def apply_shipped_rbac(admin: ApiKube, files: Iterable[Path]) -> list[str]:
-    """Apply the ServiceAccounts and RBAC objects of ``files`` as the admin; their paths."""
+async def apply_shipped_rbac(
+    admin: ApiKube,
+    files: Iterable[Path],
+    *,
+    extra: Iterable[Obj] = (),
+    spoke_secrets: Iterable[str] | None = None,
+) -> list[str]:
+    """Apply the ServiceAccounts and RBAC objects of ``files`` (and ``extra``) as the admin,
+    the hub Role reading ``spoke_secrets`` if given (tests/k8s/rbac.py); their paths."""
     with contextlib.suppress(ConflictError):  # there already: an installation, an earlier run
         await admin.create(
             "/api/v1/namespaces",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         )
     applied = []
-    for doc in rbac_documents(files):
+    for doc in with_spoke_secrets([*rbac_documents(files), *extra], spoke_secrets):
         path = object_path(doc)
         await admin.apply(path, doc, FIELD_MANAGER)
         applied.append(path)
@@ -59,7 +67,8 @@ async def service_account_kubeconfig(
     admin: ApiKube, admin_kubeconfig: Path, namespace: str, name: str, out: Path
 ) -> Path:
     """A kubeconfig at ``out`` for ServiceAccount ``namespace/name``: a token from the
-    TokenRequest API (an hour), the admin kubeconfig's current cluster (server and CA)."""
+    TokenRequest API (an hour), the admin kubeconfig's current cluster (server and CA, the
+    CA inlined), self-contained so that it can go into a hub's spoke Secret."""
     answer = await admin.create(
         f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
         {
@@ -74,9 +83,10 @@ async def service_account_kubeconfig(
     context = contexts[config["current-context"]]
     clusters = {c["name"]: c["cluster"] for c in config.get("clusters") or []}
     cluster = dict(clusters[context["cluster"]])
-    ca_file = cluster.get("certificate-authority")
-    if ca_file and not Path(ca_file).is_absolute():  # relative to the admin kubeconfig
-        cluster["certificate-authority"] = str(admin_kubeconfig.parent / ca_file)
+    ca_file = cluster.pop("certificate-authority", None)
+    if ca_file:  # inlined: the hub refuses file references in a spoke's kubeconfig
+        ca_path = admin_kubeconfig.parent / ca_file  # a relative path is the kubeconfig's
+        cluster["certificate-authority-data"] = base64.b64encode(ca_path.read_bytes()).decode()
     user = f"{namespace}-{name}"
     out.write_text(
         yaml.safe_dump(
