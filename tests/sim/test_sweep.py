@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from carbonshift.errors import InputError
-from carbonshift.sim.sweep import load_sweep, run_sweep, seed_stats
+from carbonshift.sim.sweep import load_sweep, parse_grid_items, run_sweep, seed_stats
 from tests.sim.test_simulate import write_scenario
 
 SWEEP = """
@@ -197,3 +197,29 @@ def test_hold_parameters_sweep_the_scenarios_hold_rule(tmp_path: Path) -> None:
     assert by_pct[100.0]["baseline_carbon_kg"] == by_pct[0.0]["baseline_carbon_kg"]
     assert by_pct[100.0]["carbon_saving_pct"] == pytest.approx(0.0, abs=1e-9)
     assert by_pct[0.0]["carbon_saving_pct"] > 0.0
+
+
+def test_param_items_set_a_grid_on_every_policy_over_the_file(tmp_path: Path) -> None:
+    """``sweep --param``: values typed as TOML (5 a whole number, 0.5 a number, text kept),
+    on every policy, replacing what the file gives for that key."""
+    grid = parse_grid_items(["omega1=0.5,2", "hold.min_saving_pct=0,50"])
+    assert grid == {"omega1": [0.5, 2], "hold.min_saving_pct": [0, 50]}
+    spec = load_sweep(write_sweep(tmp_path), policies=["caspian"], grid=grid)
+    assert sorted({r.label() for r in spec.runs}) == [
+        "caspian hold.min_saving_pct=0 omega1=0.5",
+        "caspian hold.min_saving_pct=0 omega1=2",
+        "caspian hold.min_saving_pct=50 omega1=0.5",
+        "caspian hold.min_saving_pct=50 omega1=2",
+    ]
+    assert set(spec.swept) == {"omega1", "hold.min_saving_pct"}
+
+
+@pytest.mark.parametrize("item", ["omega1", "=1,2", "omega1="])
+def test_a_param_item_without_key_or_values_is_named(item: str) -> None:
+    with pytest.raises(InputError, match=r"--param .* is not KEY=V1,V2"):
+        parse_grid_items([item])
+
+
+def test_a_swept_value_the_policy_refuses_is_named_before_any_run(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"hold\.min_saving_pct"):
+        load_sweep(write_sweep(tmp_path), grid=parse_grid_items(["hold.min_saving_pct=-5,200"]))

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from carbonshift.carbon.providers import Answer
+from carbonshift.domain.grams import grams_of
 from carbonshift.errors import InputError
 from carbonshift.units import format_utc
 
@@ -80,11 +81,9 @@ def run_costs(
     # weighted sums over each start: correlate values with the weights
     sums = np.correlate(values_g_per_kwh, weights, mode="valid")
     total_w = float(weights.sum())
-    slot_h = slot_minutes / 60.0
-    return [
-        RunCost(s, float(sums[s] / total_w), float(power_kw * slot_h * sums[s]))
-        for s in range(n - d + 1)
-    ]
+    # the one grams formula (domain.grams): no PUE or embodied part in an advice request
+    emissions_g = grams_of(power_kw, sums * (slot_minutes / 60.0), 0.0, 0.0)
+    return [RunCost(s, float(sums[s] / total_w), float(emissions_g[s])) for s in range(n - d + 1)]
 
 
 #: (zone, start, end, slot_minutes) -> the carbon answer for that window

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from carbonshift.cli._output import Column, OutputFormat, emit_rows, with_interval
-from carbonshift.sim.sweep import load_sweep, run_sweep
+from carbonshift.sim.sweep import load_sweep, parse_grid_items, run_sweep
 
 __all__ = ["command"]
 
@@ -32,14 +32,22 @@ def command(
         help="Sweep this policy instead of the file's [[policies]] (a name or "
         "package.module:function, default parameters); repeatable.",
     ),
+    param: list[str] = typer.Option(
+        [],
+        "--param",
+        help="Sweep a parameter over these values on every policy, KEY=V1,V2,... "
+        "(hold.* keys set the scenario's hold rule); repeatable, over the file's params.",
+    ),
 ) -> None:
     """Run a sweep and print seed means per scenario, policy and parameters.
 
     Example: carbonshift sweep examples/sweep-caspian.toml --out out/sweep --workers 2
 
     Your own policy against a built-in: ... --policy my_policy.greenest:greenest --policy asap
+
+    The hold thresholds: ... --policy carbonshift --param hold.min_saving_pct=0,5,10,20
     """
-    spec = load_sweep(sweep, policies=policy or None)
+    spec = load_sweep(sweep, policies=policy or None, grid=parse_grid_items(param))
     if workers is not None:
         if workers < 1:
             raise typer.BadParameter(f"--workers {workers}: give a whole number >= 1")

@@ -50,7 +50,15 @@ from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.run import build_experiment
 from carbonshift.sim.scenario import HoldSpec, load_scenario
 
-__all__ = ["RunSpec", "SeedStats", "SweepSpec", "load_sweep", "run_sweep", "seed_stats"]
+__all__ = [
+    "RunSpec",
+    "SeedStats",
+    "SweepSpec",
+    "load_sweep",
+    "parse_grid_items",
+    "run_sweep",
+    "seed_stats",
+]
 
 _METRICS = (
     "carbon_kg",
@@ -95,11 +103,17 @@ def _unknown(keys: set[str], known: set[str], where: str) -> None:
         raise InputError(f"{where}: unknown key {key!r}; {hint}known keys: {sorted(known)}")
 
 
-def load_sweep(path: Path, *, policies: Sequence[str] | None = None) -> SweepSpec:
+def load_sweep(
+    path: Path,
+    *,
+    policies: Sequence[str] | None = None,
+    grid: Mapping[str, Sequence[Any]] | None = None,
+) -> SweepSpec:
     """Read a sweep file; every scenario is loaded and every parameter set checked up front.
 
     ``policies`` (names or ``module:function``) replace the file's ``[[policies]]``, each
-    with its default parameters.
+    with its default parameters. ``grid`` (``carbonshift sweep --param``) sets these
+    parameters' values on every policy, over what the file says.
     """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -133,9 +147,9 @@ def load_sweep(path: Path, *, policies: Sequence[str] | None = None) -> SweepSpe
         if not isinstance(table, dict) or "name" not in table:
             raise InputError(f"{where} needs a name, like name = 'caspian'")
         _unknown(set(table), _POLICY_KEYS, where)
-        grid = dict(table.get("params", {}))
-        names = list(grid)
-        values = [v if isinstance(v, list) else [v] for v in grid.values()]
+        table_grid = {**dict(table.get("params", {})), **dict(grid or {})}
+        names = list(table_grid)
+        values = [v if isinstance(v, list) else [v] for v in table_grid.values()]
         swept.extend(n for n, v in zip(names, values, strict=True) if len(v) > 1 and n not in swept)
         for combo in itertools.product(*values):
             params = dict(zip(names, combo, strict=True))
@@ -149,6 +163,30 @@ def load_sweep(path: Path, *, policies: Sequence[str] | None = None) -> SweepSpe
 
 
 _HOLD = "hold."
+
+
+def parse_grid_items(items: Sequence[str]) -> dict[str, list[Any]]:
+    """``["KEY=V1,V2", ...]`` (``sweep --param``) as a grid: each value read as a TOML value
+    (``5`` a whole number, ``0.5`` a number, ``true`` a boolean), else kept as text."""
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, values = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not values.strip():
+            raise InputError(
+                f"--param {item!r} is not KEY=V1,V2,...; write it like "
+                "hold.min_saving_pct=0,5,10 or omega1=0.5,1.0 (a key named hold.* sets the "
+                "scenario's [hold] rule)"
+            )
+        grid[key] = [_toml_value(v.strip()) for v in values.split(",")]
+    return grid
+
+
+def _toml_value(text: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
 
 
 def _split_hold(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
