@@ -10,12 +10,13 @@ import pytest
 pytestmark = pytest.mark.e2e
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, timeout_s: float = 300.0) -> subprocess.CompletedProcess[str]:
+    """Run the CLI; ``timeout_s`` only guards against a hang (no timing is asserted)."""
     return subprocess.run(
         [sys.executable, "-m", "carbonshift.cli", *args],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout_s,
         check=False,
     )
 

@@ -45,6 +45,7 @@ CO2_ROWS = [
         "scenario": name,
         **_with_spread("saving_jobs_pct", [3.0, 4.0]),
         **_with_spread("saving_with_idle_pct", [0.5, 0.7]),
+        **_with_spread("carbonshift_saving_with_idle_pct", [0.9, 1.1]),
         "paper_saving_pct": paper,
     }
     for name, paper in _CO2_PAPER_PCT.items()
