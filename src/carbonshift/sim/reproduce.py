@@ -576,8 +576,12 @@ def reproduce_co2(
                 f"the CO2 reproduction rebuilds its hourly pattern from {str(path)!r}, which is "
                 "missing; pass --traces DIR (the folder holding gaia/ and pwa/)"
             )
-        savings, savings_total, met = [], [], []
-        ours, ours_total, ours_met = [], [], []
+        savings: list[float] = []
+        savings_total: list[float] = []
+        met: list[float] = []
+        ours: list[float] = []
+        ours_total: list[float] = []
+        ours_met: list[float] = []
         for day_index, day in enumerate(days):
             workload = generate(
                 "co2",
