@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -104,4 +105,38 @@ def test_rbac_flag_enforces_rbac_and_hands_out_the_admin_token(tmp_path: Path) -
         'in the namespace "default"'
     )
     assert admin.status_code == 200
+    assert code == 0
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_tls_flag_serves_https_that_kubectl_trusts_and_writes_the_ca(tmp_path: Path) -> None:
+    """With --tls kubectl verifies the server against the kubeconfig's CA and sends its token,
+    so RBAC sees the admin, not system:anonymous; the CA is written for client certificates."""
+    kubeconfig = tmp_path / "kubeconfig"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fakekube", "--kubeconfig-out", str(kubeconfig), "--rbac",
+         "--tls", "--nodes", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        lines = [process.stdout.readline() if process.stdout else "" for _ in range(3)]
+        server = json.loads(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        nodes = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kubeconfig), "get", "nodes", "-o", "name"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        ca = (tmp_path / "kubeconfig.ca.crt").read_text()
+    finally:
+        process.terminate()
+        code = process.wait(20)
+
+    assert server.startswith("https://127.0.0.1:")
+    assert any(line.startswith("TLS on; cluster CA in") for line in lines), lines
+    assert nodes.returncode == 0, nodes.stderr
+    assert nodes.stdout.split() == ["node/node-0"]
+    assert ca.startswith("-----BEGIN CERTIFICATE-----")
     assert code == 0

@@ -68,6 +68,14 @@ def _parser() -> argparse.ArgumentParser:
         "HTTP, so it is system:anonymous; use the token with curl or a client library)",
     )
     parser.add_argument(
+        "--tls",
+        action="store_true",
+        help="serve HTTPS with a certificate from a fresh cluster CA (the kubeconfig trusts it, "
+        "so kubectl sends its token and --as headers) and accept client certificates signed by "
+        "that CA as identities (CN the user, O the groups); the CA is written to "
+        "<kubeconfig-out>.ca.crt and .ca.key for making them",
+    )
+    parser.add_argument(
         "--service-endpoint",
         action="append",
         default=[],
@@ -113,10 +121,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
-        with run_fakekube(config, port=args.port, kubeconfig=args.kubeconfig_out) as kube:
+        with run_fakekube(
+            config, port=args.port, kubeconfig=args.kubeconfig_out, tls=args.tls
+        ) as kube:
             for namespace, name, url in endpoints:
                 kube.register_service_endpoint(namespace, name, url)
             print(f"fakekube serving {kube.base_url}; kubeconfig {kube.kubeconfig}", flush=True)
+            if kube.ca is not None:
+                for suffix, source in ((".ca.crt", kube.ca.cert), (".ca.key", kube.ca.key)):
+                    target = kube.kubeconfig.with_name(kube.kubeconfig.name + suffix)
+                    target.write_bytes(source.read_bytes())
+                    target.chmod(0o600)
+                print(f"TLS on; cluster CA in {kube.kubeconfig}.ca.crt", flush=True)
             if args.rbac:
                 token_file = kube.kubeconfig.with_name(kube.kubeconfig.name + ".token")
                 token_file.write_text(kube.admin_token + "\n")

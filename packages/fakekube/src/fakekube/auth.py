@@ -7,7 +7,9 @@ authorizer lets through, as kubeadm's admin.conf does) and ServiceAccount tokens
 groups ``system:serviceaccounts``, ``system:serviceaccounts:<ns>`` and ``system:authenticated``
 for as long as the ServiceAccount exists. No token: ``system:anonymous`` in
 ``system:unauthenticated`` (anonymous auth on, as the API server's default). An unknown token is
-401. Client certificates are not read (the fake serves plain HTTP to clients).
+401. Served over TLS (``run_fakekube(tls=True)``, ``--tls``), a client certificate signed by
+the cluster's CA authenticates first, as the x509 authenticator does: ``CN`` is the user, each
+``O`` a group (:func:`certificate_identity`).
 
 Impersonation (``kubectl --as`` / ``--as-group``): headers ``Impersonate-User`` and
 ``Impersonate-Group``; the requester needs ``impersonate`` on ``users`` / ``groups`` (or on
@@ -26,7 +28,7 @@ non-resource URLs (discovery, /version, /openapi) are open to everyone. A refusa
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -64,6 +66,17 @@ def service_account_identity(namespace: str, name: str) -> Identity:
         f"{SA_PREFIX}{namespace}:{name}",
         ("system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"),
     )
+
+
+def certificate_identity(subject: Sequence[Sequence[tuple[str, str]]]) -> Identity:
+    """Who a verified client certificate names, as the API server's x509 authenticator reads
+    it: ``CN`` the user, each ``O`` a group (``getpeercert()``'s ``subject``); no ``CN`` is
+    401, as there ("common name of user is empty")."""
+    names = [value for rdn in subject for key, value in rdn if key == "commonName"]
+    groups = [value for rdn in subject for key, value in rdn if key == "organizationName"]
+    if not names or not names[-1]:
+        raise _unauthorized()
+    return Identity(names[-1], (*groups, "system:authenticated"))
 
 
 @dataclass(frozen=True, slots=True)

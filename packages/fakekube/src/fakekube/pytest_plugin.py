@@ -7,7 +7,8 @@
         fakekube.base_url          # http://127.0.0.1:PORT
         fakekube.advance(hours=1)  # virtual time; controllers run to a fixed point
 
-Mark a test ``@pytest.mark.fakekube_config(nodes=1, gpu=4)`` to change the cluster.
+Mark a test ``@pytest.mark.fakekube_config(nodes=1, gpu=4)`` to change the cluster;
+``tls=True`` there serves HTTPS with client-certificate identities (``run_fakekube(tls=True)``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def fakekube(request: pytest.FixtureRequest) -> Iterator[FakeKube]:
     marker = request.node.get_closest_marker("fakekube_config")
     options = dict(marker.kwargs) if marker else {}
     options.setdefault("start", DEFAULT_START)
-    with run_fakekube(FakeKubeConfig(**options)) as kube:
+    tls = bool(options.pop("tls", False))
+    with run_fakekube(FakeKubeConfig(**options), tls=tls) as kube:
         yield kube
         errors = kube.cluster.controller_errors
         assert not errors, f"the fake cluster's emulated controllers failed: {errors}"

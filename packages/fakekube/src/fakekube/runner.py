@@ -9,9 +9,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import socket
+import ssl
 import tempfile
 import threading
 from collections.abc import Coroutine, Iterator
@@ -21,11 +23,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from fakekube.cluster import FakeCluster, FakeKubeConfig
 from fakekube.errors import ConfigError, TemporaryError
 from fakekube.faults import Fault
 from fakekube.server import build_app
+from fakekube.tls import CertPair, ClusterCA, cluster_ca
 
 __all__ = ["FakeKube", "run_fakekube", "write_kubeconfig"]
 
@@ -34,15 +38,31 @@ T = TypeVar("T")
 
 
 def write_kubeconfig(
-    path: Path, base_url: str, *, namespace: str = "default", token: str = ""
+    path: Path,
+    base_url: str,
+    *,
+    namespace: str = "default",
+    token: str = "",
+    ca_pem: bytes | None = None,
+    client: CertPair | None = None,
 ) -> Path:
     """A kubeconfig with one context ``fakekube`` pointing at ``base_url`` (``token``: a
-    bearer token, else no credentials)."""
+    bearer token; ``client``: a client certificate and key; else no credentials). Over TLS
+    ``ca_pem`` is the cluster's CA; everything is inlined (``*-data``), no file paths."""
+    user: dict[str, str] = {}
+    if token:
+        user["token"] = token
+    if client is not None:
+        user["client-certificate-data"] = _b64(client.cert.read_bytes())
+        user["client-key-data"] = _b64(client.key.read_bytes())
+    cluster: dict[str, str] = {"server": base_url}
+    if ca_pem is not None:
+        cluster["certificate-authority-data"] = _b64(ca_pem)
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "fakekube", "cluster": {"server": base_url}}],
-        "users": [{"name": "fakekube", "user": {"token": token} if token else {}}],
+        "clusters": [{"name": "fakekube", "cluster": cluster}],
+        "users": [{"name": "fakekube", "user": user}],
         "contexts": [
             {
                 "name": "fakekube",
@@ -54,19 +74,32 @@ def write_kubeconfig(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config, indent=2) + "\n")
+    if token or client is not None:
+        path.chmod(0o600)
     return path
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
 
 
 class FakeKube:
     """Handle on a running fake cluster; every method is safe to call from the test thread."""
 
     def __init__(
-        self, cluster: FakeCluster, loop: asyncio.AbstractEventLoop, base_url: str, kubeconfig: Path
+        self,
+        cluster: FakeCluster,
+        loop: asyncio.AbstractEventLoop,
+        base_url: str,
+        kubeconfig: Path,
+        ca: ClusterCA | None = None,
     ) -> None:
         self.cluster = cluster
         self._loop = loop
         self.base_url = base_url
         self.kubeconfig = kubeconfig
+        self.ca = ca
+        """The cluster's CA when served over TLS (``run_fakekube(tls=True)``), else None."""
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=60)
@@ -175,7 +208,29 @@ class FakeKube:
         token, valid while the ServiceAccount exists); written next to the admin one."""
         token = self._run(self.cluster.auth.issue, namespace, name)
         target = path or self.kubeconfig.with_name(f"kubeconfig-{namespace}-{name}")
-        return write_kubeconfig(target, self.base_url, namespace=namespace, token=token)
+        return write_kubeconfig(
+            target,
+            self.base_url,
+            namespace=namespace,
+            token=token,
+            ca_pem=None if self.ca is None else self.ca.pem,
+        )
+
+    def client_certificate_kubeconfig(
+        self, user: str, groups: tuple[str, ...] = (), path: Path | None = None
+    ) -> Path:
+        """A kubeconfig that authenticates as ``user`` in ``groups`` with a client
+        certificate signed by the cluster's CA (``CN=user``, one ``O`` per group), as a
+        real cluster's users often do; needs ``run_fakekube(tls=True)``."""
+        if self.ca is None:
+            raise ConfigError(
+                "client certificates need TLS: start the cluster with run_fakekube(tls=True) "
+                "or python -m fakekube --tls"
+            )
+        pair = self.ca.client(user, groups)
+        stem = "".join(c if c.isalnum() else "-" for c in user)
+        target = path or self.kubeconfig.with_name(f"kubeconfig-cert-{stem}")
+        return write_kubeconfig(target, self.base_url, ca_pem=self.ca.pem, client=pair)
 
     def enforce_rbac(self, on: bool = True) -> None:
         """Turn RBAC enforcement on (or off) for a running cluster, e.g. after a fixture has
@@ -191,6 +246,29 @@ class FakeKube:
     @property
     def resource_version(self) -> int:
         return self.cluster.store.rv
+
+
+class _PeerCertProtocol(H11Protocol):
+    """uvicorn's h11 protocol, handing the verified client certificate's subject to the app
+    as ``scope["extensions"]["tls"]["client_cert_subject"]`` (uvicorn 0.54 does not yet
+    implement the ASGI TLS extension). The handshake has ended when this runs."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        ssl_object = transport.get_extra_info("ssl_object")
+        peer = ssl_object.getpeercert() if ssl_object is not None else None
+        if peer:
+            self.app = _with_client_subject(self.app, peer.get("subject", ()))
+
+
+def _with_client_subject(app: Any, subject: Any) -> Any:
+    async def with_subject(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            extensions = {**scope.get("extensions", {}), "tls": {"client_cert_subject": subject}}
+            scope = {**scope, "extensions": extensions}
+        await app(scope, receive, send)
+
+    return with_subject
 
 
 class _Server(uvicorn.Server):
@@ -244,8 +322,13 @@ def run_fakekube(
     *,
     port: int = 0,
     kubeconfig: Path | None = None,
+    tls: bool = False,
 ) -> Iterator[FakeKube]:
-    """Start a fake cluster on ``127.0.0.1:port`` (0: a free port) and stop it on exit."""
+    """Start a fake cluster on ``127.0.0.1:port`` (0: a free port) and stop it on exit.
+
+    ``tls``: serve HTTPS with a certificate from a fresh cluster CA (``FakeKube.ca``), which
+    the kubeconfig trusts, and accept client certificates signed by it as identities
+    (``FakeKube.client_certificate_kubeconfig``); kubectl then sends bearer tokens too."""
     cluster = FakeCluster(config or FakeKubeConfig())
     # IPPROTO_TCP, so that asyncio turns Nagle off on accepted connections (else 40 ms per request).
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -260,24 +343,39 @@ def run_fakekube(
         ) from exc
     host, bound = sock.getsockname()
     cluster.host = f"{host}:{bound}"
-    base_url = f"http://{host}:{bound}"
-    server = _Server(
-        uvicorn.Config(
-            build_app(cluster),
-            log_level="warning",
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=2,
-        )
-    )
-    started = threading.Event()
-    box: dict[str, Any] = {}
-    thread = threading.Thread(
-        target=_serve, args=(cluster, sock, server, started, box), name="fakekube", daemon=True
-    )
     with tempfile.TemporaryDirectory(prefix="fakekube-") as tmp:
+        ca = cluster_ca(Path(tmp) / "pki") if tls else None
+        base_url = f"{'https' if tls else 'http'}://{host}:{bound}"
+        server_tls: dict[str, Any] = {}
+        if ca is not None:
+            serving = ca.serving((host, "localhost"))
+            server_tls = {
+                "ssl_certfile": str(serving.cert),
+                "ssl_keyfile": str(serving.key),
+                "ssl_ca_certs": str(ca.cert),
+                "ssl_cert_reqs": ssl.CERT_OPTIONAL,
+                "http": _PeerCertProtocol,
+            }
+        server = _Server(
+            uvicorn.Config(
+                build_app(cluster),
+                log_level="warning",
+                access_log=False,
+                lifespan="off",
+                timeout_graceful_shutdown=2,
+                **server_tls,
+            )
+        )
+        started = threading.Event()
+        box: dict[str, Any] = {}
+        thread = threading.Thread(
+            target=_serve, args=(cluster, sock, server, started, box), name="fakekube", daemon=True
+        )
         path = write_kubeconfig(
-            kubeconfig or Path(tmp) / "kubeconfig", base_url, token=cluster.auth.admin_token
+            kubeconfig or Path(tmp) / "kubeconfig",
+            base_url,
+            token=cluster.auth.admin_token,
+            ca_pem=None if ca is None else ca.pem,
         )
         thread.start()
         started.wait(30)
@@ -287,7 +385,7 @@ def run_fakekube(
             raise TemporaryError(
                 f"the fake API server did not start on {base_url}: {box.get('error')!r}"
             )
-        handle = FakeKube(cluster, box["loop"], base_url, path)
+        handle = FakeKube(cluster, box["loop"], base_url, path, ca)
         try:
             yield handle
         finally:

@@ -26,7 +26,14 @@ from starlette.routing import Route
 from fakekube._errors import ApiError
 from fakekube._protobuf import decode_object
 from fakekube.api import PATCH_TYPES, check_patch_options
-from fakekube.auth import Identity, authorize, forbidden, impersonate, token_request
+from fakekube.auth import (
+    Identity,
+    authorize,
+    certificate_identity,
+    forbidden,
+    impersonate,
+    token_request,
+)
 from fakekube.auth import Request as AuthRequest
 from fakekube.cluster import FakeCluster
 from fakekube.faults import Fault
@@ -534,7 +541,13 @@ def build_app(cluster: FakeCluster) -> Starlette:
         def sa_exists(namespace: str, name: str) -> bool:
             return cluster.store.peek(sa_rt, namespace, name) is not None
 
-        who = cluster.auth.authenticate(request.headers, sa_exists)
+        tls = request.scope.get("extensions", {}).get("tls") or {}
+        subject = tls.get("client_cert_subject")
+        # the x509 authenticator comes before the token authenticators, as in the API server
+        if subject:
+            who = certificate_identity(subject)
+        else:
+            who = cluster.auth.authenticate(request.headers, sa_exists)
         groups = request.headers.getlist("impersonate-group")
         return impersonate(
             who,
