@@ -1,0 +1,100 @@
+"""Room for the work that has not arrived yet: phantom jobs from the demand forecast.
+
+An online round plans only the work that is pending. A clean slot it fills is then gone for
+the work that arrives later, which a planner that knew the arrivals would have put there:
+on Caspian's day the online ``carbonshift`` keeps about two thirds of its clairvoyant
+plan's saving (bench/online.md). The capacity of the current slot, on the other hand, is
+usable by nothing but the pending work.
+
+:func:`with_phantoms` adds, for each future slot of the horizon with forecast arriving
+demand (``Instance.future_demand``, of the first resource, in units arriving in that slot),
+phantom jobs shaped like the pending work (its median runtime, its median window from
+release to deadline, pieces of its median demand), scaled by ``weight``. The policy plans
+them beside the real jobs, so the real ones leave room where the phantoms are cheapest;
+:func:`real_part` keeps only the real jobs of the answer. The plan is as good as the demand
+forecast: with the arrivals known (``oracle``) it keeps more of the clairvoyant saving,
+with a forecast that expects work that never comes it keeps less (figures:
+bench/online.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from dataclasses import replace
+
+import numpy as np
+
+from carbonshift.domain import Instance, Job, JobId
+from carbonshift.errors import InputError
+from carbonshift.planning.types import PolicyResult
+
+__all__ = ["PHANTOM_PREFIX", "real_part", "with_phantoms"]
+
+#: job ids of phantom jobs start with this (a real id that does is refused)
+PHANTOM_PREFIX = "~future-"
+
+
+def with_phantoms(instance: Instance, weight: float) -> Instance:
+    """``instance`` plus phantom jobs for ``weight`` x its forecast future demand.
+
+    Unchanged when there is no forecast, no pending job or ``weight`` is 0. Phantoms arrive
+    from slot 1 on (slot 0 is now: what arrives in it is already pending), may run on any
+    cluster and are never critical.
+    """
+    if not 0.0 <= weight <= 10.0 or not np.isfinite(weight):
+        raise InputError(
+            f"reserve_future_demand {weight!r} is outside 0-10; give the share of the forecast "
+            "demand to reserve room for (0 off, 1 all of it)"
+        )
+    resource = instance.resources[0]
+    jobs = instance.jobs
+    future = (instance.future_demand or {}).get(resource)
+    if weight == 0.0 or not future or not jobs:
+        return instance
+    clash = [job.id for job in jobs if job.id.startswith(PHANTOM_PREFIX)]
+    if clash:
+        raise InputError(
+            f"job id {clash[0]!r} starts with {PHANTOM_PREFIX!r}, which names phantom jobs; "
+            "rename it or plan without reserve_future_demand"
+        )
+    horizon = instance.grid.horizon_slots
+    runtime = max(1, round(float(np.median([job.runtime_slots for job in jobs]))))
+    window = round(float(np.median([job.deadline_slot - job.release_slot for job in jobs])))
+    demands = [job.demand.get(resource, 0.0) for job in jobs]
+    piece = float(np.median([d for d in demands if d > 0] or [1.0]))
+    phantoms: list[Job] = []
+    for slot in range(1, horizon):
+        left = float(future[slot]) * weight
+        run = min(runtime, horizon - slot)
+        deadline = min(horizon, slot + max(window, run))
+        count = 0
+        while left > 1e-9 and run > 0:
+            amount = min(left, piece)
+            left -= amount
+            phantoms.append(
+                Job(
+                    id=JobId(f"{PHANTOM_PREFIX}{slot}-{count}"),
+                    demand={resource: amount},
+                    runtime_slots=run,
+                    deadline_slot=deadline,
+                    release_slot=slot,
+                )
+            )
+            count += 1
+    return replace(instance, jobs=(*jobs, *phantoms))
+
+
+def real_part(result: PolicyResult, real: Set[JobId]) -> PolicyResult:
+    """``result`` without its phantom jobs. Its bound was for the instance with phantoms,
+    which is no bound for the real one, so it is left out."""
+    plan = result.plan
+    return replace(
+        result,
+        plan=replace(
+            plan,
+            assignments=tuple(a for a in plan.assignments if a.job in real),
+            unscheduled=tuple(job for job in plan.unscheduled if job in real),
+        ),
+        notes={job: note for job, note in result.notes.items() if job in real},
+        bound=None,
+    )

@@ -1,0 +1,89 @@
+"""Phantom jobs for the forecast future demand (planning/lookahead.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from carbonshift.domain import JobId, check_feasibility
+from carbonshift.errors import InputError
+from carbonshift.formats import instance_from_dict
+from carbonshift.planning.lookahead import PHANTOM_PREFIX, real_part, with_phantoms
+from carbonshift.planning.registry import run_policy
+
+
+def instance(future: list[float] | None) -> dict[str, object]:
+    """One GPU; carbon 50 now, 10 next hour, 100 after. The pending job alone would wait
+    for the clean hour; work forecast to arrive then makes starting now the cheaper whole."""
+    data: dict[str, object] = {
+        "version": 1,
+        "slot_minutes": 60,
+        "horizon_slots": 3,
+        "resources": ["gpu"],
+        "clusters": [{"name": "a", "capacity": {"gpu": 1}, "watts_per_unit": {"gpu": 1000}}],
+        "carbon_g_per_kwh": {"a": [50, 10, 100]},
+        "jobs": [{"id": "pending", "demand": {"gpu": 1}, "runtime_slots": 1}],
+    }
+    if future is not None:
+        data["future_demand"] = {"gpu": future}
+    return data
+
+
+def test_phantoms_follow_the_forecast_shaped_like_the_pending_work() -> None:
+    inst = instance_from_dict(
+        {
+            **instance([0.0, 2.5, 1.0]),
+            "horizon_slots": 3,
+            "jobs": [
+                {"id": "x", "demand": {"gpu": 2}, "runtime_slots": 2, "deadline_slot": 3},
+                {"id": "y", "demand": {"gpu": 2}, "runtime_slots": 2, "deadline_slot": 3},
+            ],
+            "clusters": [{"name": "a", "capacity": {"gpu": 4}, "watts_per_unit": {"gpu": 1}}],
+        }
+    )
+    phantoms = [j for j in with_phantoms(inst, 1.0).jobs if j.id.startswith(PHANTOM_PREFIX)]
+    # slot 1: 2.5 units in pieces of the median demand (2); slot 2: 1 unit; runtimes cut to
+    # the horizon; windows the pending work's median (3 slots), inside the horizon
+    assert [
+        (j.release_slot, j.demand["gpu"], j.runtime_slots, j.deadline_slot) for j in phantoms
+    ] == [
+        (1, 2.0, 2, 3),
+        (1, 0.5, 2, 3),
+        (2, 1.0, 1, 3),
+    ]
+    half = [j for j in with_phantoms(inst, 0.5).jobs if j.id.startswith(PHANTOM_PREFIX)]
+    assert sum(j.demand["gpu"] for j in half) == pytest.approx(0.5 * 3.5)
+
+
+def test_nothing_changes_without_a_forecast_a_pending_job_or_a_weight() -> None:
+    without = instance_from_dict(instance(None))
+    assert with_phantoms(without, 1.0) is without
+    forecast = instance_from_dict(instance([0.0, 1.0, 0.0]))
+    assert with_phantoms(forecast, 0.0) is forecast
+    empty = replace(forecast, jobs=())
+    assert with_phantoms(empty, 1.0) is empty
+
+
+def test_room_kept_for_forecast_work_moves_the_pending_job_to_now() -> None:
+    """Alone, the pending job takes the clean hour (10 g); with one unit forecast to arrive
+    then, it starts now (50 g) so that the arrival gets the clean hour instead of 100 g."""
+    alone = run_policy("carbonshift", instance_from_dict(instance([0.0, 1.0, 0.0])))
+    assert [(a.job, a.start_slot) for a in alone.plan.assignments] == [("pending", 1)]
+
+    inst = instance_from_dict(instance([0.0, 1.0, 0.0]))
+    answer = run_policy("carbonshift", with_phantoms(inst, 1.0))
+    real = real_part(answer, {JobId("pending")})
+    assert [(a.job, a.start_slot) for a in real.plan.assignments] == [("pending", 0)]
+    assert real.bound is None  # the bound was for the instance with phantoms
+    assert check_feasibility(inst, real.plan) == []
+
+
+def test_bad_weights_and_clashing_ids_are_named() -> None:
+    inst = instance_from_dict(instance([0.0, 1.0, 0.0]))
+    for weight in (-1.0, float("nan"), 11.0):
+        with pytest.raises(InputError, match="reserve_future_demand"):
+            with_phantoms(inst, weight)
+    clash = replace(inst, jobs=(replace(inst.jobs[0], id=JobId(f"{PHANTOM_PREFIX}1-0")),))
+    with pytest.raises(InputError, match="names phantom jobs"):
+        with_phantoms(clash, 1.0)
