@@ -64,9 +64,11 @@ def with_spoke_secrets(
     return docs
 
 
-def spoke_binding(namespace: str, name: str) -> dict[str, Any]:
+def spoke_binding(
+    namespace: str, name: str, subject: dict[str, str] | None = None
+) -> dict[str, Any]:
     """spoke-rbac.yaml's ClusterRole bound to ServiceAccount ``namespace/name`` (its file says:
-    bind it to the identity whose kubeconfig the hub's Secret holds)."""
+    bind it to the identity whose kubeconfig the hub's Secret holds), or to ``subject``."""
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
@@ -76,11 +78,13 @@ def spoke_binding(namespace: str, name: str) -> dict[str, Any]:
             "kind": "ClusterRole",
             "name": "carbonshift-spoke",
         },
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        "subjects": [subject or {"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     }
 
 
-def spoke_jobs_binding(namespace: str, name: str, in_namespace: str) -> dict[str, Any]:
+def spoke_jobs_binding(
+    namespace: str, name: str, in_namespace: str, subject: dict[str, str] | None = None
+) -> dict[str, Any]:
     """spoke-rbac.yaml's ClusterRole carbonshift-spoke-jobs bound in ``in_namespace`` only
     (a RoleBinding), as its file tells the operator to do for each namespace hub Jobs use."""
     return {
@@ -92,7 +96,7 @@ def spoke_jobs_binding(namespace: str, name: str, in_namespace: str) -> dict[str
             "kind": "ClusterRole",
             "name": "carbonshift-spoke-jobs",
         },
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+        "subjects": [subject or {"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     }
 
 
@@ -125,3 +129,24 @@ def spoke_identity(
     bindings += [spoke_jobs_binding(NAMESPACE, name, ns) for ns in job_namespaces]
     install(kube, rbac_files, extra=bindings)
     return kube.service_account_kubeconfig(NAMESPACE, name)
+
+
+def spoke_certificate_identity(
+    kube: FakeKube,
+    user: str = "carbonshift-hub-remote",
+    *,
+    rbac_files: tuple[Path, ...] = SPOKE_RBAC,
+    job_namespaces: Iterable[str] = SPOKE_JOB_NAMESPACES,
+) -> Path:
+    """As :func:`spoke_identity`, for a user with a client certificate from the spoke's CA
+    (``run_fakekube(tls=True)``), as many real clusters hand out: spoke-rbac.yaml's roles
+    bound to ``User user``; its kubeconfig, certificate and key inlined."""
+    existing = {o["metadata"]["name"] for o in kube.list("Namespace")}
+    for ns in dict.fromkeys(job_namespaces):
+        if ns not in existing:
+            kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    subject = {"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}
+    bindings = [spoke_binding(NAMESPACE, user, subject)]
+    bindings += [spoke_jobs_binding(NAMESPACE, user, ns, subject) for ns in job_namespaces]
+    install(kube, rbac_files, extra=bindings)
+    return kube.client_certificate_kubeconfig(user)

@@ -252,13 +252,18 @@ async def fleet(
     config: HubConfig | None = None,
     spoke_rbac: tuple[Path, ...] = rbac.SPOKE_RBAC,
     readable_secrets: list[str] | None = None,
+    spoke_tls: bool = False,
+    spoke_certificates: bool = False,
 ) -> AsyncIterator[Fleet]:
     """A hub (no nodes, every CRD) and spokes (``nodes`` x ``cpu``), all at ``start``.
 
     Every cluster enforces RBAC: the hub controller runs as ServiceAccount carbonshift-hub
     under deploy/hub/rbac.yaml, and reaches each spoke as a ServiceAccount bound to the
     ClusterRole of ``spoke_rbac`` (default: the shipped deploy/hub/spoke-rbac.yaml). The hub's
-    Role may read the Secrets ``readable_secrets`` (default: every spoke's)."""
+    Role may read the Secrets ``readable_secrets`` (default: every spoke's). ``spoke_tls``
+    serves the spokes over HTTPS (the Secrets' kubeconfigs carry their CAs);
+    ``spoke_certificates`` (with it) makes the hub's spoke identity a client-certificate
+    user instead of a ServiceAccount token."""
     spokes = spokes or SPOKES
     with contextlib.ExitStack() as stack:
         hub = stack.enter_context(
@@ -269,7 +274,8 @@ async def fleet(
         kubes = {
             name: stack.enter_context(
                 run_fakekube(
-                    FakeKubeConfig(nodes=nodes, cpu=cpu, start=start, seed=i + 1, rbac=True)
+                    FakeKubeConfig(nodes=nodes, cpu=cpu, start=start, seed=i + 1, rbac=True),
+                    tls=spoke_tls,
                 )
             )
             for i, name in enumerate(spokes)
@@ -290,15 +296,17 @@ async def fleet(
             functools.partial(rbac.install, hub, rbac.HUB_RBAC, spoke_secrets=secrets)
         )
         for name, (zone, watts) in spokes.items():
-            remote = await asyncio.to_thread(
-                rbac.spoke_identity, kubes[name], rbac_files=spoke_rbac
+            identity = (
+                rbac.spoke_certificate_identity if spoke_certificates else rbac.spoke_identity
             )
+            remote = await asyncio.to_thread(identity, kubes[name], rbac_files=spoke_rbac)
             await f.create(hub, kubeconfig_secret(name, kubes[name], remote))
             await f.create(hub, carbon_cluster(name, zone, watts))
         workers = {name: kube.base_url for name, kube in kubes.items()}
         tokens = {kube.base_url: kube.admin_token for kube in f.kubes}
-        f.kueue = KueueEmulator(hub.base_url, workers, tokens=tokens)
-        f.mcad = AppWrapperEmulator(hub.base_url, workers, tokens=tokens)
+        cas = {kube.base_url: str(kube.ca.cert) for kube in f.kubes if kube.ca is not None}
+        f.kueue = KueueEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
+        f.mcad = AppWrapperEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
         for obj in kueue_setup(list(spokes)):
             await f.create(hub, obj)
         try:

@@ -7,6 +7,7 @@ inside them, so several fake clusters in several threads stay independent.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
@@ -54,10 +55,14 @@ def _check(answer: httpx.Response) -> None:
 class FakeClient:
     """JSON verbs against one fake cluster; a 404 on get answers None."""
 
-    def __init__(self, base_url: str, token: str = "") -> None:
+    def __init__(self, base_url: str, token: str = "", ca_file: str | None = None) -> None:
         self.base_url = base_url
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.http = httpx.AsyncClient(base_url=base_url, timeout=30, headers=headers)
+        # over TLS (run_fakekube(tls=True)) the cluster's CA verifies the server
+        verify: ssl.SSLContext | bool = (
+            ssl.create_default_context(cafile=ca_file) if ca_file is not None else True
+        )
+        self.http = httpx.AsyncClient(base_url=base_url, timeout=30, headers=headers, verify=verify)
         self.writes = 0
 
     async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
@@ -163,13 +168,22 @@ class Emulator:
     max_passes = 10
 
     def __init__(
-        self, hub_url: str, workers: Mapping[str, str], tokens: Mapping[str, str] | None = None
+        self,
+        hub_url: str,
+        workers: Mapping[str, str],
+        tokens: Mapping[str, str] | None = None,
+        ca_files: Mapping[str, str] | None = None,
     ) -> None:
         # tokens: bearer token per base URL, for clusters that enforce RBAC (the admin's:
-        # the emulated Kueue and MCAD run as cluster-wide system controllers)
+        # the emulated Kueue and MCAD run as cluster-wide system controllers); ca_files: the
+        # CA certificate file per base URL of a cluster served over TLS
         tokens = tokens or {}
-        self.hub = FakeClient(hub_url, tokens.get(hub_url, ""))
-        self.workers = {name: FakeClient(url, tokens.get(url, "")) for name, url in workers.items()}
+        cas = ca_files or {}
+        self.hub = FakeClient(hub_url, tokens.get(hub_url, ""), cas.get(hub_url))
+        self.workers = {
+            name: FakeClient(url, tokens.get(url, ""), cas.get(url))
+            for name, url in workers.items()
+        }
         self.failures = 0
         self.created: dict[str, int] = {}
         """Objects created in workers, per hub object (``namespace/name``)."""

@@ -99,9 +99,13 @@ class AppWrapperEmulator(Emulator):
     max_passes = 10
 
     def __init__(
-        self, hub_url: str, workers: Mapping[str, str], tokens: Mapping[str, str] | None = None
+        self,
+        hub_url: str,
+        workers: Mapping[str, str],
+        tokens: Mapping[str, str] | None = None,
+        ca_files: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(hub_url, workers, tokens)
+        super().__init__(hub_url, workers, tokens, ca_files)
         self.dispatches = 0
         self.requeues = 0
         """AppWrappers taken back from a cluster because a gate was put back."""

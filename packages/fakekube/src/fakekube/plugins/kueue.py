@@ -345,8 +345,9 @@ class KueueEmulator(Emulator):
         *,
         worker_lost_timeout_s: float = 900.0,
         tokens: Mapping[str, str] | None = None,
+        ca_files: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(hub_url, workers, tokens)
+        super().__init__(hub_url, workers, tokens, ca_files)
         self.worker_lost_timeout_s = worker_lost_timeout_s
         self.remote_creates = 0
         self.evictions = 0
