@@ -24,7 +24,7 @@ test: $(STAMP)  ## fast tests (minutes)
 	$(BIN)/python -m pytest -q -m "not e2e and not realcluster"
 
 e2e: $(STAMP)  ## end-to-end tier: CLI runs, controller runs, reproductions
-	$(BIN)/python -m pytest -q -m e2e
+	$(BIN)/python -m pytest -q -m e2e --durations=15
 
 lint: $(STAMP)  ## ruff lint and format check
 	$(BIN)/ruff check src packages tests bench
