@@ -25,7 +25,8 @@ deadlines met online and in the clairvoyant plan. Runtimes are whole hours on ho
 and hourly slots, so the instance's grams and the simulator's grams measure the same thing
 (the static asap plan's grams are printed beside the simulated asap as a check).
 
-Run: ``.venv/bin/python bench/bench_online.py [--seeds 1,2,3] [--jobs 200] [--policy NAME]``
+Run: ``.venv/bin/python bench/bench_online.py [--seeds 1,2,3] [--jobs 200] [--policy NAME]
+[--reserve W --demand-forecast oracle|moving-average|seasonal-day]``
 (a table), or ``.venv/bin/python -m bench online`` (JSON rows).
 """
 
@@ -56,13 +57,17 @@ SLOT_MINUTES = 60
 NOISE_MAE_G_PER_KWH = (25.0, 75.0)
 
 
-def experiment(seed: int, n_jobs: int, policy: str) -> Experiment:
-    """Caspian's setting (sim.reproduce.caspian_setting), ``policy`` against asap."""
+def experiment(
+    seed: int, n_jobs: int, policy: str, demand_forecast: str | None = None
+) -> Experiment:
+    """Caspian's setting (sim.reproduce.caspian_setting), ``policy`` against asap; with
+    ``demand_forecast``, each round's instance carries that forecast's future demand."""
     return replace(
         caspian_setting(seed, n_jobs=n_jobs, max_drain_hours=72),
         policy=policy,
         baseline="asap",
         baseline_params={},
+        demand_forecast=demand_forecast,
         title="carbonshift simulation",
     )
 
@@ -104,12 +109,19 @@ def _grams(inst: Instance, plan: Any) -> float:
     return scores.operational_g + scores.embodied_g
 
 
-def one_seed(seed: int, n_jobs: int, policy: str) -> dict[str, Any]:
+def one_seed(
+    seed: int,
+    n_jobs: int,
+    policy: str,
+    params: dict[str, Any] | None = None,
+    demand_forecast: str | None = None,
+) -> dict[str, Any]:
     began = time.perf_counter()
-    exp = experiment(seed, n_jobs, policy)
+    params = params or {}
+    exp = experiment(seed, n_jobs, policy, demand_forecast)
     prepared = prepare(exp)
     asap = run_metrics(simulate_policy(exp, prepared, "asap", {}))
-    online = run_metrics(simulate_policy(exp, prepared, policy, {}))
+    online = run_metrics(simulate_policy(exp, prepared, policy, params))
     inst = clairvoyant_instance(exp)
     static = run_policy(policy, inst)
     bound = run_policy("carbonshift", inst).bound if policy != "carbonshift" else static.bound
@@ -137,7 +149,7 @@ def one_seed(seed: int, n_jobs: int, policy: str) -> dict[str, Any]:
         noisy = replace(
             exp, forecast="noisy-oracle", forecast_params={"mae_g_per_kwh": mae, "seed": seed}
         )
-        metrics = run_metrics(simulate_policy(noisy, prepare(noisy), policy, {}))
+        metrics = run_metrics(simulate_policy(noisy, prepare(noisy), policy, params))
         row[f"noisy{mae:g}_kg"] = metrics["carbon_kg"]
         row[f"noisy{mae:g}_kept_pct"] = _kept(
             row["asap_kg"], metrics["carbon_kg"], row["clairvoyant_kg"]
@@ -176,11 +188,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seeds", default="1,2,3", help="comma-separated seeds")
     parser.add_argument("--jobs", type=int, default=200, help="jobs per seed")
     parser.add_argument("--policy", default="carbonshift", help="policy online and offline")
+    parser.add_argument(
+        "--reserve",
+        type=float,
+        default=0.0,
+        help="online carbonshift's reserve_future_demand (needs --demand-forecast)",
+    )
+    parser.add_argument(
+        "--demand-forecast",
+        default=None,
+        help="the rounds' future_demand: seasonal-day, moving-average, zero or oracle",
+    )
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
+    params = {"reserve_future_demand": args.reserve} if args.reserve else {}
     rows = []
     for seed in seeds:
-        row = one_seed(seed, args.jobs, args.policy)
+        row = one_seed(seed, args.jobs, args.policy, params, args.demand_forecast)
         rows.append(row)
         print(
             " ".join(

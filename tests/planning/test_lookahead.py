@@ -87,3 +87,15 @@ def test_bad_weights_and_clashing_ids_are_named() -> None:
     clash = replace(inst, jobs=(replace(inst.jobs[0], id=JobId(f"{PHANTOM_PREFIX}1-0")),))
     with pytest.raises(InputError, match="names phantom jobs"):
         with_phantoms(clash, 1.0)
+
+
+def test_the_carbonshift_policy_reserves_room_when_asked() -> None:
+    inst = instance_from_dict(instance([0.0, 1.0, 0.0]))
+    default = run_policy("carbonshift", inst)
+    reserving = run_policy("carbonshift", inst, {"reserve_future_demand": 1.0})
+    assert [(a.job, a.start_slot) for a in default.plan.assignments] == [("pending", 1)]
+    assert [(a.job, a.start_slot) for a in reserving.plan.assignments] == [("pending", 0)]
+    assert default.bound is not None
+    assert reserving.bound is None
+    with pytest.raises(InputError, match="reserve_future_demand"):
+        run_policy("carbonshift", inst, {"reserve_future_demand": -0.5})

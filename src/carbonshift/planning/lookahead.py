@@ -19,7 +19,7 @@ bench/online.md).
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Callable, Set
 from dataclasses import replace
 
 import numpy as np
@@ -28,7 +28,7 @@ from carbonshift.domain import Instance, Job, JobId
 from carbonshift.errors import InputError
 from carbonshift.planning.types import PolicyResult
 
-__all__ = ["PHANTOM_PREFIX", "real_part", "with_phantoms"]
+__all__ = ["PHANTOM_PREFIX", "planned_with_reserve", "real_part", "with_phantoms"]
 
 #: job ids of phantom jobs start with this (a real id that does is refused)
 PHANTOM_PREFIX = "~future-"
@@ -98,3 +98,14 @@ def real_part(result: PolicyResult, real: Set[JobId]) -> PolicyResult:
         notes={job: note for job, note in result.notes.items() if job in real},
         bound=None,
     )
+
+
+def planned_with_reserve(
+    instance: Instance, weight: float, plan: Callable[[Instance], PolicyResult]
+) -> PolicyResult:
+    """``plan`` run on ``instance`` with phantoms for ``weight`` x its forecast demand, and
+    answered for the real jobs only; ``plan(instance)`` itself when that adds nothing."""
+    augmented = with_phantoms(instance, weight)
+    if augmented is instance:
+        return plan(instance)
+    return real_part(plan(augmented), {job.id for job in instance.jobs})

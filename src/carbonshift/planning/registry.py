@@ -27,6 +27,7 @@ from carbonshift.domain import Instance, Plan
 from carbonshift.errors import InputError
 from carbonshift.planning.backends.highs import LpMethod
 from carbonshift.planning.critical import critical_first
+from carbonshift.planning.lookahead import planned_with_reserve
 from carbonshift.planning.policies.asap import asap
 from carbonshift.planning.policies.carbonshift import BOUND_METHODS, OBJECTIVES, carbonshift
 from carbonshift.planning.policies.caspian import caspian
@@ -216,17 +217,21 @@ POLICIES: dict[str, PolicySpec] = {
     for spec in (
         PolicySpec(
             "carbonshift",
-            lambda inst, ctx, p: carbonshift(
+            lambda inst, ctx, p: planned_with_reserve(
                 inst,
-                ctx,
-                objective=p.get_str("objective"),
-                bound=p.get_str("bound"),
-                dual_iterations=p.get_int("dual_iterations"),
-                improve_passes=p.get_int("improve_passes"),
-                lp_max_columns=p.get_int("lp_max_columns"),
-                lp_time_limit_s=p.get_float("lp_time_limit_s"),
-                exact_max_starts=p.get_int("exact_max_starts"),
-                exact_time_limit_s=p.get_float("exact_time_limit_s"),
+                p.get_float("reserve_future_demand"),
+                lambda planned: carbonshift(
+                    planned,
+                    ctx,
+                    objective=p.get_str("objective"),
+                    bound=p.get_str("bound"),
+                    dual_iterations=p.get_int("dual_iterations"),
+                    improve_passes=p.get_int("improve_passes"),
+                    lp_max_columns=p.get_int("lp_max_columns"),
+                    lp_time_limit_s=p.get_float("lp_time_limit_s"),
+                    exact_max_starts=p.get_int("exact_max_starts"),
+                    exact_time_limit_s=p.get_float("exact_time_limit_s"),
+                ),
             ),
             (
                 ParamSpec(
@@ -259,6 +264,15 @@ POLICIES: dict[str, PolicySpec] = {
                     0,
                 ),
                 ParamSpec("exact_time_limit_s", float, 2.0, "limit of that MILP (s)", 0.001),
+                ParamSpec(
+                    "reserve_future_demand",
+                    float,
+                    0.0,
+                    "plan phantom jobs for this share of the instance's future_demand, to "
+                    "leave room for work not yet arrived (0: off; no bound then)",
+                    0.0,
+                    10.0,
+                ),
             ),
             "least grams with every deadline kept, certified lower bound (the default)",
             carbonshift,
