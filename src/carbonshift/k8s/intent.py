@@ -30,6 +30,16 @@ from typing import Any, Literal
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.keys import (
+    ANNOTATION_PREFIX,
+    CRITICAL,
+    DEADLINE,
+    HOLD_GATE,
+    HUB_LABEL,
+    MANAGED_LABEL,
+    POWER,
+    RUNTIME,
+)
 from carbonshift.units import DurationTooLongError, parse_duration, parse_utc
 
 __all__ = [
@@ -56,17 +66,7 @@ __all__ = [
 Obj = dict[str, Any]
 Kind = Literal["Pod", "Job"]
 
-ANNOTATION_PREFIX = "carbonshift.io/"
-MANAGED_LABEL = "carbonshift.io/managed"
-HUB_LABEL = "carbonshift.io/hub"
-"""``"true"`` on a hub Job: the multi-cluster hub's, never this controller's or its webhook's
-(the two may run on one cluster; Kueue Workloads and AppWrappers are the hub's by kind)."""
-DEADLINE = "carbonshift.io/deadline"
-RUNTIME = "carbonshift.io/expected-runtime"
-CRITICAL = "carbonshift.io/critical"
-POWER = "carbonshift.io/power-watts"
 FLUIDOS_DEADLINE = "fluidos-intent-deadline"
-HOLD_GATE = "carbonshift.io/hold"
 
 # The Kubernetes quantity grammar (k8s.io/apimachinery resource.Quantity): a signed decimal
 # number, then a binary suffix (Ki..Ei), a decimal exponent (e3, E-2) or a decimal SI suffix

@@ -52,6 +52,18 @@ from carbonshift.k8s.intent import (
     read_time,
     requested,
 )
+from carbonshift.k8s.keys import (
+    ANNOTATION_PREFIX,
+    CONTROLLER_COMPONENT,
+    EST_ARRIVAL,
+    EST_NOW,
+    EST_PLANNED,
+    LATEST_START,
+    PLANNED_START,
+    REASON,
+    RELEASED_AT,
+    STATE,
+)
 from carbonshift.k8s.metrics import Metrics
 from carbonshift.k8s.nodes import allocatable as node_allocatable
 from carbonshift.k8s.nodes import capacity as node_capacity
@@ -78,14 +90,6 @@ __all__ = [
 
 _LOG = logging.getLogger("carbonshift.k8s")
 
-STATE = "carbonshift.io/state"
-PLANNED_START = "carbonshift.io/planned-start"
-LATEST_START = "carbonshift.io/latest-start"
-REASON = "carbonshift.io/reason"
-EST_NOW = "carbonshift.io/estimated-g-now"
-EST_PLANNED = "carbonshift.io/estimated-g-planned"
-EST_ARRIVAL = "carbonshift.io/estimated-g-at-arrival"
-RELEASED_AT = "carbonshift.io/released-at"
 ANNOTATIONS = (STATE, PLANNED_START, LATEST_START, REASON, EST_NOW, EST_PLANNED, RELEASED_AT)
 
 _PODS = "/api/v1/pods"
@@ -939,7 +943,7 @@ class Controller:
             "message": message[:1000],
             "type": "Warning" if warning else "Normal",
             "source": {"component": "carbonshift-controller"},
-            "reportingComponent": "carbonshift.io/controller",
+            "reportingComponent": CONTROLLER_COMPONENT,
             "reportingInstance": self.config.identity or "carbonshift",
             "firstTimestamp": now,
             "lastTimestamp": now,
@@ -953,4 +957,4 @@ class Controller:
 
 def describe(obj: Obj) -> dict[str, Any]:
     """The carbonshift annotations of an object (for tests and the CLI)."""
-    return {k: v for k, v in _annotations(obj).items() if k.startswith("carbonshift.io/")}
+    return {k: v for k, v in _annotations(obj).items() if k.startswith(ANNOTATION_PREFIX)}

@@ -15,11 +15,20 @@ from datetime import datetime
 from typing import Any
 
 from carbonshift.k8s.client import Kube, NotFoundError
+from carbonshift.k8s.keys import (
+    EST_NOW,
+    EST_PLANNED,
+    PLACED_CLUSTER,
+    PLANNED_CLUSTER,
+    PLANNED_START,
+    REASON,
+    RELEASED_AT,
+    STATE,
+    State,
+)
 from carbonshift.units import parse_utc
 
 __all__ = ["ROW_KEYS", "WORKLOAD_KINDS", "WorkloadStatus", "list_status"]
-
-_PREFIX = "carbonshift.io/"
 
 #: (kind, list path without namespace, API prefix) of every kind carbonshift acts on.
 WORKLOAD_KINDS: tuple[tuple[str, str, str], ...] = (
@@ -104,27 +113,27 @@ def _time(text: str | None) -> datetime | None:
 def _status_of(kind: str, obj: Mapping[str, Any]) -> WorkloadStatus | None:
     meta = obj.get("metadata") or {}
     notes: Mapping[str, str] = meta.get("annotations") or {}
-    state = notes.get(f"{_PREFIX}state")
+    state = notes.get(STATE)
     if state is None:
         # the hub writes no state: a workload it placed carries placed-cluster (and
         # released-at), one it holds carries its planned cluster and start
-        if f"{_PREFIX}placed-cluster" in notes or f"{_PREFIX}released-at" in notes:
-            state = "released"
-        elif f"{_PREFIX}planned-cluster" in notes or f"{_PREFIX}planned-start" in notes:
-            state = "held"
+        if PLACED_CLUSTER in notes or RELEASED_AT in notes:
+            state = State.RELEASED.value
+        elif PLANNED_CLUSTER in notes or PLANNED_START in notes:
+            state = State.HELD.value
         else:
             return None
-    place = notes.get(f"{_PREFIX}planned-cluster") or notes.get(f"{_PREFIX}placed-cluster")
+    place = notes.get(PLANNED_CLUSTER) or notes.get(PLACED_CLUSTER)
     return WorkloadStatus(
         kind=kind,
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         state=state,
-        planned_start=_time(notes.get(f"{_PREFIX}planned-start")),
+        planned_start=_time(notes.get(PLANNED_START)),
         place=place,
-        reason=notes.get(f"{_PREFIX}reason", ""),
-        estimated_g_now=_number(notes.get(f"{_PREFIX}estimated-g-now")),
-        estimated_g_planned=_number(notes.get(f"{_PREFIX}estimated-g-planned")),
+        reason=notes.get(REASON, ""),
+        estimated_g_now=_number(notes.get(EST_NOW)),
+        estimated_g_planned=_number(notes.get(EST_PLANNED)),
     )
 
 

@@ -22,7 +22,8 @@ from fastapi.responses import JSONResponse
 
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
-from carbonshift.k8s.intent import HOLD_GATE, NotHeld, Obj, read_intent
+from carbonshift.k8s.intent import NotHeld, Obj, read_intent
+from carbonshift.k8s.keys import HOLD_GATE, REASON, STATE, State
 from carbonshift.k8s.metrics import Metrics
 from carbonshift.units import format_utc
 
@@ -54,7 +55,7 @@ def admission_patch(
     meta = obj.get("metadata") or {}
     if not meta.get("annotations"):
         ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
-    for key, value in (("carbonshift.io/state", "held"), ("carbonshift.io/reason", _HELD_NOTE)):
+    for key, value in ((STATE, State.HELD.value), (REASON, _HELD_NOTE)):
         ops.append({"op": "add", "path": f"/metadata/annotations/{_escape(key)}", "value": value})
     spec = obj.get("spec") or {}
     if obj.get("kind") == "Pod":

@@ -43,7 +43,8 @@ from carbonshift.carbon.series import CarbonSeries
 from carbonshift.errors import CarbonshiftError, InputError
 from carbonshift.k8s.client import ConflictError, ForbiddenError, NotFoundError
 from carbonshift.k8s.clock import Clock
-from carbonshift.k8s.intent import HUB_LABEL, MANAGED_LABEL, RUNTIME, NotHeld
+from carbonshift.k8s.intent import NotHeld
+from carbonshift.k8s.keys import ANNOTATION_PREFIX, HUB_LABEL, MANAGED_LABEL, RUNTIME
 from carbonshift.k8s.multicluster.api import HubApi, connect_kubeconfig_text
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.inventory import (
@@ -509,7 +510,7 @@ class HubController:
         annotations = {
             k: v
             for k, v in (meta.get("annotations") or {}).items()
-            if k.startswith("carbonshift.io/")
+            if k.startswith(ANNOTATION_PREFIX)
         }
         annotations[PLACED_CLUSTER] = cluster
         return {

@@ -33,6 +33,7 @@ from typing import Any
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.intent import requested
+from carbonshift.k8s.keys import API_VERSION
 from carbonshift.k8s.multicluster.api import HubApi
 
 __all__ = [
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
-CARBONCLUSTERS = "/apis/carbonshift.io/v1alpha1/carbonclusters"
+CARBONCLUSTERS = f"/apis/{API_VERSION}/carbonclusters"
 _UNIT = {"memory": Decimal(2) ** 30}
 
 

@@ -59,7 +59,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from carbonshift.carbon.freshness import freshness_gauges
 from carbonshift.errors import CarbonshiftError
 from carbonshift.k8s.client import NotFoundError
-from carbonshift.k8s.intent import HUB_LABEL
+from carbonshift.k8s.keys import API_VERSION, HUB_COMPONENT, HUB_LABEL
 from carbonshift.k8s.leader import LeaderElector
 from carbonshift.k8s.multicluster.hub import HubController, HubEvent
 from carbonshift.k8s.multicluster.inventory import CARBONCLUSTERS
@@ -86,7 +86,7 @@ API_VERSIONS: dict[str, str] = {
     "Job": "batch/v1",
     "Workload": "kueue.x-k8s.io/v1beta2",
     "AppWrapper": "workload.codeflare.dev/v1beta1",
-    "CarbonCluster": "carbonshift.io/v1alpha1",
+    "CarbonCluster": API_VERSION,
 }
 
 #: HubEvent ``what`` -> (Event reason, Event type).
@@ -396,7 +396,7 @@ class HubObserver:
                     "message": message,
                     "type": type_,
                     "source": {"component": _COMPONENT},
-                    "reportingComponent": "carbonshift.io/hub",
+                    "reportingComponent": HUB_COMPONENT,
                     "reportingInstance": self.identity,
                     "firstTimestamp": stamp,
                     "lastTimestamp": stamp,

@@ -29,13 +29,29 @@ from typing import Any, Literal
 from carbonshift.errors import InputError
 from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import (
-    HUB_LABEL,
-    MANAGED_LABEL,
     Intent,
     NotHeld,
     read_duration,
     read_intent,
     requested,
+)
+from carbonshift.k8s.keys import (
+    DONE_SECONDS,
+    HOLD_GATE,
+    HUB_LABEL,
+    HUB_UID_LABEL,
+    INTERRUPTIBLE,
+    LOST_FROM,
+    MANAGED_LABEL,
+    OVERHEAD,
+    PLACED_CLUSTER,
+    PLANNED_CLUSTER,
+    PLANNED_START,
+    REASON,
+    RELEASED_AT,
+    REMAINING,
+    SPOKE_STATUS,
+    STATE_LABEL,
 )
 from carbonshift.units import parse_utc
 
@@ -76,28 +92,7 @@ JOBS = "/apis/batch/v1/jobs"
 WORKLOADS = "/apis/kueue.x-k8s.io/v1beta2/workloads"
 APPWRAPPERS = "/apis/workload.codeflare.dev/v1beta1/appwrappers"
 
-PLANNED_CLUSTER = "carbonshift.io/planned-cluster"
-PLANNED_START = "carbonshift.io/planned-start"
-REASON = "carbonshift.io/reason"
-PLACED_CLUSTER = "carbonshift.io/placed-cluster"
-RELEASED_AT = "carbonshift.io/released-at"
-SPOKE_STATUS = "carbonshift.io/spoke-status"
-INTERRUPTIBLE = "carbonshift.io/interruptible"
-OVERHEAD = "carbonshift.io/restart-overhead"
-DONE_SECONDS = "carbonshift.io/done-seconds"
-LOST_FROM = "carbonshift.io/lost-from"
-"""Spokes this workload was placed in and planned again from after they stayed away."""
-REMAINING = "carbonshift.io/remaining-runtime"
-"""Pod annotation on a resumed piece of interruptible work: the run time it still needs
-(what is left plus the restart overhead). The expected runtime is kept as the user wrote it;
-a workload can read this (downward API) to know how far its checkpoint got."""
-HUB_UID_LABEL = "carbonshift.io/hub-uid"
-HOLD_GATE = "carbonshift.io/hold"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-STATE_LABEL = "carbonshift.io/state"
-"""Label the hub keeps in sync with its plan (``held`` or ``released``), as the one-cluster
-controller does, so ``kubectl get jobs -l carbonshift.io/state=held`` lists what it holds (the
-planned start, an RFC 3339 time, is no valid label value and stays an annotation)."""
 
 
 def state_label(annotations: Mapping[str, str | None]) -> dict[str, dict[str, str]]:
