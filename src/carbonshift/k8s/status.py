@@ -3,7 +3,9 @@
 The controller and the hub write their decisions onto each workload (``carbonshift.io/state``,
 ``planned-start``, ``reason``, the estimated grams now and at the planned start, and for the
 hub ``planned-cluster``); this module only reads them back, for Pods, Jobs, Kueue Workloads
-and AppWrappers. Kinds whose API the cluster does not serve (no Kueue, no MCAD) are skipped.
+and AppWrappers (each through its adapter, :mod:`carbonshift.k8s.kinds`). Kinds whose API the
+cluster does not serve (no Kueue, no MCAD) are skipped. Where no cluster is noted, the place
+is where the adapter says the workload runs (a Pod's node).
 """
 
 from __future__ import annotations
@@ -26,17 +28,14 @@ from carbonshift.k8s.keys import (
     STATE,
     State,
 )
+from carbonshift.k8s.kinds import ADAPTERS, KindAdapter
 from carbonshift.units import parse_utc
 
 __all__ = ["ROW_KEYS", "WORKLOAD_KINDS", "WorkloadStatus", "list_status"]
 
-#: (kind, list path without namespace, API prefix) of every kind carbonshift acts on.
-WORKLOAD_KINDS: tuple[tuple[str, str, str], ...] = (
-    ("Pod", "pods", "/api/v1"),
-    ("Job", "jobs", "/apis/batch/v1"),
-    ("Workload", "workloads", "/apis/kueue.x-k8s.io/v1beta2"),
-    ("AppWrapper", "appwrappers", "/apis/workload.codeflare.dev/v1beta2"),
-)
+#: Every kind carbonshift acts on, at the API version its adapter names (AppWrappers at
+#: ``workload.codeflare.dev/v1beta1``, the only version MCAD's CRD serves).
+WORKLOAD_KINDS: tuple[KindAdapter, ...] = tuple(ADAPTERS.values())
 
 
 #: The machine-named fields of a row (JSON and CSV), in order.
@@ -110,7 +109,7 @@ def _time(text: str | None) -> datetime | None:
         return None
 
 
-def _status_of(kind: str, obj: Mapping[str, Any]) -> WorkloadStatus | None:
+def _status_of(adapter: KindAdapter, obj: dict[str, Any]) -> WorkloadStatus | None:
     meta = obj.get("metadata") or {}
     notes: Mapping[str, str] = meta.get("annotations") or {}
     state = notes.get(STATE)
@@ -123,9 +122,9 @@ def _status_of(kind: str, obj: Mapping[str, Any]) -> WorkloadStatus | None:
             state = State.HELD.value
         else:
             return None
-    place = notes.get(PLANNED_CLUSTER) or notes.get(PLACED_CLUSTER)
+    place = notes.get(PLANNED_CLUSTER) or notes.get(PLACED_CLUSTER) or adapter.runs_on(obj)
     return WorkloadStatus(
-        kind=kind,
+        kind=adapter.kind,
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         state=state,
@@ -143,14 +142,14 @@ async def list_status(
     """Every workload carbonshift annotated, in ``states`` (None: any), soonest start first."""
     wanted = None if states is None else set(states)
     rows: list[WorkloadStatus] = []
-    for kind, plural, prefix in WORKLOAD_KINDS:
-        path = f"{prefix}/namespaces/{namespace}/{plural}" if namespace else f"{prefix}/{plural}"
+    for adapter in WORKLOAD_KINDS:
+        path = adapter.path(namespace)
         try:
             listed = await kube.list(path)
         except NotFoundError:
             continue  # the cluster does not serve this kind (no Kueue, no MCAD)
         for obj in listed.get("items") or []:
-            row = _status_of(kind, obj)
+            row = _status_of(adapter, obj)
             if row is not None and (wanted is None or row.state in wanted):
                 rows.append(row)
     far = datetime.max.replace(tzinfo=None)
