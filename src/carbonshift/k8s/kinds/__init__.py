@@ -23,6 +23,7 @@ from typing import Any
 from carbonshift.k8s.kinds.appwrapper import APPWRAPPER, AppWrapperAdapter
 from carbonshift.k8s.kinds.base import (
     Gated,
+    HubKind,
     IntentSource,
     KindAdapter,
     OptIn,
@@ -45,6 +46,7 @@ __all__ = [
     "WORKLOAD",
     "AppWrapperAdapter",
     "Gated",
+    "HubKind",
     "IntentSource",
     "JobAdapter",
     "KindAdapter",
@@ -66,7 +68,7 @@ ADAPTERS: dict[str, KindAdapter] = {
 """Every kind carbonshift acts on, by ``kind`` (a Job as the one-cluster controller reads it)."""
 CONTROLLER_KINDS: tuple[PodAdapter | JobAdapter, ...] = (POD, JOB)
 """The kinds the one-cluster controller and its webhook hold."""
-HUB_KINDS: tuple[KindAdapter, ...] = (HUB_JOB, WORKLOAD, APPWRAPPER)
+HUB_KINDS: tuple[HubKind, ...] = (HUB_JOB, WORKLOAD, APPWRAPPER)
 """The kinds the hub places."""
 
 

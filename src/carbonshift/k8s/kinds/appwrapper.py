@@ -11,9 +11,9 @@ of the later AppWrapper controller).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
-from carbonshift.k8s.keys import HOLD_GATE
+from carbonshift.k8s.keys import DONE_SECONDS, HOLD_GATE, PLACED_CLUSTER
 from carbonshift.k8s.kinds.base import IntentSource, Obj, OptIn, WorkloadKind, metadata
 
 __all__ = ["APPWRAPPER", "AppWrapperAdapter"]
@@ -72,6 +72,11 @@ class AppWrapperAdapter:
     def gates(self, obj: Obj) -> list[str]:
         """``spec.dispatchingGates``: MCAD's ``[]DispatchingGate`` of strings."""
         return [str(g) for g in (obj.get("spec") or {}).get("dispatchingGates") or []]
+
+    def hub_owns(self, obj: Obj, check_names: Collection[str]) -> bool:
+        """Under our dispatching gate, or already planned by the hub."""
+        notes = metadata(obj).get("annotations") or {}
+        return PLACED_CLUSTER in notes or DONE_SECONDS in notes or self.is_held(obj)
 
     def is_held(self, obj: Obj) -> bool:
         return HOLD_GATE in self.gates(obj)

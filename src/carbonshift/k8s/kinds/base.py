@@ -6,13 +6,14 @@ capabilities as further interfaces). docs/design/0007-kind-adapters.md describes
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, Protocol
 
 __all__ = [
     "Gated",
+    "HubKind",
     "IntentSource",
     "KindAdapter",
     "Obj",
@@ -91,6 +92,19 @@ class KindAdapter(Protocol):
 
     def runs_on(self, obj: Obj) -> str | None:
         """Where ``obj`` was sent: its node (Pod) or its cluster (hub kinds); None: not yet."""
+        ...
+
+
+class HubKind(KindAdapter, Protocol):
+    """A kind the hub places in a spoke."""
+
+    def spoke_jobs(self, obj: Obj) -> set[tuple[str, str]]:
+        """(namespace, name) of the batch Jobs that run ``obj`` in its spoke."""
+        ...
+
+    def hub_owns(self, obj: Obj, check_names: Collection[str]) -> bool:
+        """Whether the hub places ``obj`` (``check_names``: the Kueue AdmissionChecks the
+        hub answers)."""
         ...
 
 

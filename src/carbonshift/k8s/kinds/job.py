@@ -6,9 +6,9 @@ carry the hub label and places a copy in a spoke.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
-from carbonshift.k8s.keys import PLACED_CLUSTER
+from carbonshift.k8s.keys import HUB_LABEL, HUB_UID_LABEL, PLACED_CLUSTER
 from carbonshift.k8s.kinds.base import (
     IntentSource,
     Obj,
@@ -17,6 +17,7 @@ from carbonshift.k8s.kinds.base import (
     condition_true,
     metadata,
 )
+from carbonshift.k8s.kinds.kueue import QUEUE_LABEL
 
 __all__ = ["HUB_JOB", "JOB", "JobAdapter"]
 
@@ -61,6 +62,21 @@ class JobAdapter:
         # a hub Job runs as a copy in the spoke the hub wrote down before creating it
         placed = (metadata(obj).get("annotations") or {}).get(PLACED_CLUSTER)
         return str(placed) if placed else None
+
+    def spoke_jobs(self, obj: Obj) -> set[tuple[str, str]]:
+        """The hub Job's copy in the spoke: same namespace and name."""
+        meta = metadata(obj)
+        return {(str(meta.get("namespace", "")), str(meta.get("name")))}
+
+    def hub_owns(self, obj: Obj, check_names: Collection[str]) -> bool:
+        """A hub Job: the hub label, and neither Kueue's (a Kueue Job is placed through its
+        Workload) nor a spoke copy's."""
+        labels = metadata(obj).get("labels") or {}
+        return (
+            labels.get(HUB_LABEL) == "true"
+            and QUEUE_LABEL not in labels
+            and HUB_UID_LABEL not in labels
+        )
 
     def admission_ops(self, obj: Obj) -> list[Obj] | str | None:
         if (obj.get("spec") or {}).get("suspend"):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+from carbonshift.k8s.keys import DONE_SECONDS, PLACED_CLUSTER
 from carbonshift.k8s.kinds.base import (
     IntentSource,
     Obj,
@@ -20,9 +21,11 @@ from carbonshift.k8s.kinds.base import (
     metadata,
 )
 
-__all__ = ["WORKLOAD", "WorkloadAdapter"]
+__all__ = ["QUEUE_LABEL", "WORKLOAD", "WorkloadAdapter"]
 
 GROUP_VERSION = "kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+"""The label that puts a Job in a Kueue LocalQueue."""
 
 
 class WorkloadAdapter:
@@ -71,6 +74,13 @@ class WorkloadAdapter:
             if check.get("name") in names:
                 return dict(check)
         return None
+
+    def hub_owns(self, obj: Obj, check_names: Collection[str]) -> bool:
+        """Under our admission check, or already planned by the hub."""
+        notes = metadata(obj).get("annotations") or {}
+        if PLACED_CLUSTER in notes or DONE_SECONDS in notes:
+            return True
+        return self.our_check(obj, check_names) is not None
 
     def is_held(self, obj: Obj) -> bool:
         """Not admitted: Kueue keeps a Workload from running until every check is Ready."""
