@@ -87,3 +87,21 @@ def test_a_workload_whose_owner_job_opts_out_is_left_alone() -> None:
     owner = _owner(**{MANAGED_LABEL: "false"})
     got = read_workload("Workload", _workload_of(owner), CONFIG, START, {"uid-train": owner})
     assert isinstance(got, NotHeld)
+
+
+async def test_a_release_is_counted_where_it_happens_without_an_observer() -> None:
+    async with fleet(START, config=FLUIDOS) as f:
+        # no slack: the plan must start it at once
+        await f.create(f.hub, hub_job("urgent", cpu=2, runtime_h=2, deadline_h=2))
+        controller = await f.start_controller()
+        await controller.reconcile(max_passes=1)
+        want_cluster = next(e.cluster for e in controller.events if e.what == "released")
+        registry = controller.metrics.registry
+        got_releases = registry.get_sample_value(
+            "carbonshift_hub_releases_total", {"kind": "Job", "cluster": want_cluster}
+        )
+        got_copies = registry.get_sample_value(
+            "carbonshift_hub_spoke_copies_total", {"action": "created"}
+        )
+        assert (got_releases, got_copies) == (1.0, 1.0)
+        assert controller.counters.releases == 1

@@ -110,9 +110,9 @@ class ActPhase(MirrorPhase):
                 else:
                     await self._hold(w, decision, now)
             except ConflictError:
-                self.counters.conflicts += 1  # re-read and decided again next reconcile
+                self.tally("conflicts")  # re-read and decided again next reconcile
             except CarbonshiftError as exc:
-                self.counters.errors += 1
+                self.tally("errors")
                 LOG.warning("acting on %s failed: %s", w.key, exc)
 
     # -- hold ---------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ class ActPhase(MirrorPhase):
         }
 
     def _released(self, w: HubWorkload, d: Decision, now: datetime) -> None:
-        self.counters.releases += 1
+        self.tally("releases", kind=w.kind, cluster=d.cluster or "")
         self._event(now, w.key, "released", d.cluster or "", d.reason, w.uid)
 
     async def _release_job(self, w: HubWorkload, d: Decision, now: datetime) -> None:
@@ -223,7 +223,7 @@ class ActPhase(MirrorPhase):
             try:
                 await self._nominate(w, w.placed, reason, now)
             except CarbonshiftError as exc:
-                self.counters.errors += 1
+                self.tally("errors")
                 LOG.warning("re-driving %s failed: %s", w.key, exc)
 
     async def _nominate(self, w: HubWorkload, cluster: str, reason: str, now: datetime) -> None:
@@ -302,7 +302,7 @@ class ActPhase(MirrorPhase):
         }
         if not await self._kind_steps()[2][w.kind](w, plan, d, now):
             return
-        self.counters.suspended += 1
+        self.tally("suspended", cluster=w.placed)
         self._event(now, w.key, "suspended", w.placed, d.reason, w.uid)
 
     async def _suspend_job(

@@ -251,7 +251,7 @@ class HubController(InventoryPhase, ActPhase):
         self.metrics.plan_duration.observe(self.last_plan_s)
         for name, forecast in round_.forecasts.items():
             self.spokes[name].forecast_issued_at = forecast.issued_at
-        self.counters.plans += 1
+        self.tally("plans")
         self.last_round = round_
         self._planned_slot, self._planned_keys = slot0, keys
         self._planned_spokes = frozenset(healthy)
@@ -338,9 +338,9 @@ class HubController(InventoryPhase, ActPhase):
             try:
                 await self.reconcile()
             except CarbonshiftError as exc:
-                self.counters.errors += 1
+                self.tally("errors")
                 LOG.warning("reconcile failed: %s", exc)
             except Exception:  # a bug must not stop the hub: log it, count it, go on
-                self.counters.errors += 1
+                self.tally("errors")
                 LOG.exception("reconcile failed")
             await self.clock.sleep_until(self.clock.now() + timedelta(seconds=resync_s))

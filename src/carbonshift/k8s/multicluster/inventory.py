@@ -475,7 +475,7 @@ class InventoryPhase(HubState):
         try:
             await self.hub.replace(f"{CARBONCLUSTERS}/{obj['metadata']['name']}/status", body)
         except ConflictError:
-            self.counters.conflicts += 1
+            self.tally("conflicts")
 
     async def _refresh_checks(self, now: datetime) -> None:
         """Find our AdmissionChecks and mark them Active (Kueue deactivates queues otherwise)."""
@@ -513,7 +513,7 @@ class InventoryPhase(HubState):
                     body,
                 )
             except ConflictError:
-                self.counters.conflicts += 1
+                self.tally("conflicts")
         self._check_names = frozenset(names)
 
     async def _collect(self, now: datetime) -> list[HubWorkload]:
@@ -537,12 +537,12 @@ class InventoryPhase(HubState):
             try:
                 seen = read_workload(kind, obj, self._cconfig, now, by_uid)
             except Exception:  # one malformed object must not stop every pass
-                self.counters.errors += 1
+                self.tally("errors")
                 LOG.exception("reading %s %s failed; left alone", kind, _name_of(obj))
                 continue
             if isinstance(seen, NotHeld):
                 if seen.unusable:
-                    self.counters.errors += 1
+                    self.tally("errors")
                 continue
             found.append(seen)
         return found

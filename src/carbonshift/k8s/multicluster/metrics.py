@@ -1,8 +1,9 @@
 """The hub's Prometheus metrics (docs/observability.md lists them).
 
-The controller records what it times as it happens (each pipeline phase, each planning
-call); :class:`~carbonshift.k8s.multicluster.observe.HubObserver` records the rest from the
-controller's events, counters and state after each pass.
+The controller records what it does and times where it happens (each release, suspension,
+recall, spoke copy, conflict and error; each pipeline phase and planning call);
+:class:`~carbonshift.k8s.multicluster.observe.HubObserver` sets the gauges from the
+controller's state and the hub objects after each pass, and times the whole pass.
 """
 
 from __future__ import annotations

@@ -111,11 +111,11 @@ class MirrorPhase(HubState):
                 HUB_JOB.path(meta["namespace"]), self._spoke_job(w, spoke.spec.name)
             )
         except ConflictError:  # created meanwhile (another hub replica): adopt next time
-            self.counters.adopted += 1
+            self.tally("adopted")
             return None
         except (ForbiddenError, NotFoundError) as exc:
             # a misconfigured spoke, not an outage: say what to grant, keep the work placed
-            self.counters.errors += 1
+            self.tally("errors")
             fix = (
                 f"create namespace {meta['namespace']!r} there and bind ClusterRole "
                 "carbonshift-spoke-jobs in it with a RoleBinding (deploy/hub/spoke-rbac.yaml)"
@@ -125,7 +125,7 @@ class MirrorPhase(HubState):
                 "spoke %s refused the copy of %s (%s): %s", spoke.spec.name, w.key, exc, fix
             )
             return None
-        self.counters.spoke_creates += 1
+        self.tally("spoke_creates")
         self._event(now, w.key, "created-in-spoke", spoke.spec.name, uid=w.uid)
         return created
 
@@ -142,9 +142,9 @@ class MirrorPhase(HubState):
                     continue
                 await self._mirror_one(w, spoke, copy_, now)
             except ConflictError:
-                self.counters.conflicts += 1
+                self.tally("conflicts")
             except CarbonshiftError as exc:
-                self.counters.errors += 1
+                self.tally("errors")
                 LOG.warning("mirroring %s from %s failed: %s", w.key, w.placed, exc)
 
     async def _mirror_one(self, w: HubWorkload, spoke: Spoke, remote: Obj, now: datetime) -> None:
@@ -170,11 +170,11 @@ class MirrorPhase(HubState):
             ]
             body["status"] = hub_status
             await self.hub.replace(HUB_JOB.path(meta["namespace"], meta["name"]) + "/status", body)
-            self.counters.mirrored += 1
+            self.tally("mirrored")
             outcome = "Complete" if condition_true(remote, "Complete") else "Failed"
             self._event(now, w.key, f"finished-{outcome.lower()}", spoke.spec.name, uid=w.uid)
             if await spoke.api.delete(HUB_JOB.path(meta["namespace"], meta["name"])):
-                self.counters.cleaned += 1
+                self.tally("cleaned")
             return
         summary = json.dumps(
             {
@@ -219,13 +219,13 @@ class MirrorPhase(HubState):
             try:
                 await self._annotate(w, plan)
             except ConflictError:
-                self.counters.conflicts += 1
+                self.tally("conflicts")
                 continue
             except CarbonshiftError as exc:
-                self.counters.errors += 1
+                self.tally("errors")
                 LOG.warning("recalling %s from %s failed: %s", w.key, w.placed, exc)
                 continue
-            self.counters.recalled += 1
+            self.tally("recalled", cluster=w.placed)
             self._event(now, w.key, "recalled", w.placed, plan[REASON] or "", w.uid)
 
     async def _collect_garbage(self, now: datetime, workloads: list[HubWorkload]) -> None:
@@ -241,7 +241,7 @@ class MirrorPhase(HubState):
                         continue
                     meta = job["metadata"]
                     if await spoke.api.delete(HUB_JOB.path(meta["namespace"], meta["name"])):
-                        self.counters.cleaned += 1
+                        self.tally("cleaned")
                         self._event(
                             now,
                             f"Job/{meta['namespace']}/{meta['name']}",
@@ -250,5 +250,5 @@ class MirrorPhase(HubState):
                             uid=str(uid or ""),
                         )
             except CarbonshiftError as exc:
-                self.counters.errors += 1
+                self.tally("errors")
                 LOG.warning("cleaning spoke %s failed: %s", name, exc)

@@ -1,11 +1,11 @@
 """What a running hub shows: core/v1 Events, Prometheus metrics, and leader election.
 
 :class:`HubObserver` runs after each :meth:`HubController.reconcile` (``observe()``, or
-``reconcile()`` which times the pass too). It reads only the controller's public state --
-``events`` (append-only; the observer remembers how many it handled), ``counters``
-(cumulative; their increments go into Prometheus Counters), ``spokes`` and ``last_round`` --
-plus one list per kind of hub object for the held / placed gauges, so those gauges say what
-the objects say, after a restart too.
+``reconcile()`` which times the pass too). The controller counts what it does into the
+Prometheus metrics where it does it (``HubController.tally``, shared registry); the observer
+reads only the controller's public state -- ``events`` (append-only; the observer remembers
+how many it handled), ``spokes`` and ``last_round`` -- plus one list per kind of hub object
+for the held / placed gauges, so those gauges say what the objects say, after a restart too.
 
 **Events** (kubectl describe shows them under the hub object):
 
@@ -132,18 +132,6 @@ class _Posted:
     count: int
 
 
-#: the controller's cumulative counters exported as Prometheus Counters
-_MIRRORED_COUNTERS = (
-    "plans",
-    "conflicts",
-    "errors",
-    "spoke_creates",
-    "adopted",
-    "cleaned",
-    "mirrored",
-)
-
-
 class HubObserver:
     """Turns a hub controller's new HubEvents into Events, and its state into metrics."""
 
@@ -163,7 +151,6 @@ class HubObserver:
         self.record_events = record_events
         self.handled = 0
         """How many of ``controller.events`` were turned into Events already."""
-        self._seen_counters: dict[str, int] = dict.fromkeys(_MIRRORED_COUNTERS, 0)
         self._posted: OrderedDict[tuple[str, ...], _Posted] = OrderedDict()
         self._cluster_uids: dict[str, str] = {}
         self._labels: dict[str, set[tuple[str, ...]]] = {}
@@ -185,10 +172,8 @@ class HubObserver:
         new = events[max(0, self.handled - dropped) :]  # (dropped unseen: not recorded)
         self.handled = dropped + len(events)
         for event in new:
-            self._count(event)
             if self.record_events:
                 await self._record(event)
-        self._mirror_counters()
         self._spoke_gauges()
         await self._workload_gauges()
 
@@ -315,34 +300,6 @@ class HubObserver:
 
     # -- metrics ----------------------------------------------------------------------------
 
-    def _count(self, event: HubEvent) -> None:
-        kind = event.key.split("/", 1)[0]
-        if event.what == "released":
-            self.metrics.releases.labels(kind=kind, cluster=event.cluster).inc()
-        elif event.what == "suspended":
-            self.metrics.suspensions.labels(cluster=event.cluster).inc()
-        elif event.what == "recalled":
-            self.metrics.recalls.labels(cluster=event.cluster).inc()
-
-    def _mirror_counters(self) -> None:
-        counters = self.controller.counters
-        targets = {
-            "plans": self.metrics.plans,
-            "conflicts": self.metrics.conflicts,
-            "errors": self.metrics.errors,
-            "spoke_creates": self.metrics.spoke_copies.labels(action="created"),
-            "adopted": self.metrics.spoke_copies.labels(action="adopted"),
-            "cleaned": self.metrics.spoke_copies.labels(action="cleaned"),
-            "mirrored": self.metrics.mirrored,
-        }
-        for name, target in targets.items():
-            now = int(getattr(counters, name, 0))
-            seen = self._seen_counters[name]
-            delta = now - seen if now >= seen else now  # a new controller starts again at 0
-            if delta > 0:
-                target.inc(delta)
-            self._seen_counters[name] = now
-
     def _set(self, gauge: Gauge, name: str, values: dict[tuple[str, ...], float]) -> None:
         """Set a labelled gauge to exactly ``values``; label sets no longer there are removed."""
         for labels, value in values.items():
@@ -466,10 +423,10 @@ class HubRunner:
             try:
                 await self.observer.reconcile()
             except CarbonshiftError as exc:
-                self.controller.counters.errors += 1
+                self.controller.tally("errors")
                 _LOG.warning("hub reconcile failed: %s", exc)
             except Exception:  # a bug must not stop the hub: log it, count it, go on
-                self.controller.counters.errors += 1
+                self.controller.tally("errors")
                 _LOG.exception("hub reconcile failed")
             until = clock.now() + timedelta(seconds=self.resync_s)
             step = timedelta(

@@ -74,6 +74,21 @@ class HubCounters:
     by_reason: dict[str, int] = field(default_factory=dict)
 
 
+_METRICS: dict[str, Callable[[HubMetrics, dict[str, str]], Any]] = {
+    "plans": lambda m, _: m.plans,
+    "releases": lambda m, labels: m.releases.labels(**labels),
+    "spoke_creates": lambda m, _: m.spoke_copies.labels(action="created"),
+    "adopted": lambda m, _: m.spoke_copies.labels(action="adopted"),
+    "cleaned": lambda m, _: m.spoke_copies.labels(action="cleaned"),
+    "mirrored": lambda m, _: m.mirrored,
+    "suspended": lambda m, labels: m.suspensions.labels(**labels),
+    "recalled": lambda m, labels: m.recalls.labels(**labels),
+    "conflicts": lambda m, _: m.conflicts,
+    "errors": lambda m, _: m.errors,
+}
+"""The Prometheus metric of each :class:`HubCounters` field."""
+
+
 class HubState:
     """The state every phase reads and writes; :class:`HubController` sets it up."""
 
@@ -109,6 +124,14 @@ class HubState:
             del self.events[:drop]
             self.events_dropped += drop
         LOG.info("%s %s %s %s", key, what, cluster, detail)
+
+    def tally(self, name: str, **labels: str) -> None:
+        """Count one ``name`` (a :class:`HubCounters` field) where it happens: in
+        :attr:`counters` and in its Prometheus metric (``labels``: the metric's labels)."""
+        setattr(self.counters, name, getattr(self.counters, name) + 1)
+        metric = _METRICS.get(name)
+        if metric is not None:
+            metric(self.metrics, labels).inc()
 
     def _healthy(self) -> dict[str, Spoke]:
         return {n: s for n, s in self.spokes.items() if s.healthy}
