@@ -292,3 +292,29 @@ def test_every_kind_has_one_adapter() -> None:
     assert sorted(ADAPTERS) == ["AppWrapper", "Job", "Pod", "Workload"]
     assert [a.kind for a in HUB_KINDS] == ["Job", "Workload", "AppWrapper"]
     assert all(ADAPTERS[a.kind].kind == a.kind for a in HUB_KINDS)
+
+
+@pytest.mark.parametrize(
+    ("obj", "opt_in", "want_reason"),
+    [
+        pytest.param(
+            pod(), {"manage_pods": False}, "Pods are not managed (opt_in.manage_pods = false)",
+            id="pods-switched-off",
+        ),
+        pytest.param(
+            job(), {"manage_jobs": False}, "Jobs are not managed (opt_in.manage_jobs = false)",
+            id="jobs-switched-off",
+        ),
+        pytest.param(
+            pod(owner_job="j1"), {}, "a Job's pod: the Job is held, not its pods",
+            id="a-jobs-pod",
+        ),
+    ],
+)  # fmt: skip
+def test_the_controller_asks_each_kinds_adapter_whether_it_holds_it(
+    obj: Obj, opt_in: dict[str, bool], want_reason: str
+) -> None:
+    config = ControllerConfig.model_validate({"opt_in": opt_in})
+    got = read_intent(obj, config, AT)
+    assert isinstance(got, NotHeld)
+    assert got.reason == want_reason

@@ -354,17 +354,17 @@ def read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | N
     """
     try:
         kind = obj.get("kind")
-        meta = obj.get("metadata") or {}
-        if kind not in [a.kind for a in CONTROLLER_KINDS]:
+        adapter = next((a for a in CONTROLLER_KINDS if a.kind == kind), None)
+        if adapter is None:
             return NotHeld(f"kind {kind!r} is not held (Pods and batch/v1 Jobs are)")
-        if kind == "Pod" and not config.opt_in.manage_pods:
-            return NotHeld("Pods are not managed (opt_in.manage_pods = false)")
-        if kind == "Job" and not config.opt_in.manage_jobs:
-            return NotHeld("Jobs are not managed (opt_in.manage_jobs = false)")
-        if kind == "Pod" and any(
-            ref.get("kind") == "Job" for ref in meta.get("ownerReferences") or []
-        ):
-            return NotHeld("a Job's pod: the Job is held, not its pods")
+        if not getattr(config.opt_in, adapter.opt_in_switch):
+            return NotHeld(
+                f"{adapter.plural.capitalize()} are not managed "
+                f"(opt_in.{adapter.opt_in_switch} = false)"
+            )
+        elsewhere = adapter.held_elsewhere(obj)
+        if elsewhere is not None:
+            return NotHeld(elsewhere)
         return _read_intent(_source(obj), config, now)
     except (ArithmeticError, ValueError, TypeError, AttributeError, KeyError) as exc:
         return _malformed(exc)

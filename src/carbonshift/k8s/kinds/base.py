@@ -109,7 +109,15 @@ class HubKind(KindAdapter, Protocol):
 
 
 class Gated(Protocol):
-    """A kind held at admission by a gate the API server refuses to add later (Pod)."""
+    """A kind the one-cluster controller holds, at admission at the latest (a Pod's gate
+    cannot be added later)."""
+
+    opt_in_switch: str
+    """The ``opt_in`` setting that turns holding this kind on (``manage_pods``)."""
+
+    def held_elsewhere(self, obj: Obj) -> str | None:
+        """Why ``obj`` is held through another object (a Job's pod: the Job), else None."""
+        ...
 
     def admission_ops(self, obj: Obj) -> list[Obj] | str | None:
         """The JSONPatch ops that hold a new object; a reason when it cannot be held; None

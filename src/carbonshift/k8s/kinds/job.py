@@ -78,6 +78,11 @@ class JobAdapter:
             and HUB_UID_LABEL not in labels
         )
 
+    opt_in_switch = "manage_jobs"
+
+    def held_elsewhere(self, obj: Obj) -> str | None:
+        return None
+
     def admission_ops(self, obj: Obj) -> list[Obj] | str | None:
         if (obj.get("spec") or {}).get("suspend"):
             return []

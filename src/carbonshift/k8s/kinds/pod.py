@@ -45,6 +45,14 @@ class PodAdapter:
         node = (obj.get("spec") or {}).get("nodeName")
         return str(node) if node else None
 
+    opt_in_switch = "manage_pods"
+
+    def held_elsewhere(self, obj: Obj) -> str | None:
+        owners = metadata(obj).get("ownerReferences") or []
+        if any(ref.get("kind") == "Job" for ref in owners):
+            return "a Job's pod: the Job is held, not its pods"
+        return None
+
     def admission_ops(self, obj: Obj) -> list[Obj] | str | None:
         spec = obj.get("spec") or {}
         if spec.get("nodeName"):

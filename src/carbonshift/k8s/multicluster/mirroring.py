@@ -68,8 +68,8 @@ class MirrorPhase(HubState):
         }
         annotations[PLACED_CLUSTER] = cluster
         return {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
+            "apiVersion": HUB_JOB.api_version,
+            "kind": HUB_JOB.kind,
             "metadata": {
                 "name": meta["name"],
                 "namespace": meta["namespace"],
