@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from carbonshift.carbon.forecast import forecaster_names
 from carbonshift.errors import InputError
+from carbonshift.k8s.keys import GRID_ZONE_LABEL, WATTS_PER_CORE_LABEL
 from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.registry import parse_params
 
@@ -218,11 +219,11 @@ class ExtenderSection(ServerSection):
 
     port: int = Field(8444, ge=0, le=65535, description="TCP port (0: any free port)")
     node_watts_label: str = Field(
-        "carbonshift.io/watts-per-core",
+        WATTS_PER_CORE_LABEL,
         description="node label or annotation with its power per core, W (absent: cluster value)",
     )
     node_zone_label: str = Field(
-        "carbonshift.io/grid-zone",
+        GRID_ZONE_LABEL,
         description="node label naming its grid zone (absent: the cluster's zone)",
     )
     max_g_per_kwh: float | None = Field(

@@ -1,7 +1,9 @@
-"""What an opted-in Pod or Job asks for: deadline, expected runtime, demand, criticality.
+"""What an opted-in workload asks for: deadline, expected runtime, demand, criticality.
 
 Reads the plain JSON of a Kubernetes object (``dict``), never a client model, so the webhook,
-the reconciler and the tests share one parser. The vocabulary (docs/controller.md):
+the reconciler, the hub and the tests share one parser; each kind's adapter
+(:mod:`carbonshift.k8s.kinds`) says where its intent is written. The vocabulary
+(docs/controller.md):
 
 =====================================  =========================================================
 ``carbonshift.io/managed: "true"``     label: opt in (``"false"`` opts out of an opted-in namespace)
@@ -26,10 +28,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.keys import (
+    ANNOTATION_PREFIX,
+    CRITICAL,
+    DEADLINE,
+    HOLD_GATE,
+    HUB_LABEL,
+    MANAGED_LABEL,
+    POWER,
+    RUNTIME,
+)
+from carbonshift.k8s.kinds import CONTROLLER_KINDS, IntentSource, OptIn, WorkloadKind, adapter_of
 from carbonshift.units import DurationTooLongError, parse_duration, parse_utc
 
 __all__ = [
@@ -49,24 +62,15 @@ __all__ = [
     "parse_quantity",
     "read_duration",
     "read_intent",
+    "read_intent_from",
     "read_time",
     "requested",
 ]
 
 Obj = dict[str, Any]
-Kind = Literal["Pod", "Job"]
+Kind = WorkloadKind
 
-ANNOTATION_PREFIX = "carbonshift.io/"
-MANAGED_LABEL = "carbonshift.io/managed"
-HUB_LABEL = "carbonshift.io/hub"
-"""``"true"`` on a hub Job: the multi-cluster hub's, never this controller's or its webhook's
-(the two may run on one cluster; Kueue Workloads and AppWrappers are the hub's by kind)."""
-DEADLINE = "carbonshift.io/deadline"
-RUNTIME = "carbonshift.io/expected-runtime"
-CRITICAL = "carbonshift.io/critical"
-POWER = "carbonshift.io/power-watts"
 FLUIDOS_DEADLINE = "fluidos-intent-deadline"
-HOLD_GATE = "carbonshift.io/hold"
 
 # The Kubernetes quantity grammar (k8s.io/apimachinery resource.Quantity): a signed decimal
 # number, then a binary suffix (Ki..Ei), a decimal exponent (e3, E-2) or a decimal SI suffix
@@ -219,20 +223,29 @@ def object_key(obj: Obj) -> str:
     return f"{obj.get('kind', '?')}/{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def _pod_spec(obj: Obj) -> Obj:
-    if obj.get("kind") == "Job":
-        spec: Obj = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-        return spec
-    pod_spec: Obj = obj.get("spec") or {}
-    return pod_spec
+def _source(obj: Obj) -> IntentSource:
+    """Where ``obj``'s own intent is written (an unknown kind reads as a Pod would)."""
+    adapter = adapter_of(obj)
+    source = adapter.intent_source(obj, {}) if adapter is not None else None
+    if source is None:
+        return IntentSource(
+            "Pod", obj.get("metadata") or {}, obj.get("spec") or {}, None, OptIn.LABEL
+        )
+    return source
 
 
-def _opted_in(obj: Obj, config: ControllerConfig) -> tuple[bool, str]:
+def _opted_in(source: IntentSource, config: ControllerConfig) -> tuple[bool, str]:
     """(opted in, why) -- or raises InputError for an unusable managed label."""
-    meta = obj.get("metadata") or {}
-    if (meta.get("labels") or {}).get(HUB_LABEL) == "true":
+    meta = source.metadata
+    labels = meta.get("labels") or {}
+    hub = labels.get(HUB_LABEL) == "true"
+    if hub and source.opt_in is OptIn.LABEL:
         return False, f"label {HUB_LABEL}=true: a hub Job, the carbonshift hub's to place"
-    label = (meta.get("labels") or {}).get(MANAGED_LABEL)
+    label = labels.get(MANAGED_LABEL)
+    if label is None and source.opt_in is OptIn.KIND:
+        return True, f"a {source.kind} under carbonshift's hold"
+    if label is None and hub and source.opt_in is OptIn.HUB_LABEL:
+        return True, f"label {HUB_LABEL}=true"
     if label is not None:
         value = str(label).strip().lower()
         if value == "false":
@@ -245,7 +258,7 @@ def _opted_in(obj: Obj, config: ControllerConfig) -> tuple[bool, str]:
         return True, f"label {MANAGED_LABEL}=true"
     if meta.get("namespace") in config.opt_in.namespaces:
         return True, f"namespace {meta.get('namespace')!r} is opted in"
-    priority = _pod_spec(obj).get("priorityClassName")
+    priority = source.pod_spec.get("priorityClassName")
     if priority and priority == config.opt_in.not_critical_priority_class:
         return True, f"priority class {priority!r}"
     return False, "not opted in (no label, namespace or priority class)"
@@ -257,7 +270,13 @@ def requested(obj: Obj, resources: tuple[str, ...]) -> dict[str, float]:
     Containers add up; an init container counts when it asks for more than they do.
     Raises :class:`~carbonshift.errors.InputError` for a malformed quantity.
     """
-    spec = _pod_spec(obj)
+    source = _source(obj)
+    return _requested(source.pod_spec, source.parallelism, resources)
+
+
+def _requested(
+    spec: Mapping[str, Any], parallelism: object, resources: tuple[str, ...]
+) -> dict[str, float]:
     total = {r: Decimal(0) for r in resources}
     for container in spec.get("containers") or []:
         reqs = container.get("resources") or {}
@@ -271,22 +290,19 @@ def requested(obj: Obj, resources: tuple[str, ...]) -> dict[str, float]:
         for r in resources:
             if r in asked:
                 total[r] = max(total[r], parse_quantity(asked[r], what=f"{r} request"))
-    copies = 1
-    if obj.get("kind") == "Job":
-        parallelism = (obj.get("spec") or {}).get("parallelism")
-        if parallelism is not None and (
-            not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0
-        ):
-            raise InputError(
-                f"spec.parallelism {parallelism!r} is not a count of pods >= 0; write e.g. 4"
-            )
-        copies = 1 if parallelism is None else parallelism
+    if parallelism is not None and (
+        not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 0
+    ):
+        raise InputError(
+            f"spec.parallelism {parallelism!r} is not a count of pods >= 0; write e.g. 4"
+        )
+    copies = 1 if parallelism is None else parallelism
     return {r: planning_units(r, total[r]) * copies for r in resources}
 
 
-def _demand(obj: Obj, config: ControllerConfig) -> dict[str, float]:
+def _demand(source: IntentSource, config: ControllerConfig) -> dict[str, float]:
     resources = config.cluster.resources
-    demand = requested(obj, resources)
+    demand = _requested(source.pod_spec, source.parallelism, resources)
     if not any(v > 0 for v in demand.values()):
         raise InputError(
             f"it requests none of {', '.join(resources)}; set resources.requests "
@@ -295,8 +311,8 @@ def _demand(obj: Obj, config: ControllerConfig) -> dict[str, float]:
     return demand
 
 
-def _created(obj: Obj, now: datetime) -> datetime:
-    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+def _created(meta: Mapping[str, Any], now: datetime) -> datetime:
+    stamp = meta.get("creationTimestamp")
     return read_time(str(stamp), what="metadata.creationTimestamp") if stamp else now
 
 
@@ -337,27 +353,45 @@ def read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | N
     object can never stop the webhook, the controller or the hub.
     """
     try:
-        return _read_intent(obj, config, now)
+        kind = obj.get("kind")
+        adapter = next((a for a in CONTROLLER_KINDS if a.kind == kind), None)
+        if adapter is None:
+            return NotHeld(f"kind {kind!r} is not held (Pods and batch/v1 Jobs are)")
+        if not getattr(config.opt_in, adapter.opt_in_switch):
+            return NotHeld(
+                f"{adapter.plural.capitalize()} are not managed "
+                f"(opt_in.{adapter.opt_in_switch} = false)"
+            )
+        elsewhere = adapter.held_elsewhere(obj)
+        if elsewhere is not None:
+            return NotHeld(elsewhere)
+        return _read_intent(_source(obj), config, now)
     except (ArithmeticError, ValueError, TypeError, AttributeError, KeyError) as exc:
-        what = f"{type(exc).__name__}: {exc}"[:200]
-        return NotHeld(f"unusable object: {what}", unusable=True, annotation="object")
+        return _malformed(exc)
 
 
-def _read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | NotHeld:
-    kind = obj.get("kind")
-    meta = obj.get("metadata") or {}
+def read_intent_from(
+    source: IntentSource, config: ControllerConfig, now: datetime
+) -> Intent | NotHeld:
+    """The intent written where ``source`` says (the hub's kinds: see :mod:`carbonshift.k8s.kinds`);
+    never raises, like :func:`read_intent`."""
+    try:
+        return _read_intent(source, config, now)
+    except (ArithmeticError, ValueError, TypeError, AttributeError, KeyError) as exc:
+        return _malformed(exc)
+
+
+def _malformed(exc: Exception) -> NotHeld:
+    what = f"{type(exc).__name__}: {exc}"[:200]
+    return NotHeld(f"unusable object: {what}", unusable=True, annotation="object")
+
+
+def _read_intent(source: IntentSource, config: ControllerConfig, now: datetime) -> Intent | NotHeld:
+    meta = source.metadata
     annotations: Mapping[str, str] = meta.get("annotations") or {}
-    if kind not in ("Pod", "Job"):
-        return NotHeld(f"kind {kind!r} is not held (Pods and batch/v1 Jobs are)")
-    if kind == "Pod" and not config.opt_in.manage_pods:
-        return NotHeld("Pods are not managed (opt_in.manage_pods = false)")
-    if kind == "Job" and not config.opt_in.manage_jobs:
-        return NotHeld("Jobs are not managed (opt_in.manage_jobs = false)")
-    if kind == "Pod" and any(ref.get("kind") == "Job" for ref in meta.get("ownerReferences") or []):
-        return NotHeld("a Job's pod: the Job is held, not its pods")
     field_name = MANAGED_LABEL
     try:
-        opted, why = _opted_in(obj, config)
+        opted, why = _opted_in(source, config)
         if not opted:
             return NotHeld(why, annotation=MANAGED_LABEL if why.startswith("label") else "")
         critical = annotations.get(CRITICAL)
@@ -386,9 +420,9 @@ def _read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | 
                 "such work is not held: it runs at once"
             )
         field_name = "metadata.creationTimestamp"
-        created = _created(obj, now)
+        created = _created(meta, now)
         field_name = DEADLINE if DEADLINE in annotations else FLUIDOS_DEADLINE
-        deadline, source = _deadline(annotations, created, runtime, config)
+        deadline, deadline_source = _deadline(annotations, created, runtime, config)
         field_name = POWER
         power: float | None = None
         if POWER in annotations:
@@ -402,11 +436,11 @@ def _read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | 
                     'write e.g. "350"'
                 )
         field_name = "resources.requests"
-        demand = _demand(obj, config)
+        demand = _demand(source, config)
     except InputError as exc:
         return NotHeld(f"unusable {field_name}: {exc}", unusable=True, annotation=field_name)
     return Intent(
-        kind="Pod" if kind == "Pod" else "Job",
+        kind=source.kind,
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
@@ -414,6 +448,6 @@ def _read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | 
         deadline=deadline,
         expected_runtime=runtime,
         demand=demand,
-        deadline_source=source,
+        deadline_source=deadline_source,
         power_w=power,
     )

@@ -41,7 +41,6 @@ from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import (
     CRITICAL,
-    HOLD_GATE,
     MANAGED_LABEL,
     RUNTIME,
     Intent,
@@ -52,6 +51,19 @@ from carbonshift.k8s.intent import (
     read_time,
     requested,
 )
+from carbonshift.k8s.keys import (
+    ANNOTATION_PREFIX,
+    CONTROLLER_COMPONENT,
+    EST_ARRIVAL,
+    EST_NOW,
+    EST_PLANNED,
+    LATEST_START,
+    PLANNED_START,
+    REASON,
+    RELEASED_AT,
+    STATE,
+)
+from carbonshift.k8s.kinds import ADAPTERS, JOB, POD, JobAdapter, PodAdapter
 from carbonshift.k8s.metrics import Metrics
 from carbonshift.k8s.nodes import allocatable as node_allocatable
 from carbonshift.k8s.nodes import capacity as node_capacity
@@ -78,36 +90,30 @@ __all__ = [
 
 _LOG = logging.getLogger("carbonshift.k8s")
 
-STATE = "carbonshift.io/state"
-PLANNED_START = "carbonshift.io/planned-start"
-LATEST_START = "carbonshift.io/latest-start"
-REASON = "carbonshift.io/reason"
-EST_NOW = "carbonshift.io/estimated-g-now"
-EST_PLANNED = "carbonshift.io/estimated-g-planned"
-EST_ARRIVAL = "carbonshift.io/estimated-g-at-arrival"
-RELEASED_AT = "carbonshift.io/released-at"
 ANNOTATIONS = (STATE, PLANNED_START, LATEST_START, REASON, EST_NOW, EST_PLANNED, RELEASED_AT)
 
-_PODS = "/api/v1/pods"
-_JOBS = "/apis/batch/v1/jobs"
+_PODS = POD.path()
+_JOBS = JOB.path()
 _NODES = "/api/v1/nodes"
 _TERMINAL = ("Succeeded", "Failed")
 _MAX_WRITE_ATTEMPTS = 6
 
 
 def pod_path(namespace: str, name: str) -> str:
-    return f"/api/v1/namespaces/{namespace}/pods/{name}"
+    return POD.path(namespace, name)
 
 
 def job_path(namespace: str, name: str) -> str:
-    return f"/apis/batch/v1/namespaces/{namespace}/jobs/{name}"
+    return JOB.path(namespace, name)
+
+
+def _adapter(obj: Obj) -> PodAdapter | JobAdapter:
+    return POD if obj.get("kind") == POD.kind else JOB
 
 
 def _path(obj: Obj) -> str:
     meta = obj["metadata"]
-    if obj.get("kind") == "Job":
-        return job_path(meta["namespace"], meta["name"])
-    return pod_path(meta["namespace"], meta["name"])
+    return _adapter(obj).path(meta["namespace"], meta["name"])
 
 
 def _key(obj: Obj) -> str:
@@ -150,10 +156,7 @@ def _gates(obj: Obj) -> list[str]:
 
 
 def _job_finished(job: Obj) -> bool:
-    conditions = (job.get("status") or {}).get("conditions") or []
-    return any(
-        c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in conditions
-    )
+    return JOB.is_finished(job)
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,13 +331,13 @@ class Controller:
 
     def _store(self, path: str, obj: Obj, kind: str) -> str:
         obj.setdefault("kind", kind)
-        obj.setdefault("apiVersion", "batch/v1" if kind == "Job" else "v1")
+        obj.setdefault("apiVersion", ADAPTERS[kind].api_version if kind in ADAPTERS else "v1")
         key = obj["metadata"]["name"] if path == _NODES else _key(obj)
         self._cache_for(path)[key] = obj
         return key
 
     async def _relist(self, path: str) -> None:
-        kind = {_PODS: "Pod", _JOBS: "Job", _NODES: "Node"}[path]
+        kind = {_PODS: POD.kind, _JOBS: JOB.kind, _NODES: "Node"}[path]
         listed = await self.kube.list(path)
         cache = self._cache_for(path)
         cache.clear()
@@ -348,7 +351,7 @@ class Controller:
             await self._relist(path)
 
     async def _watch(self, path: str) -> None:
-        kind = {_PODS: "Pod", _JOBS: "Job", _NODES: "Node"}[path]
+        kind = {_PODS: POD.kind, _JOBS: JOB.kind, _NODES: "Node"}[path]
         while not self._stopping:
             try:
                 async for event in self.kube.watch(path, self._rv.get(path, "")):
@@ -402,21 +405,24 @@ class Controller:
                 if isinstance(read_intent(obj, self.config, self.clock.now()), Intent):
                     held.append(obj)
             return held
-        for pod in self.pods.values():
-            if HOLD_GATE in _gates(pod) and not pod["metadata"].get("deletionTimestamp"):
-                held.append(pod)
-        for job in self.jobs.values():
-            if self._job_held(job):
-                held.append(job)
+        for obj in [*self.pods.values(), *self.jobs.values()]:
+            if self._held(obj) and not obj["metadata"].get("deletionTimestamp"):
+                held.append(obj)
         return held
 
     def _terminal(self, obj: Obj) -> bool:
-        if obj.get("kind") == "Job":
-            return _job_finished(obj)
-        return (obj.get("status") or {}).get("phase") in _TERMINAL
+        return _adapter(obj).is_finished(obj)
+
+    def _held(self, obj: Obj) -> bool:
+        """Whether carbonshift holds ``obj``: its kind's hold is on, and, where that field is
+        also the user's (a Job's ``suspend``), carbonshift says so on the object."""
+        adapter = _adapter(obj)
+        if not adapter.is_held(obj):
+            return False
+        return not adapter.shared_hold or self._job_held(obj)
 
     def _job_held(self, job: Obj) -> bool:
-        if not (job.get("spec") or {}).get("suspend"):
+        if not JOB.is_held(job):
             return False
         if RELEASED_AT in _annotations(job) or job["metadata"].get("deletionTimestamp"):
             return False
@@ -549,7 +555,7 @@ class Controller:
         await self._note_unheld(now)
         keep = {intent.key for intent in pending}
         self.outcomes = {k: v for k, v in self.outcomes.items() if k in keep}
-        counts = {"Pod": 0, "Job": 0}
+        counts = {POD.kind: 0, JOB.kind: 0}
         if pending:
             errors_before = self.source.errors
             try:
@@ -624,13 +630,9 @@ class Controller:
         if obj is None or obj["metadata"].get("uid") in self._released:
             return
         now = self.clock.now()
-        held = (
-            obj in self._held_objects()
-            if self.config.dry_run
-            else (HOLD_GATE in _gates(obj) if obj.get("kind") == "Pod" else self._job_held(obj))
-        )
+        held = obj in self._held_objects() if self.config.dry_run else self._held(obj)
         if not held:
-            if obj.get("kind") == "Job":
+            if _adapter(obj).late_hold:
                 await self._hold_new_jobs(now, only=key)
             await self._note_unheld(now, [obj])
             return
@@ -678,11 +680,11 @@ class Controller:
                 "annotations": {STATE: "held", REASON: "suspended by carbonshift on arrival"},
                 "labels": {STATE: "held"},
             },
-            "spec": {"suspend": True},
+            "spec": JOB.hold_spec(job),
         }
         with contextlib.suppress(ConflictError, NotFoundError, InvalidError):
             self.jobs[key] = await self.kube.patch(_path(job), patch)
-            self.jobs[key].setdefault("kind", "Job")
+            self.jobs[key].setdefault("kind", JOB.kind)
             self.actions.append(Action(now, "hold", key, "arrival", "suspended on arrival"))
 
     async def _note_unheld(self, now: datetime, objects: list[Obj] | None = None) -> None:
@@ -774,7 +776,7 @@ class Controller:
             _LOG.info("annotating %s failed: %s", key, exc)
             return
         new.setdefault("kind", obj.get("kind"))
-        (self.pods if obj.get("kind") == "Pod" else self.jobs)[key] = new
+        self._cache_for(_PODS if obj.get("kind") == POD.kind else _JOBS)[key] = new
 
     def _release_patch(self, obj: Obj, reason: str, nodes: list[str] | None) -> Obj:
         now = format_utc(self.clock.now())
@@ -801,30 +803,13 @@ class Controller:
                     }
                 }
             }
-        if obj.get("kind") == "Job":
-            spec: Obj = {"suspend": False}
-            if affinity is not None:
-                spec["template"] = {"spec": {"affinity": affinity}}
-            return {"metadata": meta, "spec": spec}
-        others = [
-            g
-            for g in (obj.get("spec") or {}).get("schedulingGates") or []
-            if g.get("name") != HOLD_GATE
-        ]
-        pod_spec: Obj = {"schedulingGates": others or None}
-        if affinity is not None:
-            pod_spec["affinity"] = affinity
-        return {"metadata": meta, "spec": pod_spec}
+        return {"metadata": meta, "spec": _adapter(obj).release_spec(obj, affinity)}
 
     def _nodes_with_room(self, obj: Obj) -> list[str] | None:
         """Nodes where the workload fits now (``pin_nodes``), or None to leave it open."""
         if not self.config.pin_nodes:
             return None
-        pod_spec = (
-            (obj.get("spec") or {}).get("template", {}).get("spec")
-            if obj.get("kind") == "Job"
-            else obj.get("spec")
-        )
+        pod_spec = _adapter(obj).pod_specs(obj)[0]
         if (pod_spec or {}).get("affinity", {}).get("nodeAffinity"):
             return None
         resources = self.config.cluster.resources
@@ -875,7 +860,7 @@ class Controller:
         current = obj
         nodes = self._nodes_with_room(obj)
         for _attempt in range(_MAX_WRITE_ATTEMPTS):
-            still_held = HOLD_GATE in _gates(current) if kind == "Pod" else self._job_held(current)
+            still_held = self._held(current)
             if not still_held:
                 return
             try:
@@ -900,7 +885,7 @@ class Controller:
                 _LOG.warning("release of %s refused: %s", key, exc)
                 return
             new.setdefault("kind", kind)
-            (self.pods if kind == "Pod" else self.jobs)[key] = new
+            self._cache_for(_PODS if kind == POD.kind else _JOBS)[key] = new
             self._released.add(uid)
             self.actions.append(Action(now, "release", key, why, reason))
             self.metrics.released.labels(kind=kind, why=why).inc()
@@ -939,7 +924,7 @@ class Controller:
             "message": message[:1000],
             "type": "Warning" if warning else "Normal",
             "source": {"component": "carbonshift-controller"},
-            "reportingComponent": "carbonshift.io/controller",
+            "reportingComponent": CONTROLLER_COMPONENT,
             "reportingInstance": self.config.identity or "carbonshift",
             "firstTimestamp": now,
             "lastTimestamp": now,
@@ -953,4 +938,4 @@ class Controller:
 
 def describe(obj: Obj) -> dict[str, Any]:
     """The carbonshift annotations of an object (for tests and the CLI)."""
-    return {k: v for k, v in _annotations(obj).items() if k.startswith("carbonshift.io/")}
+    return {k: v for k, v in _annotations(obj).items() if k.startswith(ANNOTATION_PREFIX)}

@@ -3,7 +3,9 @@
 The controller and the hub write their decisions onto each workload (``carbonshift.io/state``,
 ``planned-start``, ``reason``, the estimated grams now and at the planned start, and for the
 hub ``planned-cluster``); this module only reads them back, for Pods, Jobs, Kueue Workloads
-and AppWrappers. Kinds whose API the cluster does not serve (no Kueue, no MCAD) are skipped.
+and AppWrappers (each through its adapter, :mod:`carbonshift.k8s.kinds`). Kinds whose API the
+cluster does not serve (no Kueue, no MCAD) are skipped. Where no cluster is noted, the place
+is where the adapter says the workload runs (a Pod's node).
 """
 
 from __future__ import annotations
@@ -15,19 +17,25 @@ from datetime import datetime
 from typing import Any
 
 from carbonshift.k8s.client import Kube, NotFoundError
+from carbonshift.k8s.keys import (
+    EST_NOW,
+    EST_PLANNED,
+    PLACED_CLUSTER,
+    PLANNED_CLUSTER,
+    PLANNED_START,
+    REASON,
+    RELEASED_AT,
+    STATE,
+    State,
+)
+from carbonshift.k8s.kinds import ADAPTERS, KindAdapter
 from carbonshift.units import parse_utc
 
 __all__ = ["ROW_KEYS", "WORKLOAD_KINDS", "WorkloadStatus", "list_status"]
 
-_PREFIX = "carbonshift.io/"
-
-#: (kind, list path without namespace, API prefix) of every kind carbonshift acts on.
-WORKLOAD_KINDS: tuple[tuple[str, str, str], ...] = (
-    ("Pod", "pods", "/api/v1"),
-    ("Job", "jobs", "/apis/batch/v1"),
-    ("Workload", "workloads", "/apis/kueue.x-k8s.io/v1beta2"),
-    ("AppWrapper", "appwrappers", "/apis/workload.codeflare.dev/v1beta2"),
-)
+#: Every kind carbonshift acts on, at the API version its adapter names (AppWrappers at
+#: ``workload.codeflare.dev/v1beta1``, the only version MCAD's CRD serves).
+WORKLOAD_KINDS: tuple[KindAdapter, ...] = tuple(ADAPTERS.values())
 
 
 #: The machine-named fields of a row (JSON and CSV), in order.
@@ -101,30 +109,30 @@ def _time(text: str | None) -> datetime | None:
         return None
 
 
-def _status_of(kind: str, obj: Mapping[str, Any]) -> WorkloadStatus | None:
+def _status_of(adapter: KindAdapter, obj: dict[str, Any]) -> WorkloadStatus | None:
     meta = obj.get("metadata") or {}
     notes: Mapping[str, str] = meta.get("annotations") or {}
-    state = notes.get(f"{_PREFIX}state")
+    state = notes.get(STATE)
     if state is None:
         # the hub writes no state: a workload it placed carries placed-cluster (and
         # released-at), one it holds carries its planned cluster and start
-        if f"{_PREFIX}placed-cluster" in notes or f"{_PREFIX}released-at" in notes:
-            state = "released"
-        elif f"{_PREFIX}planned-cluster" in notes or f"{_PREFIX}planned-start" in notes:
-            state = "held"
+        if PLACED_CLUSTER in notes or RELEASED_AT in notes:
+            state = State.RELEASED.value
+        elif PLANNED_CLUSTER in notes or PLANNED_START in notes:
+            state = State.HELD.value
         else:
             return None
-    place = notes.get(f"{_PREFIX}planned-cluster") or notes.get(f"{_PREFIX}placed-cluster")
+    place = notes.get(PLANNED_CLUSTER) or notes.get(PLACED_CLUSTER) or adapter.runs_on(obj)
     return WorkloadStatus(
-        kind=kind,
+        kind=adapter.kind,
         namespace=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
         state=state,
-        planned_start=_time(notes.get(f"{_PREFIX}planned-start")),
+        planned_start=_time(notes.get(PLANNED_START)),
         place=place,
-        reason=notes.get(f"{_PREFIX}reason", ""),
-        estimated_g_now=_number(notes.get(f"{_PREFIX}estimated-g-now")),
-        estimated_g_planned=_number(notes.get(f"{_PREFIX}estimated-g-planned")),
+        reason=notes.get(REASON, ""),
+        estimated_g_now=_number(notes.get(EST_NOW)),
+        estimated_g_planned=_number(notes.get(EST_PLANNED)),
     )
 
 
@@ -134,14 +142,14 @@ async def list_status(
     """Every workload carbonshift annotated, in ``states`` (None: any), soonest start first."""
     wanted = None if states is None else set(states)
     rows: list[WorkloadStatus] = []
-    for kind, plural, prefix in WORKLOAD_KINDS:
-        path = f"{prefix}/namespaces/{namespace}/{plural}" if namespace else f"{prefix}/{plural}"
+    for adapter in WORKLOAD_KINDS:
+        path = adapter.path(namespace)
         try:
             listed = await kube.list(path)
         except NotFoundError:
             continue  # the cluster does not serve this kind (no Kueue, no MCAD)
         for obj in listed.get("items") or []:
-            row = _status_of(kind, obj)
+            row = _status_of(adapter, obj)
             if row is not None and (wanted is None or row.state in wanted):
                 rows.append(row)
     far = datetime.max.replace(tzinfo=None)

@@ -1,12 +1,12 @@
 """The mutating admission webhook: gate opted-in Pods and suspend opted-in Jobs at creation.
 
 ``POST /mutate`` takes an ``admission.k8s.io/v1`` AdmissionReview and answers one with a
-base64 JSONPatch: a Pod with a usable intent gets the scheduling gate ``carbonshift.io/hold``
-(the API server refuses to add a gate later) and ``carbonshift.io/state: held``; a Job gets
-``spec.suspend: true``. The webhook never denies: a workload that is not opted in, critical,
-or has an unusable value is admitted unchanged, with the reason as an admission warning
-(``kubectl`` prints it); the controller then writes the reason on the object and counts it
-once in ``carbonshift_unusable_intent``. Dry-run mode patches nothing.
+base64 JSONPatch: a workload with a usable intent gets its kind's hold (the adapter's
+``admission_ops``: a Pod the scheduling gate, which the API server refuses to add later; a
+Job ``spec.suspend: true``) and the state ``held``. The webhook never denies: a workload that
+is not opted in, critical, or has an unusable value is admitted unchanged, with the reason as
+an admission warning (``kubectl`` prints it); the controller then writes the reason on the
+object and counts it once in ``carbonshift_unusable_intent``. Dry-run mode patches nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from fastapi.responses import JSONResponse
 
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
-from carbonshift.k8s.intent import HOLD_GATE, NotHeld, Obj, read_intent
+from carbonshift.k8s.intent import NotHeld, Obj, read_intent
+from carbonshift.k8s.keys import REASON, STATE, State
+from carbonshift.k8s.kinds import CONTROLLER_KINDS
 from carbonshift.k8s.metrics import Metrics
 from carbonshift.units import format_utc
 
@@ -30,6 +32,7 @@ __all__ = ["admission_patch", "review_response", "webhook_app"]
 
 _LOG = logging.getLogger("carbonshift.k8s")
 _HELD_NOTE = "held by carbonshift until its first planning round"
+ADMITTED = {a.kind: a for a in CONTROLLER_KINDS}
 
 
 def _escape(key: str) -> str:
@@ -54,28 +57,15 @@ def admission_patch(
     meta = obj.get("metadata") or {}
     if not meta.get("annotations"):
         ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
-    for key, value in (("carbonshift.io/state", "held"), ("carbonshift.io/reason", _HELD_NOTE)):
+    for key, value in ((STATE, State.HELD.value), (REASON, _HELD_NOTE)):
         ops.append({"op": "add", "path": f"/metadata/annotations/{_escape(key)}", "value": value})
-    spec = obj.get("spec") or {}
-    if obj.get("kind") == "Pod":
-        if spec.get("nodeName"):
-            return [], ["carbonshift: not held: spec.nodeName is set, so no gate can be added"]
-        gates = spec.get("schedulingGates") or []
-        if any(g.get("name") == HOLD_GATE for g in gates):
-            return [], []
-        if gates:
-            ops.append(
-                {"op": "add", "path": "/spec/schedulingGates/-", "value": {"name": HOLD_GATE}}
-            )
-        else:
-            ops.append(
-                {"op": "add", "path": "/spec/schedulingGates", "value": [{"name": HOLD_GATE}]}
-            )
-    else:
-        if spec.get("suspend"):
-            return ops, []
-        ops.append({"op": "add", "path": "/spec/suspend", "value": True})
-    return ops, []
+    adapter = ADMITTED[obj["kind"]]  # read_intent holds only these kinds
+    hold = adapter.admission_ops(obj)
+    if isinstance(hold, str):
+        return [], [f"carbonshift: not held: {hold}"]
+    if hold is None:  # already held
+        return [], []
+    return ops + hold, []
 
 
 def review_response(

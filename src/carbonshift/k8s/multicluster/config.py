@@ -20,6 +20,7 @@ from carbonshift.k8s.config import (
     ServerSection,
     closest_field,
 )
+from carbonshift.k8s.keys import CARBON_AWARE_LABEL
 
 __all__ = ["HubConfig", "HubLeaderSection", "load_hub_config"]
 
@@ -59,7 +60,7 @@ class HubConfig(BaseModel):
         "carbonshift-system", description="hub namespace of the spokes' kubeconfig Secrets"
     )
     admission_check_controller: str = Field(
-        "carbonshift.io/carbon-aware",
+        CARBON_AWARE_LABEL,
         description="spec.controllerName of the Kueue AdmissionCheck this hub answers",
     )
     max_requeue_s: int = Field(

@@ -17,26 +17,39 @@ A ``CarbonCluster`` (``carbonshift.io/v1alpha1``, cluster-scoped) names one spok
 :func:`parse_spoke` reads the spec; :func:`check_spoke_kubeconfig` refuses a spoke
 kubeconfig that could make the hub run a command or read its own files; :class:`Spoke` is
 the controller's connection and what it last learnt. Capacity is in planning units (cpu
-cores, memory GiB, gpu devices).
+cores, memory GiB, gpu devices). :class:`InventoryPhase` is the hub's first phase: it
+refreshes the spokes, finds the Kueue AdmissionChecks it answers, and collects the hub
+objects of every kind it places.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
-from carbonshift.errors import InputError
-from carbonshift.k8s.intent import requested
+from carbonshift.errors import CarbonshiftError, InputError
+from carbonshift.k8s.client import ConflictError, ForbiddenError, NotFoundError
+from carbonshift.k8s.intent import NotHeld, requested
+from carbonshift.k8s.keys import API_VERSION
+from carbonshift.k8s.kinds import HUB_JOB, HUB_KINDS, condition_true
+from carbonshift.k8s.kinds.kueue import GROUP_VERSION as KUEUE_GROUP_VERSION
 from carbonshift.k8s.multicluster.api import HubApi
+from carbonshift.k8s.multicluster.record import LOG, HubState, stamp
+from carbonshift.k8s.multicluster.workloads import JOBS, HubWorkload, Kind, read_workload
+from carbonshift.k8s.nodes import usable_allocatables
+from carbonshift.k8s.planner import CarbonSource, carbon_source_for
+from carbonshift.units import parse_utc
 
 __all__ = [
     "CARBONCLUSTERS",
+    "InventoryPhase",
     "Spoke",
     "SpokeSpec",
     "check_spoke_kubeconfig",
@@ -47,8 +60,9 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
-CARBONCLUSTERS = "/apis/carbonshift.io/v1alpha1/carbonclusters"
+CARBONCLUSTERS = f"/apis/{API_VERSION}/carbonclusters"
 _UNIT = {"memory": Decimal(2) ** 30}
+_CHECKS = f"/apis/{KUEUE_GROUP_VERSION}/admissionchecks"
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,3 +285,282 @@ class Spoke:
     forecast_issued_at: datetime | None = None
     down_since: datetime | None = None
     """When the spoke last turned Unreachable (None while it answers)."""
+
+
+class InventoryPhase(HubState):
+    """Phase 1 of the hub's pass: what there is. Spokes (connect through each kubeconfig
+    Secret, read capacity and health, write each ``CarbonCluster``'s status), the Kueue
+    AdmissionChecks the hub answers, and the hub objects of every kind it places."""
+
+    def _source(self, name: str, zone: str) -> CarbonSource:
+        source = self.sources.get(name)
+        if source is None:
+            config = self.config.controller_config(zone)
+            series = self._series.get(zone)  # planning.carbon_source, unless tests give data
+            source = carbon_source_for(config) if series is None else CarbonSource(config, series)
+            self.sources[name] = source
+        return source
+
+    async def _refresh_spokes(self, now: datetime) -> None:
+        objects = await self.hub.list_items(CARBONCLUSTERS)
+        self._inventory = {}
+        seen: set[str] = set()
+        for obj in objects:
+            name = str(obj["metadata"]["name"])
+            seen.add(name)
+            spoke = self.spokes.get(name)
+            try:
+                spec = parse_spoke(obj)
+            except InputError as exc:  # no work goes to a spoke we cannot describe
+                if spoke is not None:
+                    self.spokes.pop(name)
+                    if spoke.api is not None:
+                        await spoke.api.close()
+                await self._write_status(obj, health="Misconfigured", message=str(exc), now=now)
+                continue
+            if spoke is None or spoke.spec != spec:
+                if spoke is not None and spoke.api is not None:
+                    await spoke.api.close()
+                spoke = Spoke(spec=spec, last_contact=_status_time(obj, "lastContactTime"))
+                if (obj.get("status") or {}).get("health") == "Unreachable":  # a restart
+                    spoke.down_since = _status_time(obj, "downSince")
+                self.spokes[name] = spoke
+            await self._contact(spoke, now)
+            try:
+                self._source(name, spec.zone)
+            except InputError as exc:  # e.g. a zone without carbon data: no work goes there
+                spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
+            self._inventory[name] = obj
+        for gone in set(self.spokes) - seen:
+            old = self.spokes.pop(gone)
+            if old.api is not None:
+                await old.api.close()
+
+    async def _spoke_secret(self, name: str) -> Any:
+        """The kubeconfig Secret ``name``; the hub may read only the Secrets its Role names
+        (``resourceNames``), so a refusal here is the hub's RBAC, not the spoke's."""
+        path = f"/api/v1/namespaces/{self.config.namespace}/secrets/{name}"
+        try:
+            return await self.hub.get(path)
+        except ForbiddenError as exc:
+            raise InputError(
+                f"the hub may not read Secret {self.config.namespace}/{name}: add {name!r} to "
+                "resourceNames of Role carbonshift-hub-secrets (deploy/hub/rbac.yaml; Helm: "
+                f"hub.spokeSecrets) ({str(exc)[:200]})"
+            ) from exc
+
+    async def _contact(self, spoke: Spoke, now: datetime) -> None:
+        spec = spoke.spec
+        try:
+            secret = await self._spoke_secret(spec.secret_name)
+            text = kubeconfig_from_secret(secret, spec.secret_key)
+            if spoke.api is None or text != spoke.kubeconfig:
+                if spoke.api is not None:
+                    await spoke.api.close()
+                    spoke.api = None
+                try:  # before any client exists: no plugin runs, no hub file is read
+                    check_spoke_kubeconfig(
+                        parse_kubeconfig(text), allow_insecure_tls=spec.allow_insecure_tls
+                    )
+                except InputError as exc:
+                    if spoke.message != str(exc):
+                        self._event(now, spec.name, "kubeconfig-refused", spec.name, str(exc))
+                    spoke.kubeconfig = ""
+                    raise
+                spoke.api = await self._connector(text, self.clock)
+                spoke.kubeconfig = text
+            nodes = await spoke.api.list_items("/api/v1/nodes")
+            spoke.nodes = usable_allocatables(nodes, self.config.resources)
+            spoke.capacity = {
+                r: sum(node[r] for node in spoke.nodes) for r in self.config.resources
+            }
+            spoke.pods = await spoke.api.list_items(  # only what can still use room
+                "/api/v1/pods",
+                fieldSelector="spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed",
+            )
+        except NotFoundError as exc:
+            spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
+            return
+        except ForbiddenError as exc:
+            # The spoke answers, but its RBAC refuses us: a misconfiguration, never an outage.
+            # It gets no new work; what is placed there stays (not recalled: down_since off).
+            message = (
+                f"the hub's identity in spoke {spec.name} cannot {exc.denied()}; grant it in "
+                f"spoke-rbac.yaml ({str(exc)[:300]})"
+            )
+            if spoke.health != "Forbidden":
+                self._event(now, spec.name, "forbidden", spec.name, message)
+            spoke.failures, spoke.down_since = 0, None
+            spoke.healthy, spoke.health, spoke.message = False, "Forbidden", message
+            return
+        except InputError as exc:
+            spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
+            return
+        except CarbonshiftError as exc:
+            spoke.failures += 1
+            if spoke.failures >= self.config.spoke_timeout_failures:
+                if spoke.healthy:
+                    self._event(now, spec.name, "unreachable", spec.name, str(exc)[:200])
+                if spoke.down_since is None:
+                    spoke.down_since = now
+                spoke.healthy, spoke.health = False, "Unreachable"
+                spoke.message = f"no answer: {str(exc)[:200]}"
+            return
+        if not spoke.healthy:
+            self._event(now, spec.name, "healthy", spec.name)
+        spoke.failures = 0
+        spoke.down_since = None
+        spoke.healthy, spoke.health, spoke.message = True, "Healthy", "answering"
+        spoke.last_contact = now
+
+    async def _write_spoke_status(self, obj: Obj, spoke: Spoke, now: datetime) -> None:
+        age = None
+        if spoke.forecast_issued_at is not None:
+            age = int((now - spoke.forecast_issued_at).total_seconds())
+        await self._write_status(
+            obj,
+            health=spoke.health,
+            message=spoke.message,
+            now=now,
+            capacity=spoke.capacity,
+            others=spoke.others,
+            last_contact=spoke.last_contact,
+            down_since=spoke.down_since,
+            forecast_age_s=age,
+        )
+
+    async def _write_status(
+        self,
+        obj: Obj,
+        *,
+        health: str,
+        message: str,
+        now: datetime,
+        capacity: Mapping[str, float] | None = None,
+        others: Mapping[str, float] | None = None,
+        last_contact: datetime | None = None,
+        down_since: datetime | None = None,
+        forecast_age_s: int | None = None,
+    ) -> None:
+        """Write a CarbonCluster's status when it changed (a conflict waits for next pass)."""
+        status: Obj = {"health": health, "message": message, "capacity": dict(capacity or {})}
+        if others is not None:
+            status["othersRequests"] = dict(others)
+        if last_contact is not None:
+            status["lastContactTime"] = stamp(last_contact)
+        if down_since is not None:
+            status["downSince"] = stamp(down_since)
+        if forecast_age_s is not None:
+            status["forecastAgeSeconds"] = forecast_age_s
+        status["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "True" if health == "Healthy" else "False",
+                "reason": health,
+                "message": message,
+                "lastTransitionTime": stamp(last_contact or now),
+            }
+        ]
+        old = dict(obj.get("status") or {})
+        old_ready = [c for c in old.get("conditions") or [] if c.get("type") == "Ready"]
+        if old_ready and old_ready[0].get("status") == status["conditions"][0]["status"]:
+            status["conditions"][0]["lastTransitionTime"] = old_ready[0].get("lastTransitionTime")
+        merged = {**old, **status}
+        if down_since is None:
+            merged.pop("downSince", None)
+        if merged == old:
+            return
+        body = copy.deepcopy(obj)
+        body["status"] = merged
+        try:
+            await self.hub.replace(f"{CARBONCLUSTERS}/{obj['metadata']['name']}/status", body)
+        except ConflictError:
+            self.tally("conflicts")
+
+    async def _refresh_checks(self, now: datetime) -> None:
+        """Find our AdmissionChecks and mark them Active (Kueue deactivates queues otherwise)."""
+        try:
+            checks = await self.hub.list_items(_CHECKS)
+        except NotFoundError:
+            return
+        names = set()
+        for check in checks:
+            if (check.get("spec") or {}).get(
+                "controllerName"
+            ) != self.config.admission_check_controller:
+                continue
+            names.add(str(check["metadata"]["name"]))
+            if condition_true(check, "Active"):
+                continue
+            body = copy.deepcopy(check)
+            body.setdefault("status", {})["conditions"] = [
+                c
+                for c in (check.get("status") or {}).get("conditions") or []
+                if c.get("type") != "Active"
+            ] + [
+                {
+                    "type": "Active",
+                    "status": "True",
+                    "reason": "Active",
+                    "message": "carbonshift hub controller is answering this check",
+                    "lastTransitionTime": stamp(now),
+                    "observedGeneration": check["metadata"].get("generation", 1),
+                }
+            ]
+            try:
+                await self.hub.replace(
+                    f"{_CHECKS}/{check['metadata']['name']}/status",
+                    body,
+                )
+            except ConflictError:
+                self.tally("conflicts")
+        self._check_names = frozenset(names)
+
+    async def _collect(self, now: datetime) -> list[HubWorkload]:
+        """The hub objects of every kind the hub places (each kind's adapter says which are
+        its), read as :class:`HubWorkload`; one that cannot be read is left alone."""
+        jobs = await self.hub.list_items(JOBS)
+        by_uid = {str(j["metadata"].get("uid")): j for j in jobs}
+        found: list[HubWorkload] = []
+        candidates: list[tuple[Kind, Obj]] = []
+        for adapter in HUB_KINDS:
+            if adapter is HUB_JOB:
+                items = jobs
+            else:
+                try:
+                    items = await self.hub.list_items(adapter.path())
+                except NotFoundError:  # the kind is not installed on this hub
+                    continue
+            kind = cast(Kind, adapter.kind)  # HUB_KINDS are the hub's kinds
+            candidates += [(kind, o) for o in items if adapter.hub_owns(o, self._check_names)]
+        for kind, obj in candidates:
+            try:
+                seen = read_workload(kind, obj, self._cconfig, now, by_uid)
+            except Exception:  # one malformed object must not stop every pass
+                self.tally("errors")
+                LOG.exception("reading %s %s failed; left alone", kind, _name_of(obj))
+                continue
+            if isinstance(seen, NotHeld):
+                if seen.unusable:
+                    self.tally("errors")
+                continue
+            found.append(seen)
+        return found
+
+
+def _name_of(obj: Obj) -> str:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if not isinstance(meta, dict):
+        return "?"
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _status_time(obj: Obj, name: str) -> datetime | None:
+    """A time field of a CarbonCluster's status (None when absent or unreadable)."""
+    raw = (obj.get("status") or {}).get(name)
+    if not raw:
+        return None
+    try:
+        return parse_utc(str(raw), what=name)
+    except InputError:
+        return None

@@ -1,11 +1,11 @@
 """What a running hub shows: core/v1 Events, Prometheus metrics, and leader election.
 
 :class:`HubObserver` runs after each :meth:`HubController.reconcile` (``observe()``, or
-``reconcile()`` which times the pass too). It reads only the controller's public state --
-``events`` (append-only; the observer remembers how many it handled), ``counters``
-(cumulative; their increments go into Prometheus Counters), ``spokes`` and ``last_round`` --
-plus one list per kind of hub object for the held / placed gauges, so those gauges say what
-the objects say, after a restart too.
+``reconcile()`` which times the pass too). The controller counts what it does into the
+Prometheus metrics where it does it (``HubController.tally``, shared registry); the observer
+reads only the controller's public state -- ``events`` (append-only; the observer remembers
+how many it handled), ``spokes`` and ``last_round`` -- plus one list per kind of hub object
+for the held / placed gauges, so those gauges say what the objects say, after a restart too.
 
 **Events** (kubectl describe shows them under the hub object):
 
@@ -54,15 +54,16 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import Gauge
 
-from carbonshift.carbon.freshness import freshness_gauges
 from carbonshift.errors import CarbonshiftError
 from carbonshift.k8s.client import NotFoundError
-from carbonshift.k8s.intent import HUB_LABEL
+from carbonshift.k8s.keys import API_VERSION, HUB_COMPONENT, HUB_LABEL
+from carbonshift.k8s.kinds import HUB_KINDS
 from carbonshift.k8s.leader import LeaderElector
 from carbonshift.k8s.multicluster.hub import HubController, HubEvent
 from carbonshift.k8s.multicluster.inventory import CARBONCLUSTERS
+from carbonshift.k8s.multicluster.metrics import HubMetrics
 from carbonshift.k8s.multicluster.plan import HubRound
 from carbonshift.k8s.multicluster.workloads import (
     APPWRAPPERS,
@@ -83,10 +84,8 @@ Obj = dict[str, Any]
 
 #: apiVersion of each hub kind, for ``involvedObject``.
 API_VERSIONS: dict[str, str] = {
-    "Job": "batch/v1",
-    "Workload": "kueue.x-k8s.io/v1beta2",
-    "AppWrapper": "workload.codeflare.dev/v1beta1",
-    "CarbonCluster": "carbonshift.io/v1alpha1",
+    **{adapter.kind: adapter.api_version for adapter in HUB_KINDS},
+    "CarbonCluster": API_VERSION,
 }
 
 #: HubEvent ``what`` -> (Event reason, Event type).
@@ -110,8 +109,7 @@ _SPOKE_EVENTS_NAMESPACE = "default"
 _COMPONENT = "carbonshift-hub"
 _MESSAGE_CHARS = 1000
 _AGGREGATE_CACHE = 4096  # client-go's EventCorrelator keeps as many
-_KINDS = ("Job", "Workload", "AppWrapper")
-_PLAN_BUCKETS_S = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+_KINDS = tuple(adapter.kind for adapter in HUB_KINDS)
 
 
 def event_reason(what: str) -> tuple[str, str]:
@@ -125,102 +123,6 @@ def _when(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%MZ")
 
 
-class HubMetrics:
-    """The hub's Prometheus metrics, in a registry of their own (one per hub process)."""
-
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
-        r = self.registry
-        self.held = Gauge(
-            "carbonshift_hub_held_workloads",
-            "Hub workloads held now (planned, not yet released), by kind",
-            ["kind"],
-            registry=r,
-        )
-        self.placed = Gauge(
-            "carbonshift_hub_placed_workloads",
-            "Hub workloads released to a spoke and not finished, by kind and spoke",
-            ["kind", "cluster"],
-            registry=r,
-        )
-        self.releases = Counter(
-            "carbonshift_hub_releases",
-            "Hub workloads released to a spoke, by kind and spoke",
-            ["kind", "cluster"],
-            registry=r,
-        )
-        self.recalls = Counter(
-            "carbonshift_hub_recalls",
-            "Placed hub workloads planned again because their spoke stayed unreachable, by "
-            "the spoke they left",
-            ["cluster"],
-            registry=r,
-        )
-        self.suspensions = Counter(
-            "carbonshift_hub_suspensions",
-            "Interruptible hub workloads suspended (spoke copy deleted) because the plan moved "
-            "them, by the spoke they left",
-            ["cluster"],
-            registry=r,
-        )
-        self.spoke_healthy = Gauge(
-            "carbonshift_hub_spoke_healthy",
-            "1 while a spoke answers and is usable, else 0",
-            ["spoke"],
-            registry=r,
-        )
-        self.spoke_capacity = Gauge(
-            "carbonshift_hub_spoke_capacity",
-            "Allocatable of a spoke's Ready, schedulable nodes (cpu: cores, memory: GiB, "
-            "nvidia.com/gpu: devices)",
-            ["spoke", "resource"],
-            registry=r,
-        )
-        self.forecast_age = Gauge(
-            "carbonshift_hub_forecast_age_seconds",
-            "Age of the forecast the last plan used for a spoke's zone",
-            ["spoke"],
-            registry=r,
-        )
-        self.data_age, self.replayed = freshness_gauges(r)
-        self.plans = Counter("carbonshift_hub_plans", "Planning calls made", registry=r)
-        self.plan_duration = Histogram(
-            "carbonshift_hub_plan_duration_seconds",
-            "Duration of one planning call",
-            buckets=_PLAN_BUCKETS_S,
-            registry=r,
-        )
-        self.reconcile_duration = Histogram(
-            "carbonshift_hub_reconcile_duration_seconds",
-            "Duration of one hub reconcile (all its passes)",
-            registry=r,
-        )
-        self.conflicts = Counter(
-            "carbonshift_hub_write_conflicts", "409 answers to the hub's writes", registry=r
-        )
-        self.errors = Counter(
-            "carbonshift_hub_errors",
-            "Failed hub steps (spoke or hub API errors, unusable annotations, failed passes)",
-            registry=r,
-        )
-        self.spoke_copies = Counter(
-            "carbonshift_hub_spoke_copies",
-            "Spoke copies of hub Jobs by what happened to them (created, adopted, cleaned)",
-            ["action"],
-            registry=r,
-        )
-        self.mirrored = Counter(
-            "carbonshift_hub_mirrored", "Final spoke statuses written on hub Jobs", registry=r
-        )
-        self.observer_errors = Counter(
-            "carbonshift_hub_observer_errors",
-            "Event writes or state lists that failed (logged, not retried)",
-            ["stage"],
-            registry=r,
-        )
-        self.leader = Gauge("carbonshift_hub_leader", "1 while this replica leads", registry=r)
-
-
 @dataclass(slots=True)
 class _Posted:
     """An Event already written, for aggregating repeats."""
@@ -228,18 +130,6 @@ class _Posted:
     namespace: str
     name: str
     count: int
-
-
-#: the controller's cumulative counters exported as Prometheus Counters
-_MIRRORED_COUNTERS = (
-    "plans",
-    "conflicts",
-    "errors",
-    "spoke_creates",
-    "adopted",
-    "cleaned",
-    "mirrored",
-)
 
 
 class HubObserver:
@@ -254,13 +144,13 @@ class HubObserver:
         record_events: bool = True,
     ) -> None:
         self.controller = controller
-        self.metrics = metrics or HubMetrics()
+        if metrics is not None:  # one registry: the controller records its phases in it
+            controller.metrics = metrics
+        self.metrics = controller.metrics
         self.identity = identity or _COMPONENT
         self.record_events = record_events
         self.handled = 0
         """How many of ``controller.events`` were turned into Events already."""
-        self._seen_counters: dict[str, int] = dict.fromkeys(_MIRRORED_COUNTERS, 0)
-        self._seen_round: HubRound | None = None
         self._posted: OrderedDict[tuple[str, ...], _Posted] = OrderedDict()
         self._cluster_uids: dict[str, str] = {}
         self._labels: dict[str, set[tuple[str, ...]]] = {}
@@ -282,12 +172,9 @@ class HubObserver:
         new = events[max(0, self.handled - dropped) :]  # (dropped unseen: not recorded)
         self.handled = dropped + len(events)
         for event in new:
-            self._count(event)
             if self.record_events:
                 await self._record(event)
-        self._mirror_counters()
         self._spoke_gauges()
-        self._plan_duration()
         await self._workload_gauges()
 
     # -- Events -----------------------------------------------------------------------------
@@ -396,7 +283,7 @@ class HubObserver:
                     "message": message,
                     "type": type_,
                     "source": {"component": _COMPONENT},
-                    "reportingComponent": "carbonshift.io/hub",
+                    "reportingComponent": HUB_COMPONENT,
                     "reportingInstance": self.identity,
                     "firstTimestamp": stamp,
                     "lastTimestamp": stamp,
@@ -412,34 +299,6 @@ class HubObserver:
             self._posted.popitem(last=False)
 
     # -- metrics ----------------------------------------------------------------------------
-
-    def _count(self, event: HubEvent) -> None:
-        kind = event.key.split("/", 1)[0]
-        if event.what == "released":
-            self.metrics.releases.labels(kind=kind, cluster=event.cluster).inc()
-        elif event.what == "suspended":
-            self.metrics.suspensions.labels(cluster=event.cluster).inc()
-        elif event.what == "recalled":
-            self.metrics.recalls.labels(cluster=event.cluster).inc()
-
-    def _mirror_counters(self) -> None:
-        counters = self.controller.counters
-        targets = {
-            "plans": self.metrics.plans,
-            "conflicts": self.metrics.conflicts,
-            "errors": self.metrics.errors,
-            "spoke_creates": self.metrics.spoke_copies.labels(action="created"),
-            "adopted": self.metrics.spoke_copies.labels(action="adopted"),
-            "cleaned": self.metrics.spoke_copies.labels(action="cleaned"),
-            "mirrored": self.metrics.mirrored,
-        }
-        for name, target in targets.items():
-            now = int(getattr(counters, name, 0))
-            seen = self._seen_counters[name]
-            delta = now - seen if now >= seen else now  # a new controller starts again at 0
-            if delta > 0:
-                target.inc(delta)
-            self._seen_counters[name] = now
 
     def _set(self, gauge: Gauge, name: str, values: dict[tuple[str, ...], float]) -> None:
         """Set a labelled gauge to exactly ``values``; label sets no longer there are removed."""
@@ -486,14 +345,6 @@ class HubObserver:
         )
         for gone in set(self._cluster_uids) - set(spokes):
             self._cluster_uids.pop(gone)  # a CarbonCluster of that name again is a new object
-
-    def _plan_duration(self) -> None:
-        round_ = self.controller.last_round
-        if round_ is None or round_ is self._seen_round:
-            return
-        self._seen_round = round_
-        if self.controller.last_plan_s is not None:
-            self.metrics.plan_duration.observe(self.controller.last_plan_s)
 
     async def _workload_gauges(self) -> None:
         """Held and placed hub objects, by their annotations (as ``kubectl get`` shows them)."""
@@ -572,10 +423,10 @@ class HubRunner:
             try:
                 await self.observer.reconcile()
             except CarbonshiftError as exc:
-                self.controller.counters.errors += 1
+                self.controller.tally("errors")
                 _LOG.warning("hub reconcile failed: %s", exc)
             except Exception:  # a bug must not stop the hub: log it, count it, go on
-                self.controller.counters.errors += 1
+                self.controller.tally("errors")
                 _LOG.exception("hub reconcile failed")
             until = clock.now() + timedelta(seconds=self.resync_s)
             step = timedelta(

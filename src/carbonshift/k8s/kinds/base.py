@@ -1,0 +1,148 @@
+"""The adapter protocol: what the controller and the hub need to know about one workload kind.
+
+Model: Kueue's ``jobframework.GenericJob`` (one reconciler, one adapter per kind, optional
+capabilities as further interfaces). docs/design/0007-kind-adapters.md describes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Literal, Protocol
+
+__all__ = [
+    "Gated",
+    "HubKind",
+    "IntentSource",
+    "KindAdapter",
+    "Obj",
+    "OptIn",
+    "Suspendable",
+    "WorkloadKind",
+    "condition_true",
+    "metadata",
+]
+
+Obj = dict[str, Any]
+WorkloadKind = Literal["Pod", "Job", "Workload", "AppWrapper"]
+
+
+class OptIn(Enum):
+    """How a workload says that carbonshift may shift it."""
+
+    LABEL = "label"
+    """The one-cluster controller's rule: the managed label, an opted-in namespace or the
+    not-critical priority class; a hub Job (hub label) is refused."""
+    HUB_LABEL = "hub-label"
+    """A hub Job: the hub label opts it in (the managed label can still say ``"false"``)."""
+    KIND = "kind"
+    """Ours by kind (a Kueue Workload under our admission check, an AppWrapper under our
+    gate): opted in unless the managed label says ``"false"``."""
+
+
+@dataclass(frozen=True, slots=True)
+class IntentSource:
+    """Where a workload's intent is read, without dressing it up as another kind.
+
+    ``metadata`` gives the labels, annotations, identity and creation time (a Kueue
+    Workload's come from its owner Job, where the user wrote them); ``pod_spec`` is one pod's
+    spec and ``parallelism`` the raw ``spec.parallelism`` (None: one pod).
+    """
+
+    kind: WorkloadKind
+    metadata: Mapping[str, Any]
+    pod_spec: Mapping[str, Any]
+    parallelism: object
+    opt_in: OptIn
+
+
+class KindAdapter(Protocol):
+    """One workload kind: where it lives, how its intent is read, whether it is held or done,
+    and where it runs. Holding and releasing are the optional capabilities below."""
+
+    kind: WorkloadKind
+    api_version: str
+    plural: str
+    shared_hold: bool
+    """Whether the holding field is also the user's (a Job's ``spec.suspend``): then the
+    object is held by carbonshift only while carbonshift says so on it."""
+    late_hold: bool
+    """Whether a created object can still be held (a Pod's gate cannot be added later)."""
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        """The API path of the collection (all namespaces, or one) or of one object."""
+        ...
+
+    def intent_source(self, obj: Obj, owners: Mapping[str, Obj]) -> IntentSource | None:
+        """Where ``obj``'s intent is read (``owners``: objects by UID); None when it has none."""
+        ...
+
+    def pod_specs(self, obj: Obj) -> list[Obj]:
+        """The spec of each kind of pod ``obj`` runs (a Kueue Workload: one per pod set)."""
+        ...
+
+    def is_held(self, obj: Obj) -> bool:
+        """Whether ``obj`` carries carbonshift's hold (gate, suspension, dispatching gate)."""
+        ...
+
+    def is_finished(self, obj: Obj) -> bool:
+        """Whether ``obj`` has run to its end (succeeded or failed)."""
+        ...
+
+    def runs_on(self, obj: Obj) -> str | None:
+        """Where ``obj`` was sent: its node (Pod) or its cluster (hub kinds); None: not yet."""
+        ...
+
+
+class HubKind(KindAdapter, Protocol):
+    """A kind the hub places in a spoke."""
+
+    def spoke_jobs(self, obj: Obj) -> set[tuple[str, str]]:
+        """(namespace, name) of the batch Jobs that run ``obj`` in its spoke."""
+        ...
+
+    def hub_owns(self, obj: Obj, check_names: Collection[str]) -> bool:
+        """Whether the hub places ``obj`` (``check_names``: the Kueue AdmissionChecks the
+        hub answers)."""
+        ...
+
+
+class Gated(Protocol):
+    """A kind the one-cluster controller holds, at admission at the latest (a Pod's gate
+    cannot be added later)."""
+
+    opt_in_switch: str
+    """The ``opt_in`` setting that turns holding this kind on (``manage_pods``)."""
+
+    def held_elsewhere(self, obj: Obj) -> str | None:
+        """Why ``obj`` is held through another object (a Job's pod: the Job), else None."""
+        ...
+
+    def admission_ops(self, obj: Obj) -> list[Obj] | str | None:
+        """The JSONPatch ops that hold a new object; a reason when it cannot be held; None
+        when it already is (admitted unchanged)."""
+        ...
+
+    def release_spec(self, obj: Obj, affinity: Obj | None) -> Obj:
+        """The ``spec`` merge patch that releases ``obj`` (optionally pinned by ``affinity``)."""
+        ...
+
+
+class Suspendable(Gated, Protocol):
+    """A kind that can also be held after creation (batch Job: ``spec.suspend``)."""
+
+    def hold_spec(self, obj: Obj) -> Obj:
+        """The ``spec`` merge patch that holds ``obj``."""
+        ...
+
+
+def metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta: Mapping[str, Any] = obj.get("metadata") or {}
+    return meta
+
+
+def condition_true(obj: Mapping[str, Any], kind: str) -> bool:
+    """Whether ``status.conditions`` has ``kind`` with status True."""
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)

@@ -1,0 +1,102 @@
+"""batch/v1 Job: held by ``spec.suspend: true`` (at admission, or after, before it starts).
+
+The one-cluster controller holds Jobs opted in by its label rule; the hub holds the Jobs that
+carry the hub label and places a copy in a spoke.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from carbonshift.k8s.keys import HUB_LABEL, HUB_UID_LABEL, PLACED_CLUSTER
+from carbonshift.k8s.kinds.base import (
+    IntentSource,
+    Obj,
+    OptIn,
+    WorkloadKind,
+    condition_true,
+    metadata,
+)
+from carbonshift.k8s.kinds.kueue import QUEUE_LABEL
+
+__all__ = ["HUB_JOB", "JOB", "JobAdapter"]
+
+
+class JobAdapter:
+    """batch/v1 Job: :data:`JOB` for the one-cluster controller (opted in by its label rule,
+    a hub Job refused), :data:`HUB_JOB` for the hub (opted in by the hub label)."""
+
+    kind: WorkloadKind = "Job"
+    api_version = "batch/v1"
+    plural = "jobs"
+    shared_hold = True
+    late_hold = True
+
+    def __init__(self, opt_in: OptIn = OptIn.LABEL) -> None:
+        self.opt_in = opt_in
+
+    def path(self, namespace: str | None = None, name: str | None = None) -> str:
+        base = f"/apis/batch/v1/namespaces/{namespace}/jobs" if namespace else "/apis/batch/v1/jobs"
+        return f"{base}/{name}" if name else base
+
+    def intent_source(self, obj: Obj, owners: Mapping[str, Obj]) -> IntentSource | None:
+        spec = obj.get("spec") or {}
+        return IntentSource(
+            "Job",
+            metadata(obj),
+            (spec.get("template") or {}).get("spec") or {},
+            spec.get("parallelism"),
+            self.opt_in,
+        )
+
+    def pod_specs(self, obj: Obj) -> list[Obj]:
+        return [((obj.get("spec") or {}).get("template") or {}).get("spec") or {}]
+
+    def is_held(self, obj: Obj) -> bool:
+        return bool((obj.get("spec") or {}).get("suspend"))
+
+    def is_finished(self, obj: Obj) -> bool:
+        return condition_true(obj, "Complete") or condition_true(obj, "Failed")
+
+    def runs_on(self, obj: Obj) -> str | None:
+        # a hub Job runs as a copy in the spoke the hub wrote down before creating it
+        placed = (metadata(obj).get("annotations") or {}).get(PLACED_CLUSTER)
+        return str(placed) if placed else None
+
+    def spoke_jobs(self, obj: Obj) -> set[tuple[str, str]]:
+        """The hub Job's copy in the spoke: same namespace and name."""
+        meta = metadata(obj)
+        return {(str(meta.get("namespace", "")), str(meta.get("name")))}
+
+    def hub_owns(self, obj: Obj, check_names: Collection[str]) -> bool:
+        """A hub Job: the hub label, and neither Kueue's (a Kueue Job is placed through its
+        Workload) nor a spoke copy's."""
+        labels = metadata(obj).get("labels") or {}
+        return (
+            labels.get(HUB_LABEL) == "true"
+            and QUEUE_LABEL not in labels
+            and HUB_UID_LABEL not in labels
+        )
+
+    opt_in_switch = "manage_jobs"
+
+    def held_elsewhere(self, obj: Obj) -> str | None:
+        return None
+
+    def admission_ops(self, obj: Obj) -> list[Obj] | str | None:
+        if (obj.get("spec") or {}).get("suspend"):
+            return []
+        return [{"op": "add", "path": "/spec/suspend", "value": True}]
+
+    def hold_spec(self, obj: Obj) -> Obj:
+        return {"suspend": True}
+
+    def release_spec(self, obj: Obj, affinity: Obj | None) -> Obj:
+        spec: Obj = {"suspend": False}
+        if affinity is not None:
+            spec["template"] = {"spec": {"affinity": affinity}}
+        return spec
+
+
+JOB = JobAdapter()
+HUB_JOB = JobAdapter(OptIn.HUB_LABEL)
