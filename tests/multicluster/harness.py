@@ -254,6 +254,7 @@ async def fleet(
     readable_secrets: list[str] | None = None,
     spoke_tls: bool = False,
     spoke_certificates: bool = False,
+    real_mcad_crd: bool = False,
 ) -> AsyncIterator[Fleet]:
     """A hub (no nodes, every CRD) and spokes (``nodes`` x ``cpu``), all at ``start``.
 
@@ -263,12 +264,18 @@ async def fleet(
     Role may read the Secrets ``readable_secrets`` (default: every spoke's). ``spoke_tls``
     serves the spokes over HTTPS (the Secrets' kubeconfigs carry their CAs);
     ``spoke_certificates`` (with it) makes the hub's spoke identity a client-certificate
-    user instead of a ServiceAccount token."""
+    user instead of a ServiceAccount token. ``real_mcad_crd`` installs tardieu/mcad's own
+    AppWrapper CRD on the hub instead of the emulation's schema."""
     spokes = spokes or SPOKES
     with contextlib.ExitStack() as stack:
         hub = stack.enter_context(
             run_fakekube(
-                FakeKubeConfig(nodes=0, start=start, custom_resources=hub_crds(), rbac=True)
+                FakeKubeConfig(
+                    nodes=0,
+                    start=start,
+                    custom_resources=hub_crds(real_mcad_crd=real_mcad_crd),
+                    rbac=True,
+                )
             )
         )
         kubes = {
@@ -306,7 +313,8 @@ async def fleet(
         tokens = {kube.base_url: kube.admin_token for kube in f.kubes}
         cas = {kube.base_url: str(kube.ca.cert) for kube in f.kubes if kube.ca is not None}
         f.kueue = KueueEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
-        f.mcad = AppWrapperEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
+        if not real_mcad_crd:  # the emulation writes its own MCAD's status, not tardieu's
+            f.mcad = AppWrapperEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
         for obj in kueue_setup(list(spokes)):
             await f.create(hub, obj)
         try:
@@ -314,7 +322,8 @@ async def fleet(
         finally:
             await f.stop_controller()
             await f.kueue.close()
-            await f.mcad.close()
+            if f.mcad is not None:
+                await f.mcad.close()
             for kube in f.kubes:
                 errors = kube.cluster.controller_errors
                 assert not errors, f"a fake cluster's emulated controllers failed: {errors}"
@@ -329,10 +338,14 @@ def carboncluster_crd() -> Obj:
     return crd
 
 
-def hub_crds() -> tuple[Obj, ...]:
+def hub_crds(*, real_mcad_crd: bool = False) -> tuple[Obj, ...]:
     """The hub's CRDs: the real Kueue ones (unchanged upstream copies), the CarbonCluster CRD
     as shipped in deploy/hub/, and the emulation's AppWrapper schema (the real tardieu/mcad
-    CRD has no dispatchingGates nor clusterScheduling, which the hub writes: docs/fakekube.md)."""
+    CRD has no dispatchingGates nor clusterScheduling, which the hub writes: docs/fakekube.md),
+    or with ``real_mcad_crd`` that real one."""
+    if real_mcad_crd:
+        mcad = tuple(c for c in upstream_crds("mcad") if c["spec"]["names"]["kind"] == "AppWrapper")
+        return (*upstream_crds("kueue"), carboncluster_crd(), *mcad)
     return (*upstream_crds("kueue"), carboncluster_crd(), appwrapper_crd())
 
 

@@ -37,12 +37,28 @@ from typing import Any, cast
 from carbonshift.errors import CarbonshiftError, InputError
 from carbonshift.k8s.client import ConflictError, ForbiddenError, NotFoundError
 from carbonshift.k8s.intent import NotHeld, requested
-from carbonshift.k8s.keys import API_VERSION
+from carbonshift.k8s.keys import (
+    API_VERSION,
+    CRITICAL,
+    DEADLINE,
+    HOLD_GATE,
+    REASON,
+    RUNTIME,
+    STATE,
+    STATE_LABEL,
+    State,
+)
 from carbonshift.k8s.kinds import HUB_JOB, HUB_KINDS, condition_true
+from carbonshift.k8s.kinds.appwrapper import APPWRAPPER
 from carbonshift.k8s.kinds.kueue import GROUP_VERSION as KUEUE_GROUP_VERSION
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.record import LOG, HubState, stamp
-from carbonshift.k8s.multicluster.workloads import JOBS, HubWorkload, Kind, read_workload
+from carbonshift.k8s.multicluster.workloads import (
+    JOBS,
+    HubWorkload,
+    Kind,
+    read_workload,
+)
 from carbonshift.k8s.nodes import usable_allocatables
 from carbonshift.k8s.planner import CarbonSource, carbon_source_for
 from carbonshift.units import parse_utc
@@ -532,7 +548,11 @@ class InventoryPhase(HubState):
                 except NotFoundError:  # the kind is not installed on this hub
                     continue
             kind = cast(Kind, adapter.kind)  # HUB_KINDS are the hub's kinds
-            candidates += [(kind, o) for o in items if adapter.hub_owns(o, self._check_names)]
+            for o in items:
+                if adapter.hub_owns(o, self._check_names):
+                    candidates.append((kind, o))
+                elif adapter is APPWRAPPER:
+                    await self._note_ungated(o, now)
         for kind, obj in candidates:
             try:
                 seen = read_workload(kind, obj, self._cconfig, now, by_uid)
@@ -546,6 +566,41 @@ class InventoryPhase(HubState):
                 continue
             found.append(seen)
         return found
+
+    async def _note_ungated(self, aw: Obj, now: datetime) -> None:
+        """An AppWrapper that asks for carbon-aware placement (a ``carbonshift.io/``
+        intent annotation) without the hold gate is MCAD's to dispatch: say so on it, once.
+        The usual cause on a real hub: its AppWrapper CRD has no ``spec.dispatchingGates``
+        (tardieu/mcad v1beta1 has none), so the server dropped the gate at creation."""
+        meta = aw.get("metadata") or {}
+        notes = meta.get("annotations") or {}
+        if not any(key in notes for key in INTENT_KEYS) or notes.get(STATE) == State.NOT_HELD:
+            return
+        reason = (
+            f"{HOLD_GATE} is not in spec.dispatchingGates, so MCAD dispatches this "
+            "AppWrapper as it decides and the hub does not plan it; create it with that gate. "
+            "If you did, this hub's AppWrapper CRD has no spec.dispatchingGates (tardieu/mcad "
+            "v1beta1 has none) and the API server dropped it: carbonshift cannot hold "
+            "AppWrappers there"
+        )
+        annotations = {STATE: str(State.NOT_HELD), REASON: reason}
+        body = {
+            "metadata": {
+                "resourceVersion": meta.get("resourceVersion"),
+                "annotations": annotations,
+                "labels": {STATE_LABEL: str(State.NOT_HELD)},
+            }
+        }
+        try:
+            await self.hub.patch(APPWRAPPER.path(meta.get("namespace"), meta.get("name")), body)
+        except CarbonshiftError as exc:  # a conflict or a refusal: try again next pass
+            LOG.warning("noting ungated AppWrapper %s failed: %s", _name_of(aw), exc)
+            return
+        self._event(now, _name_of(aw), "not-held", detail=reason, uid=str(meta.get("uid", "")))
+
+
+#: annotations that say a workload's owner wants carbon-aware placement
+INTENT_KEYS = (DEADLINE, RUNTIME, CRITICAL)
 
 
 def _name_of(obj: Obj) -> str:
