@@ -12,6 +12,7 @@ from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.lagrangian import (
     classes_of,
+    dual_ascent,
     range_min,
     range_plan,
     shape_costs,
@@ -96,3 +97,31 @@ def test_the_large_instance_path_gives_feasible_plans_and_valid_bounds(
     assert result.bound is not None
     if result.bound.lower_bound_g is not None:
         assert result.bound.lower_bound_g <= grams + 1e-9 * max(1.0, grams)
+
+
+@_SETTINGS
+@given(
+    instances(max_jobs=6, max_horizon=6, max_clusters=2, future=False),
+    st.integers(1, 60),
+    st.integers(1, 60),
+)
+def test_an_ascent_resumed_is_the_same_ascent_as_one_run(
+    inst: Instance, first: int, then: int
+) -> None:
+    """``resume`` goes on with the ascent: two legs of ``first`` and ``then`` steps give the
+    bound and prices of one run of ``first + then`` steps (the same upper bound)."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    upper_g = 2.0 * float(np.sum(base)) * float(np.sum(arrays.demand_units)) + 1.0
+    whole = dual_ascent(classes, base, arrays.free_units, upper_g=upper_g, iterations=first + then)
+    leg = dual_ascent(classes, base, arrays.free_units, upper_g=upper_g, iterations=first)
+    if leg.iterations < first:  # it stopped early (converged): nothing to go on with
+        assert whole.iterations == leg.iterations
+        assert whole.bound_g == leg.bound_g
+        return
+    rest = dual_ascent(
+        classes, base, arrays.free_units, upper_g=upper_g, iterations=then, resume=leg.resume
+    )
+    assert rest.bound_g == pytest.approx(whole.bound_g, rel=1e-12, abs=1e-12)
+    assert np.allclose(rest.prices, whole.prices, rtol=1e-12, atol=1e-12)

@@ -684,16 +684,26 @@ def carbonshift(
     infeasible = lp is not None and lp.infeasible
     if all_on_time_possible and not infeasible and bound != "none" and dual_iterations > 0:
         prices = None
+        resume = None
         rounds = 3 if small else 1
         per_round = max(1, dual_iterations // rounds)
-        for _ in range(rounds):
+        # small: three short ascents, each from the last one's prices with a fresh step
+        # (their plans differ: more candidates), then the last one goes on for the bound
+        legs = [(per_round, False)] * rounds + ([(dual_iterations, True)] if small else [])
+        for iterations, going_on in legs:
             if close_enough():
                 break
             dual = dual_ascent(
-                classes, base, free, upper_g=best_key[1], iterations=per_round, prices=prices
+                classes,
+                base,
+                free,
+                upper_g=best_key[1],
+                iterations=iterations,
+                prices=prices,
+                resume=resume if going_on else None,
             )
             dual_done += dual.iterations
-            prices = dual.prices
+            prices, resume = dual.prices, dual.resume
             lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
             guide = shape_costs(classes, base + prices.transpose(1, 0, 2))
             if lp is not None and lp.optimum_g is not None and not lp_rounded:
