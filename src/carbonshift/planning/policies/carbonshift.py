@@ -846,6 +846,8 @@ def carbonshift(
             budget=int(search_factor * min(arrays.n_jobs, _SEARCH_JOBS)),
             seed=search_seed,
         )
+        # the ejections leave holes that single re-insertions can now use
+        _improve(arrays, classes, best, true_table, own, passes)
         best_key = score(best)
     n_starts = int(
         np.sum(
