@@ -224,7 +224,9 @@ def one(family: str, n_jobs: int, seed: int, lp_limit_s: float, params: str) -> 
     inst = build(family, n_jobs, seed)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     parsed = dict(kv.split("=") for kv in params.split(",")) if params else {}
+    cpu_began = time.process_time()
     result = run_policy("carbonshift", inst, parsed)
+    cpu_s = time.process_time() - cpu_began
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     scores = score_plan(inst, result.plan)
     lp, lp_s, lp_note = exact_lp(inst, lp_limit_s) if lp_limit_s > 0 else (None, 0.0, "skipped")
@@ -247,6 +249,7 @@ def one(family: str, n_jobs: int, seed: int, lp_limit_s: float, params: str) -> 
         "unscheduled": scores.unscheduled,
         "feasible": not check_feasibility(inst, result.plan),
         "solve_s": result.plan.solve_seconds,
+        "cpu_s": cpu_s,
         "lp_s": lp_s,
         "lp_note": lp_note,
         "peak_rss_mb_plan": rss_after / 1024,

@@ -12,6 +12,7 @@ from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.lagrangian import (
     classes_of,
+    dual_ascent,
     range_min,
     range_plan,
     shape_costs,
@@ -19,6 +20,7 @@ from carbonshift.planning.lagrangian import (
 )
 from carbonshift.planning.policies import carbonshift as cs
 from carbonshift.planning.problem import arrays_of
+from tests.builders import cluster, instance, job
 from tests.planning.strategies import instances
 
 _SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -96,3 +98,97 @@ def test_the_large_instance_path_gives_feasible_plans_and_valid_bounds(
     assert result.bound is not None
     if result.bound.lower_bound_g is not None:
         assert result.bound.lower_bound_g <= grams + 1e-9 * max(1.0, grams)
+
+
+@_SETTINGS
+@given(
+    instances(max_jobs=6, max_horizon=6, max_clusters=2, future=False),
+    st.integers(1, 60),
+    st.integers(1, 60),
+)
+def test_an_ascent_resumed_is_the_same_ascent_as_one_run(
+    inst: Instance, first: int, then: int
+) -> None:
+    """``resume`` goes on with the ascent: two legs of ``first`` and ``then`` steps give the
+    bound and prices of one run of ``first + then`` steps (the same upper bound)."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    upper_g = 2.0 * float(np.sum(base)) * float(np.sum(arrays.demand_units)) + 1.0
+    whole = dual_ascent(classes, base, arrays.free_units, upper_g=upper_g, iterations=first + then)
+    leg = dual_ascent(classes, base, arrays.free_units, upper_g=upper_g, iterations=first)
+    if leg.iterations < first:  # it stopped early (converged): nothing to go on with
+        assert whole.iterations == leg.iterations
+        assert whole.bound_g == leg.bound_g
+        return
+    rest = dual_ascent(
+        classes, base, arrays.free_units, upper_g=upper_g, iterations=then, resume=leg.resume
+    )
+    assert rest.bound_g == pytest.approx(whole.bound_g, rel=1e-12, abs=1e-12)
+    assert np.allclose(rest.prices, whole.prices, rtol=1e-12, atol=1e-12)
+
+
+@_SETTINGS
+@given(
+    instances(max_jobs=8, max_horizon=8, max_clusters=2, future=False),
+    st.integers(0, 3),
+)
+def test_ruin_and_recreate_never_costs_grams_nor_breaks_a_plan(inst: Instance, seed: int) -> None:
+    """From a greedy plan on random costs (far from the least grams), the search keeps
+    capacity, every job placed, every on-time job on time and the late ones where they
+    were; its grams never rise; the same seed gives the same plan."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    own = cs._own_best_fast(arrays, classes, table)
+    noise = np.random.default_rng(seed).random(table.shape)
+    first = cs._place_all(arrays, classes, np.where(np.isfinite(table), noise, np.inf), table)
+    want_grams = cs._grams(arrays, classes, first, table)
+    want_placed = first.cluster >= 0
+    late = want_placed & (first.start + arrays.runtime_slots > arrays.deadline_slot)
+    plans = []
+    for _ in range(2):
+        state = cs._State(first.free.copy(), first.cluster.copy(), first.start.copy())
+        cs._ruin_recreate(arrays, classes, state, table, own, budget=60, seed=seed)
+        plans.append(state)
+    state = plans[0]
+    assert np.all(state.free >= -1e-9)
+    used = np.zeros_like(state.free)
+    for j in np.flatnonzero(state.cluster >= 0):
+        m, s, r = state.cluster[j], state.start[j], arrays.runtime_slots[j]
+        used[m, :, s : s + r] += arrays.demand_units[j][:, None]
+        assert arrays.allowed[j, m]
+        assert arrays.release_slot[j] <= s <= arrays.horizon_slots - r
+    assert np.allclose(arrays.free_units - used, state.free)
+    assert np.array_equal(state.cluster >= 0, want_placed)
+    on_time = state.start + arrays.runtime_slots <= arrays.deadline_slot
+    assert np.all(on_time[want_placed & ~late])
+    assert np.array_equal(state.cluster[late], first.cluster[late])
+    assert np.array_equal(state.start[late], first.start[late])
+    assert cs._grams(arrays, classes, state, table) <= want_grams * (1 + 1e-12) + 1e-9
+    assert np.array_equal(plans[1].cluster, state.cluster)
+    assert np.array_equal(plans[1].start, state.start)
+
+
+def test_ruin_and_recreate_ejects_a_flexible_job_from_the_clean_cell_a_tight_one_needs() -> None:
+    """One gpu on a clean and on a dirty cluster, two slots. The greedy puts the flexible
+    job at the clean first slot, so the job that must run in slot 0 goes to the dirty
+    cluster, and no single re-insertion helps; one ejection puts the tight job on the clean
+    slot 0 and the flexible one on the clean slot 1."""
+    inst = instance(
+        [job("flexible", deadline=2), job("tight", deadline=1)],
+        [cluster("clean", gpu=1.0), cluster("dirty", gpu=1.0)],
+        {"clean": [10.0, 20.0], "dirty": [100.0, 100.0]},
+        horizon=2,
+    )
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    own = cs._own_best_fast(arrays, classes, table)
+    state = cs._place_all(arrays, classes, table, table)
+    cs._improve(arrays, classes, state, table, own, 3)
+    assert (state.cluster.tolist(), state.start.tolist()) == ([0, 1], [0, 0])  # greedy
+    kept = cs._ruin_recreate(arrays, classes, state, table, own, budget=100, seed=0)
+    want_cluster, want_start = [0, 0], [1, 0]
+    assert (state.cluster.tolist(), state.start.tolist()) == (want_cluster, want_start)
+    assert kept == 1

@@ -34,6 +34,7 @@ import numpy.typing as npt
 from carbonshift.planning.problem import InstanceArrays
 
 __all__ = [
+    "AscentState",
     "DualResult",
     "JobClasses",
     "RangePlan",
@@ -274,6 +275,22 @@ class DualResult:
     bound_g: float
     prices: FloatArray
     iterations: int
+    resume: AscentState | None = None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AscentState:
+    """Where an ascent stopped, to go on with it: the best value and prices so far, the
+    prices reached, the step factor, the deflected direction and the steps without
+    progress. Going on from here is the same ascent as one run of the summed iterations
+    (when the upper bound has not changed in between)."""
+
+    best_value_g: float
+    best_prices: FloatArray
+    prices: FloatArray
+    theta: float
+    direction: FloatArray
+    stall: int
 
 
 def dual_ascent(
@@ -284,19 +301,25 @@ def dual_ascent(
     upper_g: float,
     iterations: int,
     prices: FloatArray | None = None,
+    resume: AscentState | None = None,
     deadline_s: float = float("inf"),
     target_gap: float = 1e-4,
     patience: int = 20,
     deflection: float = 0.8,
 ) -> DualResult:
     """Projected subgradient ascent on ``L`` with Polyak steps towards ``upper_g`` (the grams
-    of a known plan), halving the step factor after 10 steps without progress. Stops after
+    of a known plan), halving the step factor after ``patience`` steps without progress. Stops after
     ``iterations``, at ``deadline_s`` (``time.perf_counter`` clock) or when the bound is
-    within ``target_gap`` of ``upper_g``."""
+    within ``target_gap`` of ``upper_g``. ``resume`` (a result's ``resume``) goes on with an
+    earlier ascent instead of starting from ``prices`` with a fresh step factor."""
     lam = np.zeros(free.shape) if prices is None else prices.copy()
     best_value, best_lam = -np.inf, lam.copy()
     theta, stall, done = 1.0, 0, 0
     direction = np.zeros(free.shape)
+    if resume is not None:
+        lam, direction, theta = resume.prices.copy(), resume.direction.copy(), resume.theta
+        stall = resume.stall
+        best_value, best_lam = resume.best_value_g, resume.best_prices
     m, _, h = free.shape
     plan = range_plan(
         classes.class_shape,
@@ -308,7 +331,9 @@ def dual_ascent(
     )
     for done in range(1, iterations + 1):
         ev = evaluate(classes, base, lam, free, plan)
-        if done == 1 or ev.value_g > best_value + 1e-12 * max(1.0, abs(best_value)):
+        if (done == 1 and resume is None) or ev.value_g > best_value + 1e-12 * max(
+            1.0, abs(best_value)
+        ):
             best_value, best_lam, stall = ev.value_g, lam.copy(), 0
         else:
             stall += 1
@@ -326,4 +351,5 @@ def dual_ascent(
             break  # the relaxed optimum respects capacity: L is the LP optimum
         gap = max(upper_g - ev.value_g, 1e-9 * max(abs(upper_g), 1.0))
         lam = np.maximum(lam + theta * gap / norm2 * direction, 0.0)
-    return DualResult(bound_g=float(best_value), prices=best_lam, iterations=done)
+    state = AscentState(float(best_value), best_lam, lam, theta, direction, stall)
+    return DualResult(bound_g=float(best_value), prices=best_lam, iterations=done, resume=state)

@@ -231,6 +231,8 @@ POLICIES: dict[str, PolicySpec] = {
                     lp_time_limit_s=p.get_float("lp_time_limit_s"),
                     exact_max_starts=p.get_int("exact_max_starts"),
                     exact_time_limit_s=p.get_float("exact_time_limit_s"),
+                    search_factor=p.get_float("search_factor"),
+                    search_seed=p.get_int("search_seed"),
                 ),
             ),
             (
@@ -264,6 +266,14 @@ POLICIES: dict[str, PolicySpec] = {
                     0,
                 ),
                 ParamSpec("exact_time_limit_s", float, 2.0, "limit of that MILP (s)", 0.001),
+                ParamSpec(
+                    "search_factor",
+                    float,
+                    30.0,
+                    "ruin-and-recreate: placements tried per job (of at most 1,000; 0: off)",
+                    0,
+                ),
+                ParamSpec("search_seed", int, 0, "seed of the ruin-and-recreate search", 0),
                 ParamSpec(
                     "reserve_future_demand",
                     float,

@@ -11,7 +11,9 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
    earliest start with room (least lateness), ties to fewer grams;
 3. improve: jobs not at their own cheapest on-time start are taken out and put back at the
    start with room of least true grams (late jobs at their earliest), until a pass gains
-   nothing or the pass limit is reached.
+   nothing or the pass limit is reached;
+4. search (up to 3,000 jobs): a bounded ruin and recreate whose move ejects the jobs in the
+   way of a cheaper start of a job and puts them back elsewhere, kept when grams fall.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ _BOUND_MARGIN = 1e-9
 #: Up to this many jobs the planner re-prices and re-places three times and improves the
 #: first greedy plan too; above it, once (the 1 s target at 10,000 jobs).
 _SMALL_JOBS = 3000
+
+
+#: The search's budget grows with the jobs up to this many, then stays (about 0.6 s of CPU).
+_SEARCH_JOBS = 1000
 
 
 @dataclass(slots=True)
@@ -116,6 +122,14 @@ class _Placer:
         result: npt.NDArray[np.bool_] = ok & self.a.allowed[j][:, None]
         return result
 
+    def fits_at(self, j: int, m: int, s: int) -> bool:
+        """Whether job ``j`` fits started at ``s`` on cluster ``m`` (room only)."""
+        r = self.runtime[j]
+        if self.single:
+            return bool(self.s.free[m, 0, s : s + r].min() + CAPACITY_TOLERANCE >= self.amount[j])
+        window = self.s.free[m, self.nz[j], s : s + r]
+        return bool(np.all(window + CAPACITY_TOLERANCE >= self.need[j][:, None]))
+
     def cheapest(self, j: int, table: FloatArray) -> tuple[int, int] | None:
         """The on-time start with room of least ``table`` cost, or None."""
         if not self.c.on_time[j]:
@@ -170,6 +184,7 @@ def _place_all(
     true: FloatArray,
     *,
     tight_first: bool = False,
+    order: IntArray | None = None,
 ) -> _State:
     """Critical jobs at their earliest start, then the rest, largest first (``tight_first``:
     fewest on-time (cluster, start) options first, then largest), at their on-time start
@@ -188,7 +203,9 @@ def _place_all(
             placer.place(int(j), where)
     rest = np.flatnonzero(~arrays.critical)
     size = classes.weight[rest] * arrays.runtime_slots[rest]
-    if tight_first:
+    if order is not None:
+        order = order[~arrays.critical[order]]
+    elif tight_first:
         options = (classes.hi - classes.lo + 1)[rest] * arrays.allowed[rest].sum(axis=1)
         order = rest[np.lexsort((-size, options))]
     else:
@@ -339,6 +356,104 @@ def _improve(
         if where is not None:
             placer.place(int(j), where)
     return moves
+
+
+def _ruin_recreate(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    state: _State,
+    true: FloatArray,
+    own_best: FloatArray,
+    *,
+    budget: int,
+    seed: int,
+) -> int:
+    """Bounded ruin and recreate (Schrimpf et al. 2000, "Record breaking optimization results
+    using the ruin and recreate principle"; Shaw 1998's large neighbourhood search) with an
+    ejection move: pick an on-time job ``j`` with probability proportional to the grams it
+    pays above its own cheapest on-time start; pick one of its on-time starts cheaper than
+    its own, among the four that lack the least room (random among them); take ``j`` out and
+    the jobs in the way there, in random order, until ``j`` fits; place ``j`` and put the
+    others back, largest first, at their cheapest on-time start with room (true grams).
+    Kept when every job is back on time and the grams fall; otherwise undone.
+
+    ``budget`` counts job placements tried; the search also stops when no job pays above its
+    own cheapest start. Deterministic for a ``seed``. Returns the moves kept."""
+    placer = _Placer(arrays, classes, state)
+    rng = np.random.default_rng(seed)
+    runtime = arrays.runtime_slots
+    weight = classes.weight
+    movable = ~arrays.critical & classes.on_time
+    cost = _unit_cost(arrays, classes, state, true)
+    size = weight * runtime
+    # room lacking, per resource, in units of its largest free capacity
+    scale = np.maximum(arrays.free_units.max(axis=(0, 2)), 1e-9)
+    work = kept = 0
+    drawn: list[int] = []
+    while work < budget:
+        if not drawn:  # a batch of draws; a job drawn may have stopped paying since
+            on_time = (state.cluster >= 0) & (state.start + runtime <= arrays.deadline_slot)
+            paying = movable & on_time & np.isfinite(own_best)
+            excess = np.zeros(cost.shape[0])
+            excess[paying] = weight[paying] * (cost[paying] - own_best[paying])
+            excess = np.where(excess > 1e-9 * np.maximum(weight * cost, 1.0), excess, 0.0)
+            total = float(excess.sum())
+            if total <= 0:
+                break
+            drawn = rng.choice(excess.shape[0], size=32, p=excess / total).tolist()
+        j = int(drawn.pop())
+        lo, hi, r = int(classes.lo[j]), int(classes.hi[j]), int(runtime[j])
+        width = hi - lo + 1
+        option = np.where(
+            arrays.allowed[j][:, None], true[classes.shape[j], :, lo : hi + 1], np.inf
+        ).reshape(-1)
+        cheaper = np.flatnonzero(option < cost[j] * (1 - 1e-12))
+        work += 1
+        if cheaper.size == 0:
+            continue
+        least = _window_min(state.free[:, :, lo : hi + r], r, width)  # (m, k, width)
+        lacking = np.maximum(arrays.demand_units[j][None, :, None] - least, 0.0)
+        lacking = (lacking / scale[None, :, None]).sum(axis=1).reshape(-1)
+        pick = min(cheaper.size, 4)
+        ranked = cheaper[np.lexsort((option[cheaper], lacking[cheaper]))[:pick]]
+        flat = int(ranked[int(rng.integers(pick))])
+        m, s = flat // width, lo + flat % width
+        before = [(j, int(state.cluster[j]), int(state.start[j]))]
+        placer.remove(j)
+        way = np.flatnonzero(
+            (state.cluster == m) & (state.start < s + r) & (state.start + runtime > s) & movable
+        )
+        removed = []
+        for k in way[rng.permutation(way.size)]:
+            if placer.fits_at(j, m, s):
+                break
+            removed.append(int(k))
+            before.append((int(k), int(state.cluster[k]), int(state.start[k])))
+            placer.remove(int(k))
+        ok = placer.fits_at(j, m, s)
+        if ok:
+            placer.place(j, (m, s))
+            for k in sorted(removed, key=lambda i: -size[i]):
+                where = placer.cheapest(k, true)
+                work += 1
+                if where is None:
+                    ok = False
+                    break
+                placer.place(k, where)
+        if ok:
+            moved = np.array([b[0] for b in before])
+            new = true[classes.shape[moved], state.cluster[moved], state.start[moved]]
+            delta = float(weight[moved] @ (new - cost[moved]))
+            if delta < -1e-9 * float(weight[moved] @ cost[moved]):
+                cost[moved] = new
+                kept += 1
+                continue
+        for k, _, _ in before:
+            if state.cluster[k] >= 0:
+                placer.remove(k)
+        for k, mk, sk in before:
+            placer.place(k, (mk, sk))
+    return kept
 
 
 def _repair_lateness(
@@ -596,6 +711,8 @@ def carbonshift(
     lp_time_limit_s: float = 60.0,
     exact_max_starts: int = 400,
     exact_time_limit_s: float = 2.0,
+    search_factor: float = 30.0,
+    search_seed: int = 0,
 ) -> PolicyResult:
     """The least operational + embodied grams (docs/formats.md scores; ``objective =
     operational``: operational grams only) with every deadline kept as a hard constraint,
@@ -608,6 +725,8 @@ def carbonshift(
     (Held, Wolfe and Crowder 1974), whose prices guide a greedy placement (largest jobs
     first, least priced grams among on-time starts with room). Either is followed by
     re-insertion moves at least true grams; the best plan (least lateness, then grams) wins.
+    Up to 3,000 jobs a bounded ruin and recreate (Schrimpf et al. 2000) follows, with
+    ``search_factor`` placements tried per job and the seed ``search_seed``.
     The bound is the larger of the LP optimum and the best dual value (``bound``: ``auto``
     both, ``lagrangian`` the dual only, ``lp`` the LP whatever its size, ``none``). When no
     on-time start has room a job takes its earliest start with room (least lateness, then
@@ -684,16 +803,26 @@ def carbonshift(
     infeasible = lp is not None and lp.infeasible
     if all_on_time_possible and not infeasible and bound != "none" and dual_iterations > 0:
         prices = None
+        resume = None
         rounds = 3 if small else 1
         per_round = max(1, dual_iterations // rounds)
-        for _ in range(rounds):
+        # small: three short ascents, each from the last one's prices with a fresh step
+        # (their plans differ: more candidates), then the last one goes on for the bound
+        legs = [(per_round, False)] * rounds + ([(dual_iterations, True)] if small else [])
+        for iterations, going_on in legs:
             if close_enough():
                 break
             dual = dual_ascent(
-                classes, base, free, upper_g=best_key[1], iterations=per_round, prices=prices
+                classes,
+                base,
+                free,
+                upper_g=best_key[1],
+                iterations=iterations,
+                prices=prices,
+                resume=resume if going_on else None,
             )
             dual_done += dual.iterations
-            prices = dual.prices
+            prices, resume = dual.prices, dual.resume
             lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
             guide = shape_costs(classes, base + prices.transpose(1, 0, 2))
             if lp is not None and lp.optimum_g is not None and not lp_rounded:
@@ -706,6 +835,20 @@ def carbonshift(
         place_guided(true_table)
     stats["dual_iterations"] = float(dual_done)
 
+    if small and search_factor > 0 and best_key[0] == 0 and not close_enough():
+        # a bounded search; above 3,000 jobs the 1 s target leaves no room for it
+        _ruin_recreate(
+            arrays,
+            classes,
+            best,
+            true_table,
+            own,
+            budget=int(search_factor * min(arrays.n_jobs, _SEARCH_JOBS)),
+            seed=search_seed,
+        )
+        # the ejections leave holes that single re-insertions can now use
+        _improve(arrays, classes, best, true_table, own, passes)
+        best_key = score(best)
     n_starts = int(
         np.sum(
             arrays.allowed.sum(axis=1)
