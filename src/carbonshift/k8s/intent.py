@@ -102,8 +102,16 @@ _UNIT = {"cpu": Decimal(1), "memory": Decimal(2) ** 30, "nvidia.com/gpu": Decima
 MAX_SPAN = timedelta(days=366 * 10)
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9000, 1, 1, tzinfo=UTC)
-_DATE_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[Tt ]")
-_DURATION_LIKE = re.compile(r"^\s*\d+(?:\.\d+)?\s*[a-zA-Z]+\s*$")
+_DATE_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[Tt ]", re.ASCII)
+_DURATION_LIKE = re.compile(r"^\s*\d+(?:\.\d+)?\s*[a-zA-Z]+\s*$", re.ASCII)
+# A plain decimal number in ASCII digits: float() alone also reads "١٢" (Arabic-Indic
+# digits), "1_000" and "nan".
+_NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$", re.ASCII)
+
+
+def _number(text: str) -> float:
+    """A decimal number written in ASCII digits, else -1.0 (refused by every caller)."""
+    return float(text) if _NUMBER.match(text) else -1.0
 
 
 def read_duration(text: str, *, what: str) -> timedelta:
@@ -316,10 +324,7 @@ def _deadline(
         return read_time(text, what=f"annotation {DEADLINE}"), DEADLINE
     fluidos = annotations.get(FLUIDOS_DEADLINE)
     if fluidos is not None:
-        try:
-            hours = float(str(fluidos))
-        except ValueError:
-            hours = -1.0
+        hours = _number(str(fluidos))
         if not 0 <= hours < 24 * 366:
             raise InputError(
                 f"annotation {FLUIDOS_DEADLINE}={fluidos!r} is not a number of hours >= 0; "
@@ -392,10 +397,7 @@ def _read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | 
         field_name = POWER
         power: float | None = None
         if POWER in annotations:
-            try:
-                power = float(str(annotations[POWER]))
-            except ValueError:
-                power = -1.0
+            power = _number(str(annotations[POWER]))
             if not 0 <= power < math.inf:
                 raise InputError(
                     f"annotation {POWER}={annotations[POWER]!r} is not a finite power >= 0 in W; "
