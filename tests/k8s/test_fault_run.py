@@ -1,21 +1,38 @@
-"""Reproducers of what the fault runs (bench/fault_run.py) found.
+"""Reproducers of what the fault runs (bench/fault_run.py) found, and a short fault run.
 
+- a refused note (409, or 503s past the client's retries) was never tried again: the
+  controller remembered it as written;
+- a held Job whose release write was refused was then noted ``not-held``, and a suspended Job
+  noted so is not held by carbonshift any more: it was never released (lost);
+- a gated workload whose intent is unusable was released without the ``not-held`` note when
+  its watch event released it; the note waited for the next planning pass, and a workload
+  that ended before it was never noted;
 - durations, FLUIDOS hours and powers in Arabic-Indic or fullwidth digits were read as
   numbers (``re`` without ``re.ASCII``; ``float("١٢")`` is 12).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from carbonshift.errors import InputError
+from carbonshift.k8s.client import connect
+from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.config import parse_config
-from carbonshift.k8s.intent import NotHeld, read_intent
+from carbonshift.k8s.intent import HOLD_GATE, NotHeld, read_intent
+from carbonshift.k8s.reconciler import Controller
 from carbonshift.units import parse_duration
-from tests.k8s.objects import pod
+from fakekube import FakeKube
+from fakekube.faults import Fault
+from tests.k8s.harness import controller_config, make_harness
+from tests.k8s.objects import job, pod
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
 pytestmark = pytest.mark.fakekube_config(start=START, nodes=1, cpu="8")
@@ -29,6 +46,88 @@ CONFIG: dict[str, Any] = {
     "metrics": {"enabled": False},
     "leader_election": {"enabled": False},
 }
+
+
+@contextlib.asynccontextmanager
+async def _controller(fakekube: FakeKube) -> AsyncIterator[Controller]:
+    clock = ExternalClock(fakekube.now)
+    kube = await connect(str(fakekube.kubeconfig), clock)
+    try:
+        yield Controller(parse_config(CONFIG), kube, clock)
+    finally:
+        await kube.close()
+
+
+def _created(obj: dict[str, Any]) -> dict[str, Any]:
+    obj = dict(obj)
+    meta = dict(obj["metadata"])
+    for key in ("uid", "creationTimestamp"):
+        meta.pop(key, None)
+    obj["metadata"] = meta
+    return obj
+
+
+def _namespace(fakekube: FakeKube) -> None:
+    fakekube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "batch"}})
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [Fault(code=409, verb="patch", times=1), Fault(code=503, verb="patch", times=7)],
+    ids=["conflict", "503-past-the-retries"],
+)
+async def test_a_refused_note_is_written_on_a_later_pass(fakekube: FakeKube, fault: Fault) -> None:
+    _namespace(fakekube)
+    fakekube.create(
+        _created(pod("bad", annotations={"carbonshift.io/expected-runtime": "9999999d"}))
+    )
+    async with _controller(fakekube) as controller:
+        fakekube.add_fault(fault)
+        await controller.plan_pass()
+        await controller.plan_pass()
+
+    notes = fakekube.get("Pod", "bad", "batch")["metadata"]["annotations"]
+    assert notes.get(STATE) == "not-held"
+    assert "longer than 3660 days" in notes.get(REASON, "")
+
+
+async def test_a_held_job_whose_release_was_refused_is_released_later(
+    fakekube: FakeKube,
+) -> None:
+    _namespace(fakekube)
+    held = {STATE: "held", "carbonshift.io/expected-runtime": "9999999d"}
+    fakekube.create(_created(job("stuck", annotations=held, suspend=True)))
+    async with _controller(fakekube) as controller:
+        fakekube.add_fault(Fault(code=503, verb="patch", times=7))  # the release, 7 tries
+        await controller.plan_pass()
+        await controller.plan_pass()
+
+    got = fakekube.get("Job", "stuck", "batch", "batch/v1")
+    assert got["spec"]["suspend"] is False
+    assert "carbonshift.io/released-at" in got["metadata"]["annotations"]
+    assert got["metadata"]["annotations"][STATE] == "not-held"
+
+
+async def test_a_gated_unusable_workload_is_noted_when_released(
+    fakekube: FakeKube, tmp_path: Path
+) -> None:
+    h = await make_harness(fakekube, tmp_path)
+    await h.start(controller_config(h.certs))
+    try:
+        notes = {"carbonshift.io/expected-runtime": "15m", "carbonshift.io/power-watts": "nan"}
+        await h.create(_created(pod("gated", annotations=notes, gates=[HOLD_GATE], created=None)))
+        await h.step()
+        await h.step(minutes=20)  # it ran and ended before the next planning pass
+        await h.step(minutes=60)
+        got = await h.get("Pod", "gated")
+        events = await asyncio.to_thread(fakekube.list, "Event", "batch")
+    finally:
+        await h.stop()
+
+    assert got["status"]["phase"] == "Succeeded"
+    assert got["metadata"]["annotations"][STATE] == "not-held"
+    assert "finite power" in got["metadata"]["annotations"][REASON]
+    assert [e["reason"] for e in events if e["reason"] == "UnusableIntent"] == ["UnusableIntent"]
 
 
 @pytest.mark.parametrize(
