@@ -160,3 +160,27 @@ def test_intents_in_foreign_digits_are_unusable(
     assert isinstance(got, NotHeld)
     assert got.unusable
     assert want_in_reason in got.reason
+
+
+#: A Lease renewal the API refuses (a 409, or 5xx past the client's retries) makes the
+#: leader step down until its next renewal, 5 s later (``leader_election.renew_every_s``),
+#: where it takes its own Lease back; a workload due in between starts that much late. The
+#: fault run injects those often (a burst of 30 consecutive 503s, 5 % of Lease updates 409).
+MAX_LATE_S = 30.0
+
+
+@pytest.mark.e2e
+async def test_a_short_fault_run_loses_duplicates_and_crashes_nothing() -> None:
+    from bench.fault_run import FaultRun, run_faults
+
+    result = await run_faults(FaultRun(seed=3, workloads=48, steps=24, step_timeout_s=60.0))
+
+    assert result["tally"]["workloads"] == 48
+    assert result["tally"]["started"] > 24
+    assert result["lost"] == []
+    assert result["duplicated"] == []
+    assert result["unreported"] == []
+    assert result["tracebacks"] == 0, result["traceback_samples"]
+    assert result["hangs"] == []
+    assert result["probe_5xx"] == []
+    assert result["max_late_s"] <= MAX_LATE_S, result["late"]
