@@ -70,6 +70,7 @@ from typing import Any
 import httpx
 import yaml
 
+from carbonshift.errors import TemporaryError
 from carbonshift.k8s.app import ControllerApp
 from carbonshift.k8s.client import connect
 from carbonshift.k8s.clock import ExternalClock
@@ -98,6 +99,7 @@ STATE = "carbonshift.io/state"
 REASON = "carbonshift.io/reason"
 RELEASED_AT = "carbonshift.io/released-at"
 Obj = dict[str, Any]
+_MAX_ADVANCE_S = 3e9  # 95 years
 
 _LOG = logging.getLogger("bench.fault_run")
 
@@ -619,10 +621,13 @@ class _Run:
     # -- time -----------------------------------------------------------------------------
 
     async def advance_to(self, moment: datetime) -> None:
-        seconds = (moment - self.now).total_seconds()
-        if seconds > 0:
+        # a deadline may be centuries away (RFC 3339 times up to year 9000 are accepted);
+        # the fake moves at most 100 years at a time
+        while (seconds := (moment - self.now).total_seconds()) > 0:
             response = await self.bench.call(
-                "POST", "/fakekube/clock/advance", params={"seconds": f"{seconds:.6f}"}
+                "POST",
+                "/fakekube/clock/advance",
+                params={"seconds": f"{min(seconds, _MAX_ADVANCE_S):.6f}"},
             )
             response.raise_for_status()
             self.now = parse_utc(response.json()["now"], what="fake clock")
@@ -640,17 +645,28 @@ class _Run:
                 self.clock.poke()
                 assert self.app is not None
                 assert self.app.controller is not None
-                left = max(0.1, limit - (time.monotonic() - began))
-                await self.app.controller.until_idle(timeout_s=left)
+                if not await self._idle(began + limit):
+                    return
                 await self.bench.call("POST", "/fakekube/settle")
-        except TimeoutError as exc:
-            self.hangs.append(f"{label}: {exc}")
-        except Exception as exc:
-            if type(exc).__name__ != "TemporaryError":
-                raise
+        except (TimeoutError, TemporaryError) as exc:
             self.hangs.append(f"{label}: {exc}")
         finally:
             self.steps_done += 1
+
+    async def _idle(self, deadline: float) -> bool:
+        """Wait until the controller is idle; False when it lost the lease meanwhile (it then
+        waits for its next renewal, which needs the clock to move)."""
+        assert self.app is not None
+        assert self.app.controller is not None
+        while True:
+            try:
+                await self.app.controller.until_idle(timeout_s=0.5)
+                return True
+            except TemporaryError:
+                if not self._leader():
+                    return False
+                if time.monotonic() > deadline:
+                    raise
 
     async def _caught_up(self, deadline: float) -> None:
         assert self.app is not None
