@@ -13,8 +13,10 @@ Pods arrive already gated (as a webhook of another version would leave them).
 Meanwhile the fake server refuses a share of requests (``--fault-rate``): 503, 500 and 429
 on every verb, 409 on patches and Lease updates, 504 on watches, added latency; every few
 steps it drops all watches or forgets its event window (410 Gone), once it answers a burst
-of 30 consecutive 503s, and halfway through the controller is restarted (a clean stop,
-which gives the Lease up, and a new replica).
+of 30 consecutive 503s, for three steps a quarter of the way in the webhook cannot be
+reached (``failurePolicy: Ignore``: workloads arrive ungated and unsuspended), and halfway
+through the controller is restarted (a clean stop, which gives the Lease up, and a new
+replica).
 
 Virtual time moves through a 15-minute grid and stops at every workload's latest start, so
 a release due then happens at it; it goes on until every latest start has passed. When the
@@ -551,6 +553,7 @@ class _Run:
             folder / "tls", (f"{WEBHOOK_SERVICE}.{SYSTEM_NS}.svc", "127.0.0.1", "localhost")
         )
         self.app: ControllerApp | None = None
+        self.webhook_down = False
         self.replicas = 0
         self.actions: list[Any] = []
         self.errors_by_stage: Counter[str] = Counter()
@@ -586,16 +589,23 @@ class _Run:
         self.attach()
         await app.start()
         self.attach()
-        await self.bench.call(
-            "POST",
-            "/fakekube/service-endpoints",
-            json={
-                "namespace": SYSTEM_NS,
-                "name": WEBHOOK_SERVICE,
-                "url": app.servers["webhook"].url,
-            },
-        )
         self.app = app
+        if not self.webhook_down:
+            await self.route_webhook(app.servers["webhook"].url)
+
+    async def route_webhook(self, url: str) -> None:
+        """Point the API server's calls to the webhook Service at ``url``."""
+        body = {"namespace": SYSTEM_NS, "name": WEBHOOK_SERVICE, "url": url}
+        await self.bench.call("POST", "/fakekube/service-endpoints", json=body)
+
+    async def webhook_outage(self, down: bool) -> None:
+        """Send the webhook calls to a closed port (``failurePolicy: Ignore``: workloads
+        arrive ungated and unsuspended), or back to the webhook."""
+        self.webhook_down = down
+        if down:
+            await self.route_webhook("https://127.0.0.1:1")
+        elif self.app is not None:
+            await self.route_webhook(self.app.servers["webhook"].url)
 
     async def stop_replica(self) -> None:
         if self.app is None:
@@ -783,6 +793,7 @@ async def _drive(
             await run.setup()
             restart_at = grid[len(grid) // 2] if opts.restart else None
             burst_at = grid[len(grid) // 3]
+            outage = (grid[len(grid) // 4], grid[len(grid) // 4 + 3])
             done: set[datetime] = set()
             while True:
                 pending = [m for m in _moments(workloads, grid) if m > run.now]
@@ -802,6 +813,11 @@ async def _drive(
                     await run.bench.call(
                         "POST", "/fakekube/faults", json={"code": 503, "times": 30}
                     )
+                if outage[0] <= moment < outage[1] and not run.webhook_down:
+                    _progress(f"{moment:%m-%d %H:%M}: the webhook is down for 3 steps")
+                    await run.webhook_outage(True)
+                elif moment >= outage[1] and run.webhook_down:
+                    await run.webhook_outage(False)
                 roll = rng.random()
                 if roll < 0.15:
                     await run.bench.call("POST", "/fakekube/watches/drop")
