@@ -6,7 +6,8 @@
   noted so is not held by carbonshift any more: it was never released (lost);
 - a gated workload whose intent is unusable was released without the ``not-held`` note when
   its watch event released it; the note waited for the next planning pass, and a workload
-  that ended before it was never noted;
+  that ended before it was never noted; nor was one that ended before the controller saw it;
+- a reason quoted the whole bad value (20,000 characters in the fault run);
 - durations, FLUIDOS hours and powers in Arabic-Indic or fullwidth digits were read as
   numbers (``re`` without ``re.ASCII``; ``float("١٢")`` is 12).
 """
@@ -130,6 +131,22 @@ async def test_a_gated_unusable_workload_is_noted_when_released(
     assert [e["reason"] for e in events if e["reason"] == "UnusableIntent"] == ["UnusableIntent"]
 
 
+async def test_an_unusable_workload_that_ended_before_it_was_seen_is_noted(
+    fakekube: FakeKube,
+) -> None:
+    _namespace(fakekube)
+    notes = {"carbonshift.io/expected-runtime": "00000m"}  # the fake's kubelet: ends at once
+    fakekube.create(_created(pod("instant", annotations=notes)))
+    fakekube.settle()
+    assert fakekube.get("Pod", "instant", "batch")["status"]["phase"] == "Succeeded"
+    async with _controller(fakekube) as controller:
+        await controller.plan_pass()
+
+    got = fakekube.get("Pod", "instant", "batch")["metadata"]["annotations"]
+    assert got.get(STATE) == "not-held"
+    assert "must be longer than 0s" in got.get(REASON, "")
+
+
 @pytest.mark.parametrize(
     "text",
     ["١٢h", "۱۲h", "１２h", "१२m", "1٫5h"],
@@ -184,3 +201,18 @@ async def test_a_short_fault_run_loses_duplicates_and_crashes_nothing() -> None:
     assert result["hangs"] == []
     assert result["probe_5xx"] == []
     assert result["max_late_s"] <= MAX_LATE_S, result["late"]
+
+
+def test_a_reason_quoting_a_huge_value_stays_short() -> None:
+    # the fault run wrote 20,000-character reasons; a 200 kB annotation copied into
+    # carbonshift.io/reason would pass the API server's 256 kB limit on annotations
+    huge = "1" * 200_000 + "h"
+    got = read_intent(
+        pod(annotations={"carbonshift.io/expected-runtime": huge}), parse_config(CONFIG), START
+    )
+
+    assert isinstance(got, NotHeld)
+    assert len(got.reason) <= 400
+    assert got.reason.startswith("unusable carbonshift.io/expected-runtime: annotation")
+    assert got.reason.endswith("give a shorter duration like 12h")
+    assert "characters left out" in got.reason

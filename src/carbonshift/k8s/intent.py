@@ -235,6 +235,22 @@ def _pod_spec(obj: Obj) -> Obj:
     return pod_spec
 
 
+#: The longest reason written on an object: the note quotes the bad value, and an annotation
+#: of 200 kB copied into ``carbonshift.io/reason`` would pass the API server's 256 kB limit
+#: on all annotations (every note then refused) and make a warning header kubectl cuts.
+MAX_REASON_CHARS = 400
+
+
+def _clip(reason: str) -> str:
+    """``reason`` cut in the middle (the field first, the fix last) to MAX_REASON_CHARS."""
+    if len(reason) <= MAX_REASON_CHARS:
+        return reason
+    keep = (MAX_REASON_CHARS - 40) // 2  # the marker takes at most 40
+    return (
+        f"{reason[:keep]} ... ({len(reason) - 2 * keep} characters left out) ... {reason[-keep:]}"
+    )
+
+
 def _opted_in(obj: Obj, config: ControllerConfig) -> tuple[bool, str]:
     """(opted in, why) -- or raises InputError for an unusable managed label."""
     meta = obj.get("metadata") or {}
@@ -406,7 +422,8 @@ def _read_intent(obj: Obj, config: ControllerConfig, now: datetime) -> Intent | 
         field_name = "resources.requests"
         demand = _demand(obj, config)
     except InputError as exc:
-        return NotHeld(f"unusable {field_name}: {exc}", unusable=True, annotation=field_name)
+        reason = _clip(f"unusable {field_name}: {exc}")
+        return NotHeld(reason, unusable=True, annotation=field_name)
     return Intent(
         kind="Pod" if kind == "Pod" else "Job",
         namespace=str(meta.get("namespace", "")),

@@ -700,11 +700,11 @@ class Controller:
         opted = MANAGED_LABEL in (meta.get("labels") or {})
         if not opted and meta.get("namespace") not in self.config.opt_in.namespaces:
             return
-        if self._terminal(obj):
-            return
         intent = read_intent(obj, self.config, now)
         if not isinstance(intent, NotHeld):
             return
+        if self._terminal(obj) and not intent.unusable:
+            return  # a bad value is reported even when the work ended before it was seen
         if not intent.unusable and intent.annotation not in (CRITICAL, MANAGED_LABEL):
             return
         if self._still_held(obj):
