@@ -7,8 +7,9 @@ Pods and Jobs opted in with ``carbonshift.io/managed: "true"``, arriving over th
 half of the run; a share of them (``--hostile-share``) carries one to three hostile values
 drawn from a seeded generator (overflowing durations such as ``9999999d`` or 400 nines and
 ``d``, deadlines in year 1 or 9999, non-ASCII digits, NaN, infinite, negative or huge power,
-bad quantities, wrong types, strings of up to 20,000 characters, ...), and a share of the
-Pods arrive already gated (as a webhook of another version would leave them).
+bad quantities, wrong types, strings of up to 20,000 characters, ...), and 15 % arrive
+already held (a gated Pod, a suspended Job marked ``held``), as a webhook of another version
+would leave them.
 
 Meanwhile the fake server refuses a share of requests (``--fault-rate``): 503, 500 and 429
 on every verb, 409 on patches and Lease updates, 504 on watches, added latency; every few
@@ -285,7 +286,7 @@ def generate(
             "image": "busybox",
             "resources": {"requests": {"cpu": cpu}},
         }
-        pre_gated = kind == "Pod" and rng.random() < 0.15
+        pre_gated = rng.random() < 0.15  # as another webhook version would leave it
         if kind == "Pod":
             spec: Obj = {"restartPolicy": "Never", "containers": [container]}
             if pre_gated:
@@ -302,6 +303,8 @@ def generate(
                 "spec": spec,
             }
         else:
+            if pre_gated:
+                annotations[STATE] = "held"
             runtime = annotations.get(RUNTIME)
             template_notes = {RUNTIME: runtime} if isinstance(runtime, str) else {}
             body = {
@@ -314,6 +317,7 @@ def generate(
                     "annotations": annotations,
                 },
                 "spec": {
+                    **({"suspend": True} if pre_gated else {}),
                     "backoffLimit": 0,
                     "template": {
                         "metadata": {"annotations": template_notes},
@@ -900,7 +904,9 @@ async def _check(run: _Run, workloads: list[Workload]) -> dict[str, Any]:
             if notes.get(STATE) == "not-held" and str(notes.get(REASON, "")).startswith("unusable"):
                 tally["clean errors"] += w.hostile
             else:
-                unreported.append({"name": w.name, "state": notes.get(STATE), "why": w.unusable})
+                unreported.append(
+                    {"name": w.name, "state": notes.get(STATE), "why": w.unusable[:300]}
+                )
         elif w.hostile:
             tally["hostile accepted"] += 1
         key = f"{w.kind}/{NAMESPACE}/{w.name}"
