@@ -1028,7 +1028,7 @@ async def run_faults(opts: FaultRun) -> dict[str, Any]:
             "%s", context.get("message"), exc_info=context.get("exception")
         )
     )
-    load_before = _load()
+    load_before, commit = _load(), _commit()  # at the start: the code that runs
     try:
         with tempfile.TemporaryDirectory(prefix="fault-run-") as tmp:
             result = await _drive(opts, Path(tmp), log, lambda: _attach(handlers))
@@ -1042,7 +1042,7 @@ async def run_faults(opts: FaultRun) -> dict[str, Any]:
         logging.getLogger().setLevel(old_level)
     result["settings"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(opts).items()}
     result["date"] = datetime.now(UTC).strftime("%Y-%m-%d %H:%MZ")
-    result["commit"] = _commit()
+    result["commit"] = commit
     result["load_average"] = {"before": load_before, "after": _load()}
     return result
 
