@@ -446,10 +446,11 @@ class FaultRun:
     step_timeout_s: float = 120.0
     nodes: int = 6
     cpu_per_node: str = "64"
+    policy: str = "fluidos"
     log_file: Path | None = None
 
 
-def controller_config(cert: Path, key: Path, identity: str) -> ControllerConfig:
+def controller_config(cert: Path, key: Path, identity: str, policy: str) -> ControllerConfig:
     tls = {"port": 0, "cert_file": str(cert), "key_file": str(key)}
     return parse_config(
         {
@@ -460,7 +461,7 @@ def controller_config(cert: Path, key: Path, identity: str) -> ControllerConfig:
                 "allow_replay": True,
             },
             "planning": {
-                "policy": "fluidos",
+                "policy": policy,
                 "forecast": "oracle",
                 "horizon_slots": 24,
                 "min_saving_g": 0,
@@ -588,7 +589,7 @@ class _Run:
     async def start_replica(self) -> None:
         self.replicas += 1
         identity = f"fault-run-{self.replicas}"
-        config = controller_config(self.cert.cert, self.cert.key, identity)
+        config = controller_config(self.cert.cert, self.cert.key, identity, self.opts.policy)
         app = ControllerApp(config, await connect(str(self.kubeconfig), self.clock), self.clock)
         self.attach()
         await app.start()
@@ -1122,6 +1123,12 @@ def _parser() -> argparse.ArgumentParser:
         default=120.0,
         help="wall seconds a step may take before it counts as a hang (default 120)",
     )
+    parser.add_argument(
+        "--policy",
+        default="fluidos",
+        help="the controller's planning.policy (default fluidos, fast; the shipped default is "
+        "carbonshift)",
+    )
     parser.add_argument("--json", type=Path, help="write the results (JSON) to this file")
     parser.add_argument("--log", type=Path, help="write the controller's log to this file")
     return parser
@@ -1159,6 +1166,7 @@ def main(argv: list[str] | None = None) -> int:
                 restart=not args.no_restart,
                 step_timeout_s=args.step_timeout_s,
                 log_file=args.log,
+                policy=args.policy,
             )
             _progress(f"seed {seed}: {opts.workloads} workloads, {opts.steps} steps")
             results.append(await run_faults(opts))
