@@ -21,7 +21,9 @@ __all__ = [
     "to_utc",
 ]
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)\s*$", re.IGNORECASE)
+# re.ASCII: \d would also match Arabic-Indic, fullwidth and other Unicode digits, which
+# float() reads ("١٢h" was 12 h); a duration is written in ASCII digits.
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|m|min|h|d)\s*$", re.IGNORECASE | re.ASCII)
 #: The longest duration any parser accepts: ``timedelta`` overflows at 999,999,999 days, and no
 #: caller plans further than centuries; callers cap lower where they need (annotations, API).
 MAX_DURATION_S = 1e6 * 86400.0

@@ -106,8 +106,16 @@ _UNIT = {"cpu": Decimal(1), "memory": Decimal(2) ** 30, "nvidia.com/gpu": Decima
 MAX_SPAN = timedelta(days=366 * 10)
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 _LATEST = datetime(9000, 1, 1, tzinfo=UTC)
-_DATE_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[Tt ]")
-_DURATION_LIKE = re.compile(r"^\s*\d+(?:\.\d+)?\s*[a-zA-Z]+\s*$")
+_DATE_LIKE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}[Tt ]", re.ASCII)
+_DURATION_LIKE = re.compile(r"^\s*\d+(?:\.\d+)?\s*[a-zA-Z]+\s*$", re.ASCII)
+# A plain decimal number in ASCII digits: float() alone also reads "١٢" (Arabic-Indic
+# digits), "1_000" and "nan".
+_NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$", re.ASCII)
+
+
+def _number(text: str) -> float:
+    """A decimal number written in ASCII digits, else -1.0 (refused by every caller)."""
+    return float(text) if _NUMBER.match(text) else -1.0
 
 
 def read_duration(text: str, *, what: str) -> timedelta:
@@ -234,6 +242,22 @@ def _source(obj: Obj) -> IntentSource:
     return source
 
 
+#: The longest reason written on an object: the note quotes the bad value, and an annotation
+#: of 200 kB copied into ``carbonshift.io/reason`` would pass the API server's 256 kB limit
+#: on all annotations (every note then refused) and make a warning header kubectl cuts.
+MAX_REASON_CHARS = 400
+
+
+def _clip(reason: str) -> str:
+    """``reason`` cut in the middle (the field first, the fix last) to MAX_REASON_CHARS."""
+    if len(reason) <= MAX_REASON_CHARS:
+        return reason
+    keep = (MAX_REASON_CHARS - 40) // 2  # the marker takes at most 40
+    return (
+        f"{reason[:keep]} ... ({len(reason) - 2 * keep} characters left out) ... {reason[-keep:]}"
+    )
+
+
 def _opted_in(source: IntentSource, config: ControllerConfig) -> tuple[bool, str]:
     """(opted in, why) -- or raises InputError for an unusable managed label."""
     meta = source.metadata
@@ -332,10 +356,7 @@ def _deadline(
         return read_time(text, what=f"annotation {DEADLINE}"), DEADLINE
     fluidos = annotations.get(FLUIDOS_DEADLINE)
     if fluidos is not None:
-        try:
-            hours = float(str(fluidos))
-        except ValueError:
-            hours = -1.0
+        hours = _number(str(fluidos))
         if not 0 <= hours < 24 * 366:
             raise InputError(
                 f"annotation {FLUIDOS_DEADLINE}={fluidos!r} is not a number of hours >= 0; "
@@ -426,10 +447,7 @@ def _read_intent(source: IntentSource, config: ControllerConfig, now: datetime) 
         field_name = POWER
         power: float | None = None
         if POWER in annotations:
-            try:
-                power = float(str(annotations[POWER]))
-            except ValueError:
-                power = -1.0
+            power = _number(str(annotations[POWER]))
             if not 0 <= power < math.inf:
                 raise InputError(
                     f"annotation {POWER}={annotations[POWER]!r} is not a finite power >= 0 in W; "
@@ -438,7 +456,8 @@ def _read_intent(source: IntentSource, config: ControllerConfig, now: datetime) 
         field_name = "resources.requests"
         demand = _demand(source, config)
     except InputError as exc:
-        return NotHeld(f"unusable {field_name}: {exc}", unusable=True, annotation=field_name)
+        reason = _clip(f"unusable {field_name}: {exc}")
+        return NotHeld(reason, unusable=True, annotation=field_name)
     return Intent(
         kind=source.kind,
         namespace=str(meta.get("namespace", "")),

@@ -702,21 +702,24 @@ class Controller:
         opted = MANAGED_LABEL in (meta.get("labels") or {})
         if not opted and meta.get("namespace") not in self.config.opt_in.namespaces:
             return
-        if self._terminal(obj):
-            return
         intent = read_intent(obj, self.config, now)
         if not isinstance(intent, NotHeld):
             return
+        if self._terminal(obj) and not intent.unusable:
+            return  # a bad value is reported even when the work ended before it was seen
         if not intent.unusable and intent.annotation not in (CRITICAL, MANAGED_LABEL):
             return
+        if self._still_held(obj):
+            return  # released first (and noted then); a note now would un-hold a Job unreleased
         uid = meta.get("uid", "")
         if self._noted.get(uid) == intent.reason or _annotations(obj).get(REASON) == (
             intent.reason
         ):
             self._noted[uid] = intent.reason
             return
+        if not await self._annotate(obj, {STATE: "not-held", REASON: intent.reason}):
+            return  # refused (409, 422, 404): tried again on the next pass
         self._noted[uid] = intent.reason
-        await self._annotate(obj, {STATE: "not-held", REASON: intent.reason})
         if intent.unusable:
             self.metrics.unusable.labels(annotation=intent.annotation).inc()
             await self._event(obj, "UnusableIntent", intent.reason, warning=True)
@@ -753,7 +756,12 @@ class Controller:
                 f"{outcome.est_g_now:.1f} g now",
             )
 
-    async def _annotate(self, obj: Obj, annotations: Mapping[str, str]) -> None:
+    def _still_held(self, obj: Obj) -> bool:
+        """Whether carbonshift holds ``obj`` on the server: our gate, or a Job we suspended."""
+        return not self.config.dry_run and self._held(obj)
+
+    async def _annotate(self, obj: Obj, annotations: Mapping[str, str]) -> bool:
+        """Write ``annotations`` (and the state label); False when the API refused it."""
         key = _key(obj)
         self.actions.append(
             Action(
@@ -766,7 +774,7 @@ class Controller:
             )
         )
         if self.config.dry_run:
-            return
+            return True
         try:
             new = await self.kube.patch(
                 _path(obj),
@@ -774,9 +782,10 @@ class Controller:
             )
         except (NotFoundError, InvalidError, ConflictError) as exc:
             _LOG.info("annotating %s failed: %s", key, exc)
-            return
+            return False
         new.setdefault("kind", obj.get("kind"))
         self._cache_for(_PODS if obj.get("kind") == POD.kind else _JOBS)[key] = new
+        return True
 
     def _release_patch(self, obj: Obj, reason: str, nodes: list[str] | None) -> Obj:
         now = format_utc(self.clock.now())
@@ -897,6 +906,8 @@ class Controller:
                     self.metrics.carbon_saved.inc(max(0.0, float(arrival) - outcome.est_g_now))
             self.outcomes.pop(key, None)
             await self._event(current, "Released", reason, warning=why == "fail-open")
+            if why == "not-held":  # say why now: it may run and end before the next pass
+                await self._note_one(now, new)
             return
         _LOG.warning("release of %s gave up after %d conflicts", key, _MAX_WRITE_ATTEMPTS)
 

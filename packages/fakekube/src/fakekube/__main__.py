@@ -57,6 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--start", help="clock start, UTC (e.g. 2023-06-01T00:00Z; default now)")
     parser.add_argument(
+        "--seed", type=int, default=0, help="seed of generated names and fault draws (default 0)"
+    )
+    parser.add_argument(
         "--crd", type=Path, action="append", default=[], help="a CRD (JSON or YAML file) to install"
     )
     parser.add_argument(
@@ -109,6 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             start=parse_utc(args.start, what="--start") if args.start else None,
             custom_resources=tuple(_load(p) for p in args.crd),
             rbac=args.rbac,
+            seed=args.seed,
         )
         endpoints = []
         for item in args.service_endpoint:
