@@ -179,3 +179,81 @@ def test_job_fails_past_its_backoff_limit(http: httpx.Client, fakekube: FakeKube
     status = job_status(fakekube)
     assert status["failed"] == 2
     assert conditions(status)["Failed"] == "True"
+
+
+def _scan(fakekube: FakeKube) -> dict[str, Any]:
+    """What the pod index should hold, by a look at every stored Pod."""
+    from fakekube.podindex import requests, schedulable
+
+    store, rt = fakekube.cluster.store, fakekube.cluster.api.kind("Pod")
+    unbound, starting, used = set(), set(), {}
+    for obj in store.items(rt):
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        node = obj["spec"].get("nodeName")
+        phase = (obj.get("status") or {}).get("phase", "Pending")
+        if schedulable(obj):
+            unbound.add(key)
+        if node and phase not in ("Succeeded", "Failed"):
+            if phase == "Pending":
+                starting.add(key)
+            held = used.setdefault(node, {"cpu": 0, "pods": 0})
+            held["cpu"] += requests(obj)["cpu"]
+            held["pods"] += 1
+    return {"unbound": unbound, "starting": starting, "used": used}
+
+
+def _indexed(fakekube: FakeKube) -> dict[str, Any]:
+    index = fakekube.cluster.api.pods
+    used = {
+        node: {"cpu": index.used[node]["cpu"], "pods": count}
+        for node, count in index.count.items()
+        if count
+    }
+    return {"unbound": set(index.unbound), "starting": set(index.starting), "used": used}
+
+
+@pytest.mark.fakekube_config(nodes=2, cpu="2")
+def test_pod_index_agrees_with_a_scan_of_every_pod_through_a_pods_life(
+    http: httpx.Client, fakekube: FakeKube
+) -> None:
+    for i in range(6):
+        http.post(PODS, json=pod(f"p{i}", cpu="1", runtime=f"{i + 1}h", gates=("g",)))
+    fakekube.settle()
+    want_states = [_scan(fakekube)]
+    got_states = [_indexed(fakekube)]
+    for i in range(6):  # ungate one by one: 4 fit, 2 wait for room
+        http.patch(f"{PODS}/p{i}", json={"spec": {"schedulingGates": None}}, headers=MERGE)
+        fakekube.settle()
+        want_states.append(_scan(fakekube))
+        got_states.append(_indexed(fakekube))
+    http.delete(f"{PODS}/p3")
+    for _ in range(8):  # pods end one an hour and the waiting ones take their room
+        fakekube.advance(hours=1)
+        want_states.append(_scan(fakekube))
+        got_states.append(_indexed(fakekube))
+
+    assert got_states == want_states
+    assert {phase_and_node(fakekube, f"p{i}")[0] for i in (0, 1, 2, 4, 5)} == {"Succeeded"}
+
+
+def test_a_settle_after_a_write_to_one_pod_does_not_visit_every_pod(
+    http: httpx.Client, fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(30):
+        http.post(PODS, json=pod(f"p{i}", gates=("g",)))
+    http.post(PODS, json=pod("running", runtime="5h"))
+    fakekube.settle()
+    store = fakekube.cluster.store
+    scans: list[str] = []
+    items = store.items
+
+    def counting(rt: Any, namespace: str | None = None) -> Any:
+        scans.append(rt.plural)
+        return items(rt, namespace)
+
+    monkeypatch.setattr(store, "items", counting)
+    http.patch(f"{PODS}/p7", json={"metadata": {"annotations": {"a": "b"}}}, headers=MERGE)
+    fakekube.advance(hours=1)
+
+    assert "pods" not in scans
+    assert phase_and_node(fakekube, "running")[0] == "Running"

@@ -31,6 +31,7 @@ from fakekube.patch import (
     merge_patch,
     strategic_merge_patch,
 )
+from fakekube.podindex import PodIndex
 from fakekube.resources import Registry, ResourceType
 from fakekube.selection import FieldSelector, LabelSelector
 from fakekube.store import Store
@@ -68,6 +69,8 @@ class FakeApi:
         self.store = store
         self.clock = clock
         self.random = random.Random(seed)
+        self.pods = PodIndex()
+        store.observers.append(self.pods.observe)
         self.service_endpoints: dict[tuple[str, str], str] = {}
         self.webhooks = WebhookCaller(
             self._webhook_configurations, self._namespace_labels, self.service_endpoints

@@ -26,38 +26,29 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from fakekube._errors import ApiError
-from fakekube._time import parse_duration, parse_utc
 from fakekube.api import FakeApi
 from fakekube.clock import format_time
-from fakekube.errors import ConfigError
 from fakekube.jobs import managed_elsewhere
+from fakekube.podindex import (
+    RESOURCES,
+    RUNTIME_ANNOTATION,
+    TERMINAL,
+    ends,
+    requests,
+)
 from fakekube.selection import node_matches_pod, parse_quantity, tolerates
 
 __all__ = ["EXIT_CODE_ANNOTATION", "RUNTIME_ANNOTATION", "run_controllers"]
 
 Obj = dict[str, Any]
 
-RUNTIME_ANNOTATION = "carbonshift.io/expected-runtime"
-REMAINING_ANNOTATION = "carbonshift.io/remaining-runtime"
 EXIT_CODE_ANNOTATION = "fakekube.carbonshift.io/exit-code"
-_TERMINAL = ("Succeeded", "Failed")
-_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
-
-
-def _requests(pod: Obj) -> dict[str, Decimal]:
-    total = {r: Decimal(0) for r in _RESOURCES}
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        resources = container.get("resources") or {}
-        asked = resources.get("requests") or resources.get("limits") or {}
-        for res in _RESOURCES:
-            if res in asked:
-                total[res] += parse_quantity(asked[res]) or Decimal(0)
-    return total
+_TERMINAL = TERMINAL
+_RESOURCES = RESOURCES
 
 
 def _ready(node: Obj) -> bool:
@@ -83,39 +74,23 @@ async def _write_status(api: FakeApi, old: Obj, new: Obj) -> None:
             raise
 
 
-def _schedulable(pod: Obj) -> bool:
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    return (
-        not spec.get("nodeName")
-        and not spec.get("schedulingGates")
-        and not pod["metadata"].get("deletionTimestamp")
-        and status.get("phase", "Pending") == "Pending"
-    )
-
-
 async def schedule(api: FakeApi) -> None:
     pod_rt, node_rt = api.kind("Pod"), api.kind("Node")
-    if not any(_schedulable(p) for p in api.store.items(pod_rt)):
-        return  # nothing to bind: skip counting every bound Pod's requests
+    index = api.pods
+    if not index.unbound or index.scheduled_epoch == index.epoch:
+        return  # nothing to bind, or nothing changed since every pending Pod was found unfit
     nodes = [api.get(node_rt, "", n["metadata"]["name"]) for n in api.store.items(node_rt)]
+    # what each node holds, kept by the index as the store's writes land (counting every
+    # bound Pod here on every run made the fake quadratic in Pods)
     used: dict[str, dict[str, Decimal]] = {
-        n["metadata"]["name"]: {r: Decimal(0) for r in _RESOURCES} for n in nodes
+        n["metadata"]["name"]: dict(index.used[n["metadata"]["name"]]) for n in nodes
     }
-    count: dict[str, int] = dict.fromkeys(used, 0)
+    count: dict[str, int] = {name: index.count[name] for name in used}
     pending: list[Obj] = []
-    for pod in api.store.items(pod_rt):
-        spec, status = pod.get("spec") or {}, pod.get("status") or {}
-        node = spec.get("nodeName")
-        if node and status.get("phase") not in _TERMINAL and node in used:
-            for res, qty in _requests(pod).items():
-                used[node][res] += qty
-            count[node] += 1
-        elif (
-            not node
-            and not spec.get("schedulingGates")
-            and not pod["metadata"].get("deletionTimestamp")
-        ) and status.get("phase", "Pending") == "Pending":
-            pending.append(pod)
+    for key in index.unbound:
+        stored = api.store.peek(pod_rt, *key)
+        if stored is not None:
+            pending.append(stored)
     pending.sort(
         key=lambda p: (
             -int(p["spec"].get("priority") or 0),
@@ -125,7 +100,7 @@ async def schedule(api: FakeApi) -> None:
     )
     for stored in pending:
         pod = api.get(pod_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
-        want = _requests(pod)
+        want = requests(pod)
         best: tuple[Decimal, str] | None = None
         reasons: dict[str, int] = {}
         for node in nodes:
@@ -210,34 +185,7 @@ async def schedule(api: FakeApi) -> None:
         api.record_event(
             pod, "FailedScheduling", message, type_="Warning", component="default-scheduler"
         )
-
-
-def _runtime(pod: Obj) -> timedelta | None:
-    """How long the fake container runs: the remaining runtime of a resumed piece of work
-    (``carbonshift.io/remaining-runtime``, what its checkpoint leaves) when set, else the
-    expected runtime."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    for key in (REMAINING_ANNOTATION, RUNTIME_ANNOTATION):
-        text = annotations.get(key)
-        if text is None:
-            continue
-        try:
-            return parse_duration(str(text), what=key)
-        except ConfigError:
-            return None
-    return None
-
-
-def _ends(pod: Obj, started: object) -> datetime | None:
-    """When the fake container ends: its start plus its runtime; None when it runs on (no
-    runtime, a start the fake cannot read, or an end past the last datetime)."""
-    runtime = _runtime(pod)
-    if runtime is None or not started:
-        return None
-    try:
-        return parse_utc(str(started), what="status.startTime") + runtime
-    except (ConfigError, OverflowError):
-        return None
+    index.scheduled_epoch = index.epoch
 
 
 def _exit_code(pod: Obj) -> int:
@@ -253,23 +201,25 @@ async def kubelet(api: FakeApi) -> None:
     pod_rt = api.kind("Pod")
     now = api.clock.now()
     stamp = format_time(now)
-    stored_pods = list(api.store.items(pod_rt))
-    for stored in stored_pods:
+    # only the Pods to start and those due to end, from the index (a look at every Pod per
+    # run made the fake quadratic in the number of Pods); in name order, as a scan would be
+    for key in sorted(api.pods.starting | api.pods.due(now)):
+        stored = api.store.peek(pod_rt, *key)
+        if stored is None:
+            continue
         spec, status = stored.get("spec") or {}, stored.get("status") or {}
         if not spec.get("nodeName") or status.get("phase") in _TERMINAL:
             continue
         if status.get("phase", "Pending") != "Pending":
-            # a running container: copy the Pod only when it is due to end (a copy of every
-            # running Pod per settle made the fake quadratic in the number of Pods)
-            ends = _ends(stored, status.get("startTime"))
-            if ends is None or now < ends:
+            end = ends(stored, status.get("startTime"))
+            if end is None or now < end:
                 continue
         pod = api.get(pod_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
         new = copy.deepcopy(pod)
         st = new.setdefault("status", {})
         containers = [c.get("name", "") for c in spec.get("containers") or []]
         if status.get("phase", "Pending") == "Pending":
-            index = len(stored_pods) % 250 + 1
+            index = len(api.store.bucket(pod_rt)) % 250 + 1
             st.update(
                 {
                     "phase": "Running",
@@ -303,8 +253,8 @@ async def kubelet(api: FakeApi) -> None:
             await _write_status(api, pod, new)
             api.record_event(pod, "Started", "Started container", component="kubelet")
             continue
-        ends = _ends(pod, status.get("startTime"))
-        if ends is None or now < ends:
+        end = ends(pod, status.get("startTime"))
+        if end is None or now < end:
             continue
         started = status.get("startTime")
         code = _exit_code(pod)
@@ -363,8 +313,8 @@ async def job_controller(api: FakeApi) -> None:
         uid = meta["uid"]
         pods = [
             p
-            for p in api.store.items(pod_rt, meta["namespace"])
-            if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
+            for key in sorted(api.pods.owned.get(uid, ()))
+            if key[0] == meta["namespace"] and (p := api.store.peek(pod_rt, *key)) is not None
         ]
         active = [
             p

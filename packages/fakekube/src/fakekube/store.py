@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,10 +100,15 @@ class Store:
     def __init__(self, *, window: int = 1000, first_rv: int = 1000) -> None:
         self._rv = first_rv
         self._objects: dict[tuple[str, str], dict[ObjKey, Obj]] = {}
+        #: each bucket's keys in order, kept until a key comes or goes (sorting on every
+        #: read cost O(n log n) per controller run)
+        self._order: dict[tuple[str, str], list[ObjKey]] = {}
         self._window: deque[Change] = deque(maxlen=max(1, window))
         self._compacted_rv = first_rv
         self._watchers: set[Watcher] = set()
         self.on_commit: list[Any] = []
+        #: called with each committed change, before ``on_commit`` (indexes kept from writes)
+        self.observers: list[Callable[[Change], None]] = []
 
     @property
     def rv(self) -> int:
@@ -129,9 +134,14 @@ class Store:
     def items(self, rt: ResourceType, namespace: str | None = None) -> Iterator[Obj]:
         """Stored objects (no copies), ordered by namespace and name."""
         bucket = self.bucket(rt)
-        for key in sorted(bucket):
+        order = self._order.get(rt.key)
+        if order is None:
+            order = self._order[rt.key] = sorted(bucket)
+        for key in order:
             if namespace is None or key[0] == namespace:
-                yield bucket[key]
+                obj = bucket.get(key)
+                if obj is not None:  # gone while the caller iterated
+                    yield obj
 
     def commit(self, rt: ResourceType, type_: str, obj: Obj, old: Obj | None) -> Obj:
         """Store (or drop, for DELETED) ``obj`` with a fresh resourceVersion; notify."""
@@ -139,14 +149,20 @@ class Store:
         key = (meta.get("namespace", ""), meta["name"])
         rv = self.next_rv()
         meta["resourceVersion"] = str(rv)
+        bucket = self.bucket(rt)
         if type_ == "DELETED":
-            self.bucket(rt).pop(key, None)
+            if bucket.pop(key, None) is not None:
+                self._order.pop(rt.key, None)
         else:
-            self.bucket(rt)[key] = obj
+            if key not in bucket:
+                self._order.pop(rt.key, None)
+            bucket[key] = obj
         change = Change(rv, type_, rt.key, copy.deepcopy(obj), copy.deepcopy(old) if old else None)
         if len(self._window) == self._window.maxlen:
             self._compacted_rv = self._window[0].rv
         self._window.append(change)
+        for observer in self.observers:
+            observer(change)
         for watcher in list(self._watchers):
             watcher.offer(change)
         for hook in self.on_commit:
@@ -155,6 +171,7 @@ class Store:
 
     def drop_all(self, rt: ResourceType) -> None:
         self._objects.pop(rt.key, None)
+        self._order.pop(rt.key, None)
 
     def compact(self) -> None:
         """Forget the event window: any watch from an older resourceVersion gets 410 Gone."""
