@@ -257,3 +257,32 @@ def test_a_settle_after_a_write_to_one_pod_does_not_visit_every_pod(
 
     assert "pods" not in scans
     assert phase_and_node(fakekube, "running")[0] == "Running"
+
+
+@pytest.mark.fakekube_config(nodes=1, cpu="1")
+def test_a_new_pod_does_not_make_the_scheduler_retry_the_pods_that_did_not_fit(
+    http: httpx.Client, fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fakekube.controllers as controllers
+
+    http.post(PODS, json=pod("big", cpu="1", runtime="2h"))
+    for i in range(10):
+        http.post(PODS, json=pod(f"wait{i}", cpu="1", runtime="1h"))
+    fakekube.settle()
+    tried: list[str] = []
+    matches = controllers.node_matches_pod
+
+    def counting(spec: Any, node: Any) -> bool:
+        tried.append(spec["containers"][0]["name"])
+        return matches(spec, node)
+
+    monkeypatch.setattr(controllers, "node_matches_pod", counting)
+    http.post(PODS, json=pod("late", cpu="1", runtime="1h"))
+    fakekube.settle()
+    want_tried_on_arrival = 1  # the new Pod on the one node; the waiting ten not again
+    tried_on_arrival = len(tried)
+    fakekube.advance(hours=2)  # "big" ends: room freed, the waiting Pods are tried again
+
+    assert tried_on_arrival == want_tried_on_arrival
+    assert phase_and_node(fakekube, "wait0") == ("Running", "node-0")
+    assert phase_and_node(fakekube, "late")[0] == "Pending"

@@ -75,10 +75,25 @@ async def _write_status(api: FakeApi, old: Obj, new: Obj) -> None:
 
 
 async def schedule(api: FakeApi) -> None:
+    index = api.pods
+    # every waiting Pod when room may have been freed since the last run, else only those
+    # that arrived since (the others were found unfit and still are)
+    retry_all = index.scheduled_epoch != index.epoch
+    keys = set(index.unbound) if retry_all else index.fresh & index.unbound
+    index.fresh.clear()
+    index.scheduled_epoch = index.epoch
+    if not keys:
+        return
+    try:
+        await _schedule(api, keys)
+    except BaseException:
+        index.scheduled_epoch = -1  # a failed run: try every waiting Pod next time
+        raise
+
+
+async def _schedule(api: FakeApi, keys: set[tuple[str, str]]) -> None:
     pod_rt, node_rt = api.kind("Pod"), api.kind("Node")
     index = api.pods
-    if not index.unbound or index.scheduled_epoch == index.epoch:
-        return  # nothing to bind, or nothing changed since every pending Pod was found unfit
     nodes = [api.get(node_rt, "", n["metadata"]["name"]) for n in api.store.items(node_rt)]
     # what each node holds, kept by the index as the store's writes land (counting every
     # bound Pod here on every run made the fake quadratic in Pods)
@@ -87,7 +102,7 @@ async def schedule(api: FakeApi) -> None:
     }
     count: dict[str, int] = {name: index.count[name] for name in used}
     pending: list[Obj] = []
-    for key in index.unbound:
+    for key in keys:
         stored = api.store.peek(pod_rt, *key)
         if stored is not None:
             pending.append(stored)
@@ -185,7 +200,6 @@ async def schedule(api: FakeApi) -> None:
         api.record_event(
             pod, "FailedScheduling", message, type_="Warning", component="default-scheduler"
         )
-    index.scheduled_epoch = index.epoch
 
 
 def _exit_code(pod: Obj) -> int:

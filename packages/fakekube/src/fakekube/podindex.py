@@ -93,6 +93,12 @@ def _holding(pod: Obj | None) -> str | None:
     return None
 
 
+def _resources(pod: Obj | None) -> list[Any]:
+    """The containers' resources as written (compared, not parsed, on every write)."""
+    containers = ((pod or {}).get("spec") or {}).get("containers") or []
+    return [c.get("resources") for c in containers]
+
+
 def _owners(pod: Obj | None) -> set[str]:
     if pod is None:
         return set()
@@ -103,19 +109,22 @@ def _owners(pod: Obj | None) -> set[str]:
 class PodIndex:
     """Pods by what the emulated components do with them, kept from the store's commits.
 
-    - ``unbound``: schedulable Pods (the scheduler's queue);
+    - ``unbound``: schedulable Pods (the scheduler's queue), ``fresh`` those of them that
+      arrived (or whose spec changed) since the scheduler last ran;
     - ``starting``: bound Pending Pods (the kubelet starts them);
     - running Pods with a known end, in a heap by end (the kubelet ends them when due);
     - the requests and Pod count each node holds (bound, unfinished Pods), as the scheduler
       counts them;
     - Pods by owner uid (the Job controller's pods of a Job);
-    - ``epoch``: bumped whenever something the scheduler's answer depends on changes (a
-      schedulable Pod appears or goes, a node's held room changes, any Node write), so an
-      unfit Pod is retried only when it could fit now.
+    - ``epoch``: bumped whenever room may have been freed (a bound Pod ends or goes, any Node
+      write). Like kube-scheduler's unschedulable queue, a Pod found unfit is tried again only
+      then, not each time another Pod arrives (retrying every waiting Pod per arrival made
+      releasing thousands of Pods quadratic).
     """
 
     def __init__(self) -> None:
         self.unbound: set[ObjKey] = set()
+        self.fresh: set[ObjKey] = set()
         self.starting: set[ObjKey] = set()
         self.used: dict[str, dict[str, Decimal]] = defaultdict(
             lambda: {r: Decimal(0) for r in RESOURCES}
@@ -142,25 +151,27 @@ class PodIndex:
         self.starting.discard(key)
         self._end_of.pop(key, None)
         was, now = _holding(old), _holding(new)
-        if was != now or (was is not None and requests(old or {}) != requests(new or {})):
+        if was != now or (was is not None and _resources(old) != _resources(new)):
             if was is not None:
                 self._hold(was, old or {}, -1)
+                self.epoch += 1  # room freed (or changed) on that node
             if now is not None:
                 self._hold(now, new or {}, 1)
-            self.epoch += 1
         for uid in _owners(old) - _owners(new):
             self.owned[uid].discard(key)
             if not self.owned[uid]:
                 del self.owned[uid]
         for uid in _owners(new):
             self.owned[uid].add(key)
+        if new is None or not schedulable(new):
+            self.fresh.discard(key)
         if new is None:
             return
         phase = (new.get("status") or {}).get("phase", "Pending")
         if schedulable(new):
             self.unbound.add(key)
             if old is None or not schedulable(old) or old.get("spec") != new.get("spec"):
-                self.epoch += 1  # new work, or its selectors or tolerations changed
+                self.fresh.add(key)  # new work, or its selectors or tolerations changed
         elif now is not None and phase == "Pending":
             self.starting.add(key)
         elif now is not None:
