@@ -126,7 +126,10 @@ class FakeApi:
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, namespace: str, name: str, version: str | None = None) -> Obj:
-        return self._out(rt, self.store.get(rt, namespace if rt.namespaced else "", name), version)
+        stored = self.store.peek(rt, namespace if rt.namespaced else "", name)
+        if stored is None:
+            raise ApiError.not_found(rt.group, rt.plural, name)
+        return self._out(rt, stored, version)  # one copy (store.get would make a second)
 
     def list(
         self,
