@@ -286,3 +286,31 @@ def test_a_new_pod_does_not_make_the_scheduler_retry_the_pods_that_did_not_fit(
     assert tried_on_arrival == want_tried_on_arrival
     assert phase_and_node(fakekube, "wait0") == ("Running", "node-0")
     assert phase_and_node(fakekube, "late")[0] == "Pending"
+
+
+def test_the_job_controller_looks_only_at_the_jobs_written_since_it_last_ran(
+    http: httpx.Client, fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fakekube.controllers as controllers
+
+    for i in range(20):
+        http.post(JOBS, json=job(f"j{i}", suspend=True))
+    http.post(JOBS, json=job("runs", runtime="2h"))
+    fakekube.settle()
+    synced: list[str] = []
+    sync = controllers._sync_job
+
+    async def counting(api: Any, stored: Any, *args: Any) -> None:
+        synced.append(stored["metadata"]["name"])
+        await sync(api, stored, *args)
+
+    monkeypatch.setattr(controllers, "_sync_job", counting)
+    http.patch(f"{JOBS}/j7", json={"metadata": {"annotations": {"a": "b"}}}, headers=MERGE)
+    fakekube.settle()
+    want_synced_after_one_write = {"j7"}
+    synced_after_one_write = set(synced)
+    fakekube.advance(hours=2)  # the running Job's pod ends: its Job is looked at, completes
+
+    assert synced_after_one_write == want_synced_after_one_write
+    assert "runs" in synced
+    assert conditions(job_status(fakekube, "runs")).get("Complete") == "True"

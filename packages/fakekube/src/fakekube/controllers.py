@@ -40,6 +40,7 @@ from fakekube.podindex import (
     ends,
     requests,
 )
+from fakekube.resources import ResourceType
 from fakekube.selection import node_matches_pod, parse_quantity, tolerates
 
 __all__ = ["EXIT_CODE_ANNOTATION", "RUNTIME_ANNOTATION", "run_controllers"]
@@ -316,130 +317,141 @@ def _condition(job: Obj, kind: str) -> Obj | None:
 async def job_controller(api: FakeApi) -> None:
     job_rt, pod_rt = api.kind("Job", "batch/v1"), api.kind("Pod")
     stamp = format_time(api.clock.now())
-    for stored in list(api.store.items(job_rt)):
-        finished = any(
-            (_condition(stored, k) or {}).get("status") == "True" for k in ("Complete", "Failed")
-        )
-        if finished or stored["metadata"].get("deletionTimestamp") or managed_elsewhere(stored):
-            continue
-        job = api.get(job_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
-        meta, spec = job["metadata"], job.get("spec") or {}
-        uid = meta["uid"]
-        pods = [
-            p
-            for key in sorted(api.pods.owned.get(uid, ()))
-            if key[0] == meta["namespace"] and (p := api.store.peek(pod_rt, *key)) is not None
-        ]
-        active = [
-            p
-            for p in pods
-            if (p.get("status") or {}).get("phase") not in _TERMINAL
-            and not p["metadata"].get("deletionTimestamp")
-        ]
-        succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
-        failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
-        new = copy.deepcopy(job)
-        status = new.setdefault("status", {})
-        completions = int(spec.get("completions") or 1)
-        if spec.get("suspend"):
+    index = api.pods
+    keys = sorted(index.dirty_jobs)  # the Jobs written, or whose Pods were, since last time
+    index.dirty_jobs.clear()
+    try:
+        for key in keys:
+            stored = api.store.peek(job_rt, *key)
+            if stored is not None:
+                await _sync_job(api, stored, job_rt, pod_rt, stamp)
+    except BaseException:
+        index.dirty_jobs.update(keys)  # a failed run: look at them again next time
+        raise
+
+
+async def _sync_job(
+    api: FakeApi, stored: Obj, job_rt: ResourceType, pod_rt: ResourceType, stamp: str
+) -> None:
+    finished = any(
+        (_condition(stored, k) or {}).get("status") == "True" for k in ("Complete", "Failed")
+    )
+    if finished or stored["metadata"].get("deletionTimestamp") or managed_elsewhere(stored):
+        return
+    job = api.get(job_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
+    meta, spec = job["metadata"], job.get("spec") or {}
+    uid = meta["uid"]
+    pods = [
+        p
+        for key in sorted(api.pods.owned.get(uid, ()))
+        if key[0] == meta["namespace"] and (p := api.store.peek(pod_rt, *key)) is not None
+    ]
+    active = [
+        p
+        for p in pods
+        if (p.get("status") or {}).get("phase") not in _TERMINAL
+        and not p["metadata"].get("deletionTimestamp")
+    ]
+    succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
+    failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+    new = copy.deepcopy(job)
+    status = new.setdefault("status", {})
+    completions = int(spec.get("completions") or 1)
+    if spec.get("suspend"):
+        for pod in active:
+            api.delete(pod_rt, meta["namespace"], pod["metadata"]["name"])
+        active = []
+        if (_condition(job, "Suspended") or {}).get("status") != "True":
+            _set_condition(
+                status,
+                {
+                    "type": "Suspended",
+                    "status": "True",
+                    "reason": "JobSuspended",
+                    "message": "Job suspended",
+                    "lastProbeTime": stamp,
+                    "lastTransitionTime": stamp,
+                },
+            )
+            status.pop("startTime", None)
+            api.record_event(job, "Suspended", "Job suspended", component="job-controller")
+    else:
+        if (_condition(job, "Suspended") or {}).get("status") == "True":
+            _set_condition(
+                status,
+                {
+                    "type": "Suspended",
+                    "status": "False",
+                    "reason": "JobResumed",
+                    "message": "Job resumed",
+                    "lastProbeTime": stamp,
+                    "lastTransitionTime": stamp,
+                },
+            )
+            api.record_event(job, "Resumed", "Job resumed", component="job-controller")
+        status.setdefault("startTime", stamp)
+        if succeeded >= completions:
+            for kind, reason, message in (
+                (
+                    "SuccessCriteriaMet",
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                ),
+                ("Complete", "CompletionsReached", "Reached expected number of succeeded pods"),
+            ):
+                _set_condition(
+                    status,
+                    {
+                        "type": kind,
+                        "status": "True",
+                        "reason": reason,
+                        "message": message,
+                        "lastProbeTime": stamp,
+                        "lastTransitionTime": stamp,
+                    },
+                )
+            status["completionTime"] = stamp
+            api.record_event(job, "Completed", "Job completed", component="job-controller")
+        elif failed > int(spec.get("backoffLimit", 6)):
             for pod in active:
                 api.delete(pod_rt, meta["namespace"], pod["metadata"]["name"])
             active = []
-            if (_condition(job, "Suspended") or {}).get("status") != "True":
+            for kind in ("FailureTarget", "Failed"):
                 _set_condition(
                     status,
                     {
-                        "type": "Suspended",
+                        "type": kind,
                         "status": "True",
-                        "reason": "JobSuspended",
-                        "message": "Job suspended",
+                        "reason": "BackoffLimitExceeded",
+                        "message": "Job has reached the specified backoff limit",
                         "lastProbeTime": stamp,
                         "lastTransitionTime": stamp,
                     },
                 )
-                status.pop("startTime", None)
-                api.record_event(job, "Suspended", "Job suspended", component="job-controller")
+            api.record_event(
+                job,
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+                type_="Warning",
+                component="job-controller",
+            )
         else:
-            if (_condition(job, "Suspended") or {}).get("status") == "True":
-                _set_condition(
-                    status,
-                    {
-                        "type": "Suspended",
-                        "status": "False",
-                        "reason": "JobResumed",
-                        "message": "Job resumed",
-                        "lastProbeTime": stamp,
-                        "lastTransitionTime": stamp,
-                    },
-                )
-                api.record_event(job, "Resumed", "Job resumed", component="job-controller")
-            status.setdefault("startTime", stamp)
-            if succeeded >= completions:
-                for kind, reason, message in (
-                    (
-                        "SuccessCriteriaMet",
-                        "CompletionsReached",
-                        "Reached expected number of succeeded pods",
-                    ),
-                    ("Complete", "CompletionsReached", "Reached expected number of succeeded pods"),
-                ):
-                    _set_condition(
-                        status,
-                        {
-                            "type": kind,
-                            "status": "True",
-                            "reason": reason,
-                            "message": message,
-                            "lastProbeTime": stamp,
-                            "lastTransitionTime": stamp,
-                        },
-                    )
-                status["completionTime"] = stamp
-                api.record_event(job, "Completed", "Job completed", component="job-controller")
-            elif failed > int(spec.get("backoffLimit", 6)):
-                for pod in active:
-                    api.delete(pod_rt, meta["namespace"], pod["metadata"]["name"])
-                active = []
-                for kind in ("FailureTarget", "Failed"):
-                    _set_condition(
-                        status,
-                        {
-                            "type": kind,
-                            "status": "True",
-                            "reason": "BackoffLimitExceeded",
-                            "message": "Job has reached the specified backoff limit",
-                            "lastProbeTime": stamp,
-                            "lastTransitionTime": stamp,
-                        },
-                    )
-                api.record_event(
-                    job,
-                    "BackoffLimitExceeded",
-                    "Job has reached the specified backoff limit",
-                    type_="Warning",
-                    component="job-controller",
-                )
-            else:
-                missing = min(int(spec.get("parallelism", 1)), completions - succeeded) - len(
-                    active
-                )
-                for _ in range(max(0, missing)):
-                    created = await _create_job_pod(api, job)
-                    if created is not None:
-                        active.append(created)
-        status["active"] = len(active)
-        # The real controller tracks finished pods with finalizers, so its counters never
-        # go down; a /status write that lowers them is refused (ValidateJobStatusUpdate).
-        old_status = job.get("status") or {}
-        status["succeeded"] = max(succeeded, int(old_status.get("succeeded") or 0))
-        status["failed"] = max(failed, int(old_status.get("failed") or 0))
-        status["ready"] = sum(
-            1 for p in active if (p.get("status") or {}).get("phase") == "Running"
-        )
-        status["terminating"] = 0
-        status["uncountedTerminatedPods"] = {}
-        if status != (job.get("status") or {}):
-            await _write_status(api, job, new)
+            missing = min(int(spec.get("parallelism", 1)), completions - succeeded) - len(active)
+            for _ in range(max(0, missing)):
+                created = await _create_job_pod(api, job)
+                if created is not None:
+                    active.append(created)
+    status["active"] = len(active)
+    # The real controller tracks finished pods with finalizers, so its counters never
+    # go down; a /status write that lowers them is refused (ValidateJobStatusUpdate).
+    old_status = job.get("status") or {}
+    status["succeeded"] = max(succeeded, int(old_status.get("succeeded") or 0))
+    status["failed"] = max(failed, int(old_status.get("failed") or 0))
+    status["ready"] = sum(1 for p in active if (p.get("status") or {}).get("phase") == "Running")
+    status["terminating"] = 0
+    status["uncountedTerminatedPods"] = {}
+    if status != (job.get("status") or {}):
+        await _write_status(api, job, new)
 
 
 async def _create_job_pod(api: FakeApi, job: Obj) -> Obj | None:
