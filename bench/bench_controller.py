@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -55,8 +55,9 @@ RELEASED_AT: list[float] = []  # perf_counter of each release write of the curre
 
 
 @contextmanager
-def fake_server(nodes: int, cpu: str) -> Iterator[tuple[Path, str]]:
-    """A fake API server in a subprocess; yields (kubeconfig path, base URL)."""
+def fake_server(nodes: int, cpu: str, crds: Sequence[Path] = ()) -> Iterator[tuple[Path, str]]:
+    """A fake API server in a subprocess (``crds``: CRD files to install); yields
+    (kubeconfig path, base URL)."""
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
         proc = subprocess.Popen(
@@ -75,6 +76,7 @@ def fake_server(nodes: int, cpu: str) -> Iterator[tuple[Path, str]]:
                 "--virtual-time",
                 "--start",
                 START.strftime("%Y-%m-%dT%H:%MZ"),
+                *(arg for crd in crds for arg in ("--crd", str(crd))),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
