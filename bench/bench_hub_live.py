@@ -33,8 +33,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.bench_controller import START, fake_server
-from bench.bench_hub import ZONES
+try:
+    from bench.bench_controller import START, fake_server
+    from bench.bench_hub import ZONES
+except ImportError:  # run as a script: bench/ is on the path, the checkout is not
+    from bench_controller import START, fake_server  # type: ignore[no-redef]
+    from bench_hub import ZONES  # type: ignore[no-redef]
 from carbonshift.k8s.client import ApiKube, connect
 from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.intent import HUB_LABEL
