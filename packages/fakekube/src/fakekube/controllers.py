@@ -5,7 +5,8 @@
   ``NoSchedule``/``NoExecute`` taints are tolerated, and whose allocatable cpu, memory,
   ``nvidia.com/gpu`` and pod count still fit the pod's requests; among those, the least
   allocated node wins (ties by name). Unfit pods get ``PodScheduled=False/Unschedulable`` and
-  a ``FailedScheduling`` Event; gated pods are left alone.
+  a ``FailedScheduling`` Event, and are tried again when room may have been freed (a bound
+  pod ends or goes, a Node is written); gated pods are left alone.
 - :func:`kubelet`: moves bound Pending pods to Running, and Running pods to Succeeded once
   their ``carbonshift.io/expected-runtime`` (``90m``, ``2h``; or
   ``carbonshift.io/remaining-runtime`` when set, the rest of a resumed piece) has passed on
@@ -19,7 +20,9 @@
 - :func:`namespace_controller`: empties a terminating namespace, then removes it.
 
 All writes go through :class:`~fakekube.api.FakeApi`, so they obey the
-same validation and are seen by watches, like the real components' writes.
+same validation and are seen by watches, like the real components' writes. Which pods and
+Jobs each run looks at comes from :class:`~fakekube.podindex.PodIndex`, kept from the
+store's commits, so a run costs what changed, not every object.
 """
 
 from __future__ import annotations
