@@ -81,3 +81,36 @@ def test_a_write_answer_older_than_the_cached_copy_is_not_kept(
     answer: dict[str, Any], cached: dict[str, Any] | None, want_older: bool
 ) -> None:
     assert _older(answer, cached) is want_older
+
+
+KEEP_CASES = [
+    ("an answer behind the watch's copy", {"Pod/b/p": meta("7")}, meta("5"), True, "7"),
+    ("an answer ahead of the cache", {"Pod/b/p": meta("5")}, meta("7"), True, "7"),
+    ("an object the watch saw deleted", {}, meta("7"), True, None),
+    ("no watch running: the next pass relists", {}, meta("7"), False, "7"),
+]
+
+
+@pytest.mark.parametrize(
+    ("cache", "answer", "watching", "want_rv"),
+    [(c, a, w, r) for _, c, a, w, r in KEEP_CASES],
+    ids=[i for i, _, _, _, _ in KEEP_CASES],
+)
+def test_a_write_answer_is_cached_only_when_it_is_the_newest_copy(
+    cache: dict[str, Any], answer: dict[str, Any], watching: bool, want_rv: str | None
+) -> None:
+    from carbonshift.k8s.clock import ExternalClock
+    from carbonshift.k8s.config import parse_config
+    from carbonshift.k8s.reconciler import Controller
+
+    no_api: Any = None  # _keep makes no request
+    controller = Controller(
+        parse_config({"cluster": {"zone": "DE"}}), no_api, ExternalClock(lambda: START)
+    )
+    controller._watching = watching
+    controller.pods.update(cache)
+
+    controller._keep(controller.pods, "Pod/b/p", answer, "Pod")
+
+    got = controller.pods.get("Pod/b/p")
+    assert (None if got is None else got["metadata"]["resourceVersion"]) == want_rv

@@ -352,10 +352,12 @@ class Controller:
         return key
 
     def _keep(self, cache: dict[str, Obj], key: str, new: Obj, kind: Any) -> None:
-        """Cache a write's answer unless the watch already brought a newer version (the
-        answer can arrive after the watch events of later writes; nothing relists per pass
-        to mend an older copy)."""
+        """Cache a write's answer unless the watch already brought a newer version, or its
+        deletion (the answer can arrive after the watch events of later writes; nothing
+        relists per pass to mend an older copy, or drop one of a deleted object)."""
         new.setdefault("kind", kind)
+        if self._watching and key not in cache:
+            return  # deleted since: the watch dropped it
         if not _older(new, cache.get(key)):
             cache[key] = new
 
