@@ -12,8 +12,9 @@ until it is idle.
 Per period: the controller process's CPU seconds (``time.process_time``; the bench's own
 driving is a few HTTP calls), API requests by verb (counted at the client's one transport
 seam, ``ApiKube._send``; watch streams count once when opened), releases written, and the
-wall seconds from the clock advance to the last release write of the period (the "planned
-start to release write" delay: releases are due at the slot boundary the clock moves to).
+release latency: wall seconds from the clock's advance to each release write of the period
+(median and max; the "planned start to release write" delay: releases are due at the slot
+boundary the clock moves to, and the fake has settled before the controller is woken).
 Peak RSS of the bench process (the controller, its caches and the driver) after the run.
 
 Run: ``.venv/bin/python bench/bench_controller.py --pods 10000 --periods 3 --policy carbonshift``
@@ -32,7 +33,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -50,11 +51,13 @@ from carbonshift.units import format_utc
 START = datetime(2023, 6, 1, tzinfo=UTC)
 NAMESPACE = "batch"
 PASS_S: list[float] = []  # wall seconds of the planning passes of the current period
+RELEASED_AT: list[float] = []  # perf_counter of each release write of the current period
 
 
 @contextmanager
-def fake_server(nodes: int, cpu: str) -> Iterator[tuple[Path, str]]:
-    """A fake API server in a subprocess; yields (kubeconfig path, base URL)."""
+def fake_server(nodes: int, cpu: str, crds: Sequence[Path] = ()) -> Iterator[tuple[Path, str]]:
+    """A fake API server in a subprocess (``crds``: CRD files to install); yields
+    (kubeconfig path, base URL)."""
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
         proc = subprocess.Popen(
@@ -73,6 +76,7 @@ def fake_server(nodes: int, cpu: str) -> Iterator[tuple[Path, str]]:
                 "--virtual-time",
                 "--start",
                 START.strftime("%Y-%m-%dT%H:%MZ"),
+                *(arg for crd in crds for arg in ("--crd", str(crd))),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -178,6 +182,15 @@ async def _run(pods: int, periods: int, policy: str, nodes: int) -> dict[str, An
                 PASS_S.append(time.perf_counter() - t)
 
         controller.plan_pass = timed_pass  # type: ignore[method-assign]
+        original_release = controller._release
+
+        async def timed_release(*args: Any, **kwargs: Any) -> None:
+            before = len(controller.actions)
+            await original_release(*args, **kwargs)
+            if any(a.verb == "release" for a in controller.actions[before:]):
+                RELEASED_AT.append(time.perf_counter())
+
+        controller._release = timed_release  # type: ignore[method-assign]
         rows: list[dict[str, Any]] = []
         cpu0, wall0 = time.process_time(), time.perf_counter()
         task = asyncio.create_task(controller.run())
@@ -187,18 +200,25 @@ async def _run(pods: int, periods: int, policy: str, nodes: int) -> dict[str, An
         for period in range(1, periods + 1):
             counting.by_verb.clear()
             PASS_S.clear()
+            RELEASED_AT.clear()
             released_before = len([a for a in controller.actions if a.verb == "release"])
             cpu0, wall0 = time.process_time(), time.perf_counter()
             await kube._call("POST", "/fakekube/clock/advance", query={"seconds": "3600"})
             now[0] = START + timedelta(hours=period)
+            due = time.perf_counter()  # the slot boundary: releases planned for it are due
             clock.poke()
             await _until_idle(controller)
             await asyncio.sleep(0.5)  # let watch events of the writes arrive
             await _until_idle(controller)
-            _progress(f"period {period} done")
-            rows.append(
-                _row(f"period {period}", controller, counting, cpu0, wall0, released_before)
-            )
+            _progress(f"period {period} done: {len(RELEASED_AT)} released")
+            row = _row(f"period {period}", controller, counting, cpu0, wall0, released_before)
+            latency = sorted(t - due for t in RELEASED_AT)
+            if latency:
+                row["release_latency_s"] = {
+                    "median": round(latency[len(latency) // 2], 2),
+                    "max": round(latency[-1], 2),
+                }
+            rows.append(row)
         why = Counter(a.why for a in controller.actions)
         _progress(f"actions by why: {dict(why.most_common(5))}")
         controller.stop()

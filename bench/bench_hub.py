@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import sys
 import time
 import tracemalloc
 from datetime import UTC, datetime, timedelta
@@ -113,3 +114,62 @@ def run() -> list[dict[str, Any]]:
                     }
                 )
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """One large case from the command line: CPU and wall seconds of each ``plan_hub`` call
+    (the first builds the forecasts, later ones reuse them as a running hub does), peak RSS
+    of the process, and how many workloads the plan placed."""
+    import argparse
+    import json
+    import resource
+
+    parser = argparse.ArgumentParser(
+        description="plan_hub over N pending workloads and S spokes (bench/hub.md)",
+        epilog="example: python bench/bench_hub.py --jobs 10000 --spokes 10 --policy fluidos",
+    )
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--spokes", type=int, default=10, help=f"1-{len(ZONES)}")
+    parser.add_argument("--policy", default="fluidos")
+    parser.add_argument("--calls", type=int, default=2, help="plan_hub calls (default 2)")
+    parser.add_argument("--cpu-per-spoke", type=float, default=32.0)
+    args = parser.parse_args(argv)
+    if not 1 <= args.spokes <= len(ZONES):
+        parser.error(f"--spokes {args.spokes} is outside 1-{len(ZONES)} (one spoke per zone)")
+    config = HubConfig.model_validate(
+        {"planning": {"policy": args.policy, "forecast": "seasonal-day"}}
+    )
+    views = [
+        SpokeView(z.lower(), z, {"cpu": args.cpu_per_spoke}, {"cpu": 10.0}, 1.2, {"cpu": 1.0})
+        for z in ZONES[: args.spokes]
+    ]
+    sources = {v.name: CarbonSource(config.controller_config(v.zone)) for v in views}
+    pending = _pending(args.jobs)
+    calls = []
+    placed = 0
+    for _ in range(args.calls):
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        round_ = plan_hub(config, NOW, pending, views, [], sources)
+        calls.append(
+            {
+                "cpu_s": round(time.process_time() - cpu0, 2),
+                "wall_s": round(time.perf_counter() - wall0, 2),
+            }
+        )
+        placed = sum(1 for d in round_.decisions.values() if d.cluster is not None)
+        print(f"call {len(calls)}: {calls[-1]}", file=sys.stderr, flush=True)
+    result = {
+        "policy": args.policy,
+        "jobs": args.jobs,
+        "spokes": args.spokes,
+        "cpu_per_spoke": args.cpu_per_spoke,
+        "calls": calls,
+        "placed": placed,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -43,3 +43,16 @@ def test_hostile_annotations_leave_a_hub_job_unheld(annotation: str, value: str)
 
 def test_a_well_formed_hub_job_is_read() -> None:
     assert isinstance(read_workload("Job", hub_job("j"), CONFIG, NOW, {}), HubWorkload)
+
+
+def test_reading_a_hub_job_leaves_the_object_as_it_was() -> None:
+    import copy
+
+    job = hub_job("j")
+    want = copy.deepcopy(job)
+
+    got = read_workload("Job", job, CONFIG, NOW, {})
+
+    assert isinstance(got, HubWorkload)
+    assert got.intent.kind == "Job"
+    assert job == want  # no managed label added, the hub label kept, no kind set

@@ -179,3 +179,138 @@ def test_job_fails_past_its_backoff_limit(http: httpx.Client, fakekube: FakeKube
     status = job_status(fakekube)
     assert status["failed"] == 2
     assert conditions(status)["Failed"] == "True"
+
+
+def _scan(fakekube: FakeKube) -> dict[str, Any]:
+    """What the pod index should hold, by a look at every stored Pod."""
+    from fakekube.podindex import requests, schedulable
+
+    store, rt = fakekube.cluster.store, fakekube.cluster.api.kind("Pod")
+    unbound, starting, used = set(), set(), {}
+    for obj in store.items(rt):
+        key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+        node = obj["spec"].get("nodeName")
+        phase = (obj.get("status") or {}).get("phase", "Pending")
+        if schedulable(obj):
+            unbound.add(key)
+        if node and phase not in ("Succeeded", "Failed"):
+            if phase == "Pending":
+                starting.add(key)
+            held = used.setdefault(node, {"cpu": 0, "pods": 0})
+            held["cpu"] += requests(obj)["cpu"]
+            held["pods"] += 1
+    return {"unbound": unbound, "starting": starting, "used": used}
+
+
+def _indexed(fakekube: FakeKube) -> dict[str, Any]:
+    index = fakekube.cluster.api.pods
+    used = {
+        node: {"cpu": index.used[node]["cpu"], "pods": count}
+        for node, count in index.count.items()
+        if count
+    }
+    return {"unbound": set(index.unbound), "starting": set(index.starting), "used": used}
+
+
+@pytest.mark.fakekube_config(nodes=2, cpu="2")
+def test_pod_index_agrees_with_a_scan_of_every_pod_through_a_pods_life(
+    http: httpx.Client, fakekube: FakeKube
+) -> None:
+    for i in range(6):
+        http.post(PODS, json=pod(f"p{i}", cpu="1", runtime=f"{i + 1}h", gates=("g",)))
+    fakekube.settle()
+    want_states = [_scan(fakekube)]
+    got_states = [_indexed(fakekube)]
+    for i in range(6):  # ungate one by one: 4 fit, 2 wait for room
+        http.patch(f"{PODS}/p{i}", json={"spec": {"schedulingGates": None}}, headers=MERGE)
+        fakekube.settle()
+        want_states.append(_scan(fakekube))
+        got_states.append(_indexed(fakekube))
+    http.delete(f"{PODS}/p3")
+    for _ in range(8):  # pods end one an hour and the waiting ones take their room
+        fakekube.advance(hours=1)
+        want_states.append(_scan(fakekube))
+        got_states.append(_indexed(fakekube))
+
+    assert got_states == want_states
+    assert {phase_and_node(fakekube, f"p{i}")[0] for i in (0, 1, 2, 4, 5)} == {"Succeeded"}
+
+
+def test_a_settle_after_a_write_to_one_pod_does_not_visit_every_pod(
+    http: httpx.Client, fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(30):
+        http.post(PODS, json=pod(f"p{i}", gates=("g",)))
+    http.post(PODS, json=pod("running", runtime="5h"))
+    fakekube.settle()
+    store = fakekube.cluster.store
+    scans: list[str] = []
+    items = store.items
+
+    def counting(rt: Any, namespace: str | None = None) -> Any:
+        scans.append(rt.plural)
+        return items(rt, namespace)
+
+    monkeypatch.setattr(store, "items", counting)
+    http.patch(f"{PODS}/p7", json={"metadata": {"annotations": {"a": "b"}}}, headers=MERGE)
+    fakekube.advance(hours=1)
+
+    assert "pods" not in scans
+    assert phase_and_node(fakekube, "running")[0] == "Running"
+
+
+@pytest.mark.fakekube_config(nodes=1, cpu="1")
+def test_a_new_pod_does_not_make_the_scheduler_retry_the_pods_that_did_not_fit(
+    http: httpx.Client, fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fakekube.controllers as controllers
+
+    http.post(PODS, json=pod("big", cpu="1", runtime="2h"))
+    for i in range(10):
+        http.post(PODS, json=pod(f"wait{i}", cpu="1", runtime="1h"))
+    fakekube.settle()
+    tried: list[str] = []
+    matches = controllers.node_matches_pod
+
+    def counting(spec: Any, node: Any) -> bool:
+        tried.append(spec["containers"][0]["name"])
+        return matches(spec, node)
+
+    monkeypatch.setattr(controllers, "node_matches_pod", counting)
+    http.post(PODS, json=pod("late", cpu="1", runtime="1h"))
+    fakekube.settle()
+    want_tried_on_arrival = 1  # the new Pod on the one node; the waiting ten not again
+    tried_on_arrival = len(tried)
+    fakekube.advance(hours=2)  # "big" ends: room freed, the waiting Pods are tried again
+
+    assert tried_on_arrival == want_tried_on_arrival
+    assert phase_and_node(fakekube, "wait0") == ("Running", "node-0")
+    assert phase_and_node(fakekube, "late")[0] == "Pending"
+
+
+def test_the_job_controller_looks_only_at_the_jobs_written_since_it_last_ran(
+    http: httpx.Client, fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fakekube.controllers as controllers
+
+    for i in range(20):
+        http.post(JOBS, json=job(f"j{i}", suspend=True))
+    http.post(JOBS, json=job("runs", runtime="2h"))
+    fakekube.settle()
+    synced: list[str] = []
+    sync = controllers._sync_job
+
+    async def counting(api: Any, stored: Any, *args: Any) -> None:
+        synced.append(stored["metadata"]["name"])
+        await sync(api, stored, *args)
+
+    monkeypatch.setattr(controllers, "_sync_job", counting)
+    http.patch(f"{JOBS}/j7", json={"metadata": {"annotations": {"a": "b"}}}, headers=MERGE)
+    fakekube.settle()
+    want_synced_after_one_write = {"j7"}
+    synced_after_one_write = set(synced)
+    fakekube.advance(hours=2)  # the running Job's pod ends: its Job is looked at, completes
+
+    assert synced_after_one_write == want_synced_after_one_write
+    assert "runs" in synced
+    assert conditions(job_status(fakekube, "runs")).get("Complete") == "True"

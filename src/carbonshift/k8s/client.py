@@ -16,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
+import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
@@ -61,6 +63,27 @@ def set_user_agent(api_client: Any) -> Any:
     except Exception:  # not installed as a distribution (a source checkout)
         api_client.user_agent = USER_AGENT
     return api_client
+
+
+def skip_env_lookups(api_client: Any) -> bool:
+    """Turn off the per-request proxy and ``.netrc`` lookups of kubernetes-asyncio's aiohttp
+    session when the environment has neither; answers whether they were turned off.
+
+    The session is built with ``trust_env=True``, so every request looks both up in a worker
+    thread: about 0.3 ms of CPU per request (0.47 against 0.16 ms for a GET against the fake
+    API server), most of a controller's cost per write. With no proxy variable and no netrc
+    file the lookups find nothing, so skipping them changes no request.
+    """
+    if urllib.request.getproxies() or os.environ.get("NETRC"):
+        return False
+    with contextlib.suppress(RuntimeError, KeyError):  # no home directory: nothing to read
+        if os.path.exists(os.path.expanduser("~/.netrc")):
+            return False
+    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    if session is None or not hasattr(session, "_trust_env"):
+        return False  # another aiohttp or client version: leave it as it is
+    session._trust_env = False
+    return True
 
 
 class KubeError(CarbonshiftError):
@@ -149,6 +172,7 @@ class ApiKube:
         self, api_client: Any, clock: Clock, *, retries: int = 6, first_backoff_s: float = 0.2
     ) -> None:
         self._client = set_user_agent(api_client)
+        skip_env_lookups(api_client)
         self._clock = clock
         self._retries = retries
         self._first_backoff_s = first_backoff_s

@@ -1,6 +1,8 @@
 """The level-triggered controller: watch + periodic planning, hold and release, fail open.
 
-One pipeline per period (at each slot boundary): relist nodes, Pods and Jobs; collect the
+One pipeline per period (at each slot boundary): read nodes, Pods and Jobs from the caches
+the watches keep (relisted only when no watch runs, not per pass; a watch that fails or
+answers 410 relists on its own); collect the
 held workloads (Pods carrying the ``carbonshift.io/hold`` gate, managed Jobs suspended and
 never released); release at once those no longer held by intent (critical, opted out,
 unusable) and those whose latest start has come (fail open); plan the rest in ONE policy call
@@ -121,6 +123,19 @@ def _key(obj: Obj) -> str:
     return f"{obj.get('kind')}/{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
+def _older(obj: Obj, than: Obj | None) -> bool:
+    """Whether ``obj`` is an older version of the same object than ``than`` (resourceVersions
+    are etcd revisions: integers; anything else counts as not older)."""
+    if than is None:
+        return False
+    try:
+        mine = int((obj.get("metadata") or {}).get("resourceVersion", ""))
+        theirs = int((than.get("metadata") or {}).get("resourceVersion", ""))
+    except ValueError:
+        return False
+    return mine < theirs
+
+
 def _state_label(annotations: Mapping[str, str]) -> Obj:
     """The ``carbonshift.io/state`` label that mirrors the annotation of the same name, so
     ``kubectl get pods -l carbonshift.io/state=held`` works (an RFC 3339 planned start is not
@@ -205,6 +220,7 @@ class Controller:
         self._idle_at: datetime | None = None
         self._asleep_until: datetime | None = None
         self._stopping = False
+        self._watching = False  # run()'s watches keep the caches (else each pass relists)
         self._lock = asyncio.Lock()
 
     # -- the loop -------------------------------------------------------------------------
@@ -224,6 +240,7 @@ class Controller:
                     await self.clock.backoff(1.0)
             for path in (_PODS, _JOBS, _NODES):
                 watches.append(asyncio.create_task(self._watch(path)))
+            self._watching = True  # from here the watches keep the caches: no relist per pass
             while not self._stopping:
                 if is_leader is not None and not is_leader.is_set():
                     self._idle_at = None
@@ -232,6 +249,7 @@ class Controller:
                 await self.step()
                 await self._sleep_until_due()
         finally:
+            self._watching = False
             for task in watches:
                 task.cancel()
             for task in watches:
@@ -335,6 +353,16 @@ class Controller:
         key = obj["metadata"]["name"] if path == _NODES else _key(obj)
         self._cache_for(path)[key] = obj
         return key
+
+    def _keep(self, cache: dict[str, Obj], key: str, new: Obj, kind: Any) -> None:
+        """Cache a write's answer unless the watch already brought a newer version, or its
+        deletion (the answer can arrive after the watch events of later writes; nothing
+        relists per pass to mend an older copy, or drop one of a deleted object)."""
+        new.setdefault("kind", kind)
+        if self._watching and key not in cache:
+            return  # deleted since: the watch dropped it
+        if not _older(new, cache.get(key)):
+            cache[key] = new
 
     async def _relist(self, path: str) -> None:
         kind = {_PODS: POD.kind, _JOBS: JOB.kind, _NODES: "Node"}[path]
@@ -533,7 +561,8 @@ class Controller:
     async def plan_pass(self) -> None:
         """The periodic pipeline (see the module doc)."""
         began = time.perf_counter()
-        await self.resync()
+        if not self._watching:
+            await self.resync()
         now = self.clock.now()
         pending: list[Intent] = []
         objects: dict[str, Obj] = {}
@@ -683,8 +712,7 @@ class Controller:
             "spec": JOB.hold_spec(job),
         }
         with contextlib.suppress(ConflictError, NotFoundError, InvalidError):
-            self.jobs[key] = await self.kube.patch(_path(job), patch)
-            self.jobs[key].setdefault("kind", JOB.kind)
+            self._keep(self.jobs, key, await self.kube.patch(_path(job), patch), JOB.kind)
             self.actions.append(Action(now, "hold", key, "arrival", "suspended on arrival"))
 
     async def _note_unheld(self, now: datetime, objects: list[Obj] | None = None) -> None:
@@ -783,8 +811,8 @@ class Controller:
         except (NotFoundError, InvalidError, ConflictError) as exc:
             _LOG.info("annotating %s failed: %s", key, exc)
             return False
-        new.setdefault("kind", obj.get("kind"))
-        self._cache_for(_PODS if obj.get("kind") == POD.kind else _JOBS)[key] = new
+        kind = str(obj.get("kind"))
+        self._keep(self._cache_for(_PODS if kind == POD.kind else _JOBS), key, new, kind)
         return True
 
     def _release_patch(self, obj: Obj, reason: str, nodes: list[str] | None) -> Obj:
@@ -893,8 +921,7 @@ class Controller:
                     continue
                 _LOG.warning("release of %s refused: %s", key, exc)
                 return
-            new.setdefault("kind", kind)
-            self._cache_for(_PODS if kind == POD.kind else _JOBS)[key] = new
+            self._keep(self._cache_for(_PODS if kind == POD.kind else _JOBS), key, new, kind)
             self._released.add(uid)
             self.actions.append(Action(now, "release", key, why, reason))
             self.metrics.released.labels(kind=kind, why=why).inc()

@@ -31,6 +31,7 @@ from fakekube.patch import (
     merge_patch,
     strategic_merge_patch,
 )
+from fakekube.podindex import PodIndex
 from fakekube.resources import Registry, ResourceType
 from fakekube.selection import FieldSelector, LabelSelector
 from fakekube.store import Store
@@ -68,6 +69,8 @@ class FakeApi:
         self.store = store
         self.clock = clock
         self.random = random.Random(seed)
+        self.pods = PodIndex()
+        store.observers.append(self.pods.observe)
         self.service_endpoints: dict[tuple[str, str], str] = {}
         self.webhooks = WebhookCaller(
             self._webhook_configurations, self._namespace_labels, self.service_endpoints
@@ -123,7 +126,10 @@ class FakeApi:
     # -- reads ----------------------------------------------------------------------------
 
     def get(self, rt: ResourceType, namespace: str, name: str, version: str | None = None) -> Obj:
-        return self._out(rt, self.store.get(rt, namespace if rt.namespaced else "", name), version)
+        stored = self.store.peek(rt, namespace if rt.namespaced else "", name)
+        if stored is None:
+            raise ApiError.not_found(rt.group, rt.plural, name)
+        return self._out(rt, stored, version)  # one copy (store.get would make a second)
 
     def list(
         self,

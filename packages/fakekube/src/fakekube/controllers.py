@@ -5,7 +5,8 @@
   ``NoSchedule``/``NoExecute`` taints are tolerated, and whose allocatable cpu, memory,
   ``nvidia.com/gpu`` and pod count still fit the pod's requests; among those, the least
   allocated node wins (ties by name). Unfit pods get ``PodScheduled=False/Unschedulable`` and
-  a ``FailedScheduling`` Event; gated pods are left alone.
+  a ``FailedScheduling`` Event, and are tried again when room may have been freed (a bound
+  pod ends or goes, a Node is written); gated pods are left alone.
 - :func:`kubelet`: moves bound Pending pods to Running, and Running pods to Succeeded once
   their ``carbonshift.io/expected-runtime`` (``90m``, ``2h``; or
   ``carbonshift.io/remaining-runtime`` when set, the rest of a resumed piece) has passed on
@@ -19,45 +20,39 @@
 - :func:`namespace_controller`: empties a terminating namespace, then removes it.
 
 All writes go through :class:`~fakekube.api.FakeApi`, so they obey the
-same validation and are seen by watches, like the real components' writes.
+same validation and are seen by watches, like the real components' writes. Which pods and
+Jobs each run looks at comes from :class:`~fakekube.podindex.PodIndex`, kept from the
+store's commits, so a run costs what changed, not every object.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
-from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from fakekube._errors import ApiError
-from fakekube._time import parse_duration, parse_utc
 from fakekube.api import FakeApi
 from fakekube.clock import format_time
-from fakekube.errors import ConfigError
 from fakekube.jobs import managed_elsewhere
+from fakekube.podindex import (
+    RESOURCES,
+    RUNTIME_ANNOTATION,
+    TERMINAL,
+    ends,
+    requests,
+)
+from fakekube.resources import ResourceType
 from fakekube.selection import node_matches_pod, parse_quantity, tolerates
 
 __all__ = ["EXIT_CODE_ANNOTATION", "RUNTIME_ANNOTATION", "run_controllers"]
 
 Obj = dict[str, Any]
 
-RUNTIME_ANNOTATION = "carbonshift.io/expected-runtime"
-REMAINING_ANNOTATION = "carbonshift.io/remaining-runtime"
 EXIT_CODE_ANNOTATION = "fakekube.carbonshift.io/exit-code"
-_TERMINAL = ("Succeeded", "Failed")
-_RESOURCES = ("cpu", "memory", "nvidia.com/gpu")
-
-
-def _requests(pod: Obj) -> dict[str, Decimal]:
-    total = {r: Decimal(0) for r in _RESOURCES}
-    for container in (pod.get("spec") or {}).get("containers") or []:
-        resources = container.get("resources") or {}
-        asked = resources.get("requests") or resources.get("limits") or {}
-        for res in _RESOURCES:
-            if res in asked:
-                total[res] += parse_quantity(asked[res]) or Decimal(0)
-    return total
+_TERMINAL = TERMINAL
+_RESOURCES = RESOURCES
 
 
 def _ready(node: Obj) -> bool:
@@ -83,39 +78,38 @@ async def _write_status(api: FakeApi, old: Obj, new: Obj) -> None:
             raise
 
 
-def _schedulable(pod: Obj) -> bool:
-    spec, status = pod.get("spec") or {}, pod.get("status") or {}
-    return (
-        not spec.get("nodeName")
-        and not spec.get("schedulingGates")
-        and not pod["metadata"].get("deletionTimestamp")
-        and status.get("phase", "Pending") == "Pending"
-    )
-
-
 async def schedule(api: FakeApi) -> None:
+    index = api.pods
+    # every waiting Pod when room may have been freed since the last run, else only those
+    # that arrived since (the others were found unfit and still are)
+    retry_all = index.scheduled_epoch != index.epoch
+    keys = set(index.unbound) if retry_all else index.fresh & index.unbound
+    index.fresh.clear()
+    index.scheduled_epoch = index.epoch
+    if not keys:
+        return
+    try:
+        await _schedule(api, keys)
+    except BaseException:
+        index.scheduled_epoch = -1  # a failed run: try every waiting Pod next time
+        raise
+
+
+async def _schedule(api: FakeApi, keys: set[tuple[str, str]]) -> None:
     pod_rt, node_rt = api.kind("Pod"), api.kind("Node")
-    if not any(_schedulable(p) for p in api.store.items(pod_rt)):
-        return  # nothing to bind: skip counting every bound Pod's requests
+    index = api.pods
     nodes = [api.get(node_rt, "", n["metadata"]["name"]) for n in api.store.items(node_rt)]
+    # what each node holds, kept by the index as the store's writes land (counting every
+    # bound Pod here on every run made the fake quadratic in Pods)
     used: dict[str, dict[str, Decimal]] = {
-        n["metadata"]["name"]: {r: Decimal(0) for r in _RESOURCES} for n in nodes
+        n["metadata"]["name"]: dict(index.used[n["metadata"]["name"]]) for n in nodes
     }
-    count: dict[str, int] = dict.fromkeys(used, 0)
+    count: dict[str, int] = {name: index.count[name] for name in used}
     pending: list[Obj] = []
-    for pod in api.store.items(pod_rt):
-        spec, status = pod.get("spec") or {}, pod.get("status") or {}
-        node = spec.get("nodeName")
-        if node and status.get("phase") not in _TERMINAL and node in used:
-            for res, qty in _requests(pod).items():
-                used[node][res] += qty
-            count[node] += 1
-        elif (
-            not node
-            and not spec.get("schedulingGates")
-            and not pod["metadata"].get("deletionTimestamp")
-        ) and status.get("phase", "Pending") == "Pending":
-            pending.append(pod)
+    for key in keys:
+        stored = api.store.peek(pod_rt, *key)
+        if stored is not None:
+            pending.append(stored)
     pending.sort(
         key=lambda p: (
             -int(p["spec"].get("priority") or 0),
@@ -125,7 +119,7 @@ async def schedule(api: FakeApi) -> None:
     )
     for stored in pending:
         pod = api.get(pod_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
-        want = _requests(pod)
+        want = requests(pod)
         best: tuple[Decimal, str] | None = None
         reasons: dict[str, int] = {}
         for node in nodes:
@@ -212,34 +206,6 @@ async def schedule(api: FakeApi) -> None:
         )
 
 
-def _runtime(pod: Obj) -> timedelta | None:
-    """How long the fake container runs: the remaining runtime of a resumed piece of work
-    (``carbonshift.io/remaining-runtime``, what its checkpoint leaves) when set, else the
-    expected runtime."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    for key in (REMAINING_ANNOTATION, RUNTIME_ANNOTATION):
-        text = annotations.get(key)
-        if text is None:
-            continue
-        try:
-            return parse_duration(str(text), what=key)
-        except ConfigError:
-            return None
-    return None
-
-
-def _ends(pod: Obj, started: object) -> datetime | None:
-    """When the fake container ends: its start plus its runtime; None when it runs on (no
-    runtime, a start the fake cannot read, or an end past the last datetime)."""
-    runtime = _runtime(pod)
-    if runtime is None or not started:
-        return None
-    try:
-        return parse_utc(str(started), what="status.startTime") + runtime
-    except (ConfigError, OverflowError):
-        return None
-
-
 def _exit_code(pod: Obj) -> int:
     """The exit code the test asked for (a value that is no integer exits 1, like a crash)."""
     raw = (pod["metadata"].get("annotations") or {}).get(EXIT_CODE_ANNOTATION)
@@ -253,23 +219,25 @@ async def kubelet(api: FakeApi) -> None:
     pod_rt = api.kind("Pod")
     now = api.clock.now()
     stamp = format_time(now)
-    stored_pods = list(api.store.items(pod_rt))
-    for stored in stored_pods:
+    # only the Pods to start and those due to end, from the index (a look at every Pod per
+    # run made the fake quadratic in the number of Pods); in name order, as a scan would be
+    for key in sorted(api.pods.starting | api.pods.due(now)):
+        stored = api.store.peek(pod_rt, *key)
+        if stored is None:
+            continue
         spec, status = stored.get("spec") or {}, stored.get("status") or {}
         if not spec.get("nodeName") or status.get("phase") in _TERMINAL:
             continue
         if status.get("phase", "Pending") != "Pending":
-            # a running container: copy the Pod only when it is due to end (a copy of every
-            # running Pod per settle made the fake quadratic in the number of Pods)
-            ends = _ends(stored, status.get("startTime"))
-            if ends is None or now < ends:
+            end = ends(stored, status.get("startTime"))
+            if end is None or now < end:
                 continue
         pod = api.get(pod_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
         new = copy.deepcopy(pod)
         st = new.setdefault("status", {})
         containers = [c.get("name", "") for c in spec.get("containers") or []]
         if status.get("phase", "Pending") == "Pending":
-            index = len(stored_pods) % 250 + 1
+            index = len(api.store.bucket(pod_rt)) % 250 + 1
             st.update(
                 {
                     "phase": "Running",
@@ -303,8 +271,8 @@ async def kubelet(api: FakeApi) -> None:
             await _write_status(api, pod, new)
             api.record_event(pod, "Started", "Started container", component="kubelet")
             continue
-        ends = _ends(pod, status.get("startTime"))
-        if ends is None or now < ends:
+        end = ends(pod, status.get("startTime"))
+        if end is None or now < end:
             continue
         started = status.get("startTime")
         code = _exit_code(pod)
@@ -352,130 +320,141 @@ def _condition(job: Obj, kind: str) -> Obj | None:
 async def job_controller(api: FakeApi) -> None:
     job_rt, pod_rt = api.kind("Job", "batch/v1"), api.kind("Pod")
     stamp = format_time(api.clock.now())
-    for stored in list(api.store.items(job_rt)):
-        finished = any(
-            (_condition(stored, k) or {}).get("status") == "True" for k in ("Complete", "Failed")
-        )
-        if finished or stored["metadata"].get("deletionTimestamp") or managed_elsewhere(stored):
-            continue
-        job = api.get(job_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
-        meta, spec = job["metadata"], job.get("spec") or {}
-        uid = meta["uid"]
-        pods = [
-            p
-            for p in api.store.items(pod_rt, meta["namespace"])
-            if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
-        ]
-        active = [
-            p
-            for p in pods
-            if (p.get("status") or {}).get("phase") not in _TERMINAL
-            and not p["metadata"].get("deletionTimestamp")
-        ]
-        succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
-        failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
-        new = copy.deepcopy(job)
-        status = new.setdefault("status", {})
-        completions = int(spec.get("completions") or 1)
-        if spec.get("suspend"):
+    index = api.pods
+    keys = sorted(index.dirty_jobs)  # the Jobs written, or whose Pods were, since last time
+    index.dirty_jobs.clear()
+    try:
+        for key in keys:
+            stored = api.store.peek(job_rt, *key)
+            if stored is not None:
+                await _sync_job(api, stored, job_rt, pod_rt, stamp)
+    except BaseException:
+        index.dirty_jobs.update(keys)  # a failed run: look at them again next time
+        raise
+
+
+async def _sync_job(
+    api: FakeApi, stored: Obj, job_rt: ResourceType, pod_rt: ResourceType, stamp: str
+) -> None:
+    finished = any(
+        (_condition(stored, k) or {}).get("status") == "True" for k in ("Complete", "Failed")
+    )
+    if finished or stored["metadata"].get("deletionTimestamp") or managed_elsewhere(stored):
+        return
+    job = api.get(job_rt, stored["metadata"]["namespace"], stored["metadata"]["name"])
+    meta, spec = job["metadata"], job.get("spec") or {}
+    uid = meta["uid"]
+    pods = [
+        p
+        for key in sorted(api.pods.owned.get(uid, ()))
+        if key[0] == meta["namespace"] and (p := api.store.peek(pod_rt, *key)) is not None
+    ]
+    active = [
+        p
+        for p in pods
+        if (p.get("status") or {}).get("phase") not in _TERMINAL
+        and not p["metadata"].get("deletionTimestamp")
+    ]
+    succeeded = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Succeeded")
+    failed = sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Failed")
+    new = copy.deepcopy(job)
+    status = new.setdefault("status", {})
+    completions = int(spec.get("completions") or 1)
+    if spec.get("suspend"):
+        for pod in active:
+            api.delete(pod_rt, meta["namespace"], pod["metadata"]["name"])
+        active = []
+        if (_condition(job, "Suspended") or {}).get("status") != "True":
+            _set_condition(
+                status,
+                {
+                    "type": "Suspended",
+                    "status": "True",
+                    "reason": "JobSuspended",
+                    "message": "Job suspended",
+                    "lastProbeTime": stamp,
+                    "lastTransitionTime": stamp,
+                },
+            )
+            status.pop("startTime", None)
+            api.record_event(job, "Suspended", "Job suspended", component="job-controller")
+    else:
+        if (_condition(job, "Suspended") or {}).get("status") == "True":
+            _set_condition(
+                status,
+                {
+                    "type": "Suspended",
+                    "status": "False",
+                    "reason": "JobResumed",
+                    "message": "Job resumed",
+                    "lastProbeTime": stamp,
+                    "lastTransitionTime": stamp,
+                },
+            )
+            api.record_event(job, "Resumed", "Job resumed", component="job-controller")
+        status.setdefault("startTime", stamp)
+        if succeeded >= completions:
+            for kind, reason, message in (
+                (
+                    "SuccessCriteriaMet",
+                    "CompletionsReached",
+                    "Reached expected number of succeeded pods",
+                ),
+                ("Complete", "CompletionsReached", "Reached expected number of succeeded pods"),
+            ):
+                _set_condition(
+                    status,
+                    {
+                        "type": kind,
+                        "status": "True",
+                        "reason": reason,
+                        "message": message,
+                        "lastProbeTime": stamp,
+                        "lastTransitionTime": stamp,
+                    },
+                )
+            status["completionTime"] = stamp
+            api.record_event(job, "Completed", "Job completed", component="job-controller")
+        elif failed > int(spec.get("backoffLimit", 6)):
             for pod in active:
                 api.delete(pod_rt, meta["namespace"], pod["metadata"]["name"])
             active = []
-            if (_condition(job, "Suspended") or {}).get("status") != "True":
+            for kind in ("FailureTarget", "Failed"):
                 _set_condition(
                     status,
                     {
-                        "type": "Suspended",
+                        "type": kind,
                         "status": "True",
-                        "reason": "JobSuspended",
-                        "message": "Job suspended",
+                        "reason": "BackoffLimitExceeded",
+                        "message": "Job has reached the specified backoff limit",
                         "lastProbeTime": stamp,
                         "lastTransitionTime": stamp,
                     },
                 )
-                status.pop("startTime", None)
-                api.record_event(job, "Suspended", "Job suspended", component="job-controller")
+            api.record_event(
+                job,
+                "BackoffLimitExceeded",
+                "Job has reached the specified backoff limit",
+                type_="Warning",
+                component="job-controller",
+            )
         else:
-            if (_condition(job, "Suspended") or {}).get("status") == "True":
-                _set_condition(
-                    status,
-                    {
-                        "type": "Suspended",
-                        "status": "False",
-                        "reason": "JobResumed",
-                        "message": "Job resumed",
-                        "lastProbeTime": stamp,
-                        "lastTransitionTime": stamp,
-                    },
-                )
-                api.record_event(job, "Resumed", "Job resumed", component="job-controller")
-            status.setdefault("startTime", stamp)
-            if succeeded >= completions:
-                for kind, reason, message in (
-                    (
-                        "SuccessCriteriaMet",
-                        "CompletionsReached",
-                        "Reached expected number of succeeded pods",
-                    ),
-                    ("Complete", "CompletionsReached", "Reached expected number of succeeded pods"),
-                ):
-                    _set_condition(
-                        status,
-                        {
-                            "type": kind,
-                            "status": "True",
-                            "reason": reason,
-                            "message": message,
-                            "lastProbeTime": stamp,
-                            "lastTransitionTime": stamp,
-                        },
-                    )
-                status["completionTime"] = stamp
-                api.record_event(job, "Completed", "Job completed", component="job-controller")
-            elif failed > int(spec.get("backoffLimit", 6)):
-                for pod in active:
-                    api.delete(pod_rt, meta["namespace"], pod["metadata"]["name"])
-                active = []
-                for kind in ("FailureTarget", "Failed"):
-                    _set_condition(
-                        status,
-                        {
-                            "type": kind,
-                            "status": "True",
-                            "reason": "BackoffLimitExceeded",
-                            "message": "Job has reached the specified backoff limit",
-                            "lastProbeTime": stamp,
-                            "lastTransitionTime": stamp,
-                        },
-                    )
-                api.record_event(
-                    job,
-                    "BackoffLimitExceeded",
-                    "Job has reached the specified backoff limit",
-                    type_="Warning",
-                    component="job-controller",
-                )
-            else:
-                missing = min(int(spec.get("parallelism", 1)), completions - succeeded) - len(
-                    active
-                )
-                for _ in range(max(0, missing)):
-                    created = await _create_job_pod(api, job)
-                    if created is not None:
-                        active.append(created)
-        status["active"] = len(active)
-        # The real controller tracks finished pods with finalizers, so its counters never
-        # go down; a /status write that lowers them is refused (ValidateJobStatusUpdate).
-        old_status = job.get("status") or {}
-        status["succeeded"] = max(succeeded, int(old_status.get("succeeded") or 0))
-        status["failed"] = max(failed, int(old_status.get("failed") or 0))
-        status["ready"] = sum(
-            1 for p in active if (p.get("status") or {}).get("phase") == "Running"
-        )
-        status["terminating"] = 0
-        status["uncountedTerminatedPods"] = {}
-        if status != (job.get("status") or {}):
-            await _write_status(api, job, new)
+            missing = min(int(spec.get("parallelism", 1)), completions - succeeded) - len(active)
+            for _ in range(max(0, missing)):
+                created = await _create_job_pod(api, job)
+                if created is not None:
+                    active.append(created)
+    status["active"] = len(active)
+    # The real controller tracks finished pods with finalizers, so its counters never
+    # go down; a /status write that lowers them is refused (ValidateJobStatusUpdate).
+    old_status = job.get("status") or {}
+    status["succeeded"] = max(succeeded, int(old_status.get("succeeded") or 0))
+    status["failed"] = max(failed, int(old_status.get("failed") or 0))
+    status["ready"] = sum(1 for p in active if (p.get("status") or {}).get("phase") == "Running")
+    status["terminating"] = 0
+    status["uncountedTerminatedPods"] = {}
+    if status != (job.get("status") or {}):
+        await _write_status(api, job, new)
 
 
 async def _create_job_pod(api: FakeApi, job: Obj) -> Obj | None:

@@ -1,0 +1,234 @@
+"""The hub controller live: N held hub Jobs over S fake spokes, per reconcile.
+
+A fake hub (``python -m fakekube --virtual-time``, no nodes, the CarbonCluster CRD of
+deploy/hub) and S fake spokes (2 nodes each, room for about half the work at once) run in
+their own processes, so the CPU seconds are the hub controller's. N Jobs labelled
+``carbonshift.io/hub: "true"`` are created suspended in namespace ``batch`` of the hub
+(1 cpu, expected runtime 1 h, deadlines spread 6-30 h, as bench/bench_controller.py), one
+CarbonCluster and kubeconfig Secret per spoke (zones of bench/bench_hub.py). Then one
+``HubController.reconcile()`` per period: the first at the start, then after moving every
+clock one 60-min slot.
+
+Per reconcile: the controller process's CPU seconds (``time.process_time``), wall seconds,
+API requests by cluster (hub / spokes) and verb (counted at ``ApiKube._send``), workloads
+released to spokes; peak RSS of the process after the run.
+
+Run: ``.venv/bin/python bench/bench_hub_live.py --jobs 10000 --spokes 10 --periods 2``.
+Recorded in bench/hub.md. ``python -m bench hub_live`` runs a small default (200 Jobs, 3
+spokes, 1 period).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import resource
+import sys
+import time
+from collections import Counter
+from contextlib import ExitStack
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+try:
+    from bench.bench_controller import START, fake_server
+    from bench.bench_hub import ZONES
+except ImportError:  # run as a script: bench/ is on the path, the checkout is not
+    from bench_controller import START, fake_server  # type: ignore[no-redef]
+    from bench_hub import ZONES  # type: ignore[no-redef]
+from carbonshift.k8s.client import ApiKube, connect
+from carbonshift.k8s.clock import ExternalClock
+from carbonshift.k8s.intent import HUB_LABEL
+from carbonshift.k8s.multicluster import HubConfig, HubController
+from carbonshift.k8s.multicluster.api import HubApi
+from carbonshift.units import format_utc
+
+HUB_NS = "carbonshift-system"
+CRD = Path(__file__).resolve().parent.parent / "deploy" / "hub" / "crd-carboncluster.yaml"
+
+
+def hub_job(i: int) -> dict[str, Any]:
+    deadline = START + timedelta(hours=6 + (i * 7919) % 25)
+    notes = {
+        "carbonshift.io/expected-runtime": "60m",
+        "carbonshift.io/deadline": format_utc(deadline),
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"w{i:06d}",
+            "namespace": "batch",
+            "labels": {HUB_LABEL: "true"},
+            "annotations": notes,
+        },
+        "spec": {
+            "suspend": True,
+            "template": {
+                "metadata": {"annotations": {"carbonshift.io/expected-runtime": "60m"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "busybox",
+                            "resources": {"requests": {"cpu": "1"}},
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+class Counting:
+    """Requests by (cluster, verb) at ApiKube's one transport seam."""
+
+    def __init__(self, hub_host: str) -> None:
+        self.by: Counter[str] = Counter()
+        self._original = ApiKube._send
+        self._hub_host = hub_host
+
+    def install(self) -> None:
+        original, counts, hub_host = self._original, self.by, self._hub_host
+
+        async def send(kube: ApiKube, method: str, *args: Any, **kwargs: Any) -> Any:
+            host = kube._client.configuration.host
+            counts[f"{'hub' if host == hub_host else 'spokes'} {method}"] += 1
+            return await original(kube, method, *args, **kwargs)
+
+        ApiKube._send = send  # type: ignore[method-assign]
+
+    def uninstall(self) -> None:
+        ApiKube._send = self._original  # type: ignore[method-assign]
+
+
+async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, Any]:
+    cpu_per_node = str(max(1, jobs // spokes // 4))  # 2 nodes: about half the work at once
+    with ExitStack() as stack:
+        hub_cfg, hub_url = stack.enter_context(fake_server(0, "1", crds=[CRD]))
+        spoke_cfgs = [stack.enter_context(fake_server(2, cpu_per_node)) for _ in range(spokes)]
+        now = [START]
+        clock = ExternalClock(lambda: now[0], poll_s=3600.0)
+        admin = await connect(str(hub_cfg), clock)
+        for ns in (HUB_NS, "batch"):
+            await admin.create(
+                "/api/v1/namespaces",
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            )
+        for zone, (cfg, _url) in zip(ZONES, spoke_cfgs, strict=False):
+            name = zone.lower()
+            await admin.create(
+                f"/api/v1/namespaces/{HUB_NS}/secrets",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Secret",
+                    "metadata": {"name": f"spoke-{name}", "namespace": HUB_NS},
+                    "data": {"kubeconfig": base64.b64encode(cfg.read_text().encode()).decode()},
+                },
+            )
+            await admin.create(
+                "/apis/carbonshift.io/v1alpha1/carbonclusters",
+                {
+                    "apiVersion": "carbonshift.io/v1alpha1",
+                    "kind": "CarbonCluster",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "zone": zone,
+                        "kubeconfigSecretRef": {"name": f"spoke-{name}", "key": "kubeconfig"},
+                        "wattsPerUnit": {"cpu": 10.0},
+                        "pue": 1.2,
+                    },
+                },
+            )
+        spoke_admins = [await connect(str(cfg), clock) for cfg, _ in spoke_cfgs]
+        t0 = time.perf_counter()
+        sem = asyncio.Semaphore(16)
+
+        async def make(i: int) -> None:
+            async with sem:
+                await admin.create("/apis/batch/v1/namespaces/batch/jobs", hub_job(i))
+
+        await asyncio.gather(*(make(i) for i in range(jobs)))
+        _progress(f"created {jobs} hub Jobs in {time.perf_counter() - t0:.1f} s")
+        config = HubConfig.model_validate(
+            {"planning": {"policy": policy, "forecast": "seasonal-day"}}
+        )
+        controller = HubController(config, HubApi(await connect(str(hub_cfg), clock)), clock)
+        counting = Counting(hub_url)
+        counting.install()
+        rows = []
+        try:
+            for period in range(periods + 1):
+                if period:  # one slot on every clock; the fakes settle before answering
+                    for kube in (admin, *spoke_admins):
+                        await kube._call(
+                            "POST", "/fakekube/clock/advance", query={"seconds": "3600"}
+                        )
+                    now[0] = START + timedelta(hours=period)
+                counting.by.clear()
+                cpu0, wall0 = time.process_time(), time.perf_counter()
+                round_ = await controller.reconcile()
+                row = {
+                    "name": "start" if period == 0 else f"period {period}",
+                    "cpu_s": round(time.process_time() - cpu0, 2),
+                    "wall_s": round(time.perf_counter() - wall0, 2),
+                    "requests": dict(sorted(counting.by.items())),
+                    "requests_total": sum(counting.by.values()),
+                    "released": 0
+                    if round_ is None
+                    else sum(1 for d in round_.decisions.values() if d.start_now),
+                }
+                rows.append(row)
+                _progress(f"{row['name']}: {row}")
+        finally:
+            counting.uninstall()
+            await controller.close()
+            await controller.hub.close()
+            await admin.close()
+            for kube in spoke_admins:
+                await kube.close()
+    return {
+        "jobs": jobs,
+        "spokes": spokes,
+        "policy": policy,
+        "rows": rows,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def _progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run() -> list[dict[str, Any]]:
+    """``python -m bench hub_live``: 200 Jobs over 3 spokes, 1 period."""
+    result = asyncio.run(_run(200, 3, 1, "fluidos"))
+    return [
+        {
+            "name": f"hub live 200 jobs x 3 spokes: {r['name']} cpu",
+            "value": r["cpu_s"],
+            "unit": "s",
+            "requests": r["requests_total"],
+        }
+        for r in result["rows"]
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--spokes", type=int, default=10, help=f"1-{len(ZONES)}")
+    parser.add_argument("--periods", type=int, default=2)
+    parser.add_argument("--policy", default="fluidos")
+    args = parser.parse_args(argv)
+    result = asyncio.run(_run(args.jobs, args.spokes, args.periods, args.policy))
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
