@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import json
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,8 +38,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+try:
+    from bench import _fakekube
+except ImportError:  # run as a script: bench/ is on the path, the checkout is not
+    import _fakekube  # type: ignore[no-redef]
 from carbonshift.k8s.client import ApiKube, connect
 from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.config import parse_config
@@ -56,44 +57,15 @@ RELEASED_AT: list[float] = []  # perf_counter of each release write of the curre
 
 @contextmanager
 def fake_server(nodes: int, cpu: str, crds: Sequence[Path] = ()) -> Iterator[tuple[Path, str]]:
-    """A fake API server in a subprocess (``crds``: CRD files to install); yields
-    (kubeconfig path, base URL)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        kubeconfig = Path(tmp) / "kubeconfig"
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "fakekube",
-                "--kubeconfig-out",
-                str(kubeconfig),
-                "--nodes",
-                str(nodes),
-                "--cpu",
-                cpu,
-                "--memory",
-                "4000Gi",
-                "--virtual-time",
-                "--start",
-                START.strftime("%Y-%m-%dT%H:%MZ"),
-                *(arg for crd in crds for arg in ("--crd", str(crd))),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            for _ in range(600):
-                if kubeconfig.exists() and kubeconfig.stat().st_size > 0:
-                    break
-                if proc.poll() is not None:
-                    err = proc.stderr.read().decode() if proc.stderr else ""
-                    raise SystemExit(f"fakekube exited: {err}")
-                time.sleep(0.1)
-            config = yaml.safe_load(kubeconfig.read_text())
-            yield kubeconfig, config["clusters"][0]["cluster"]["server"]
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    """A fake API server in a subprocess, in a scratch folder (``crds``: CRD files to
+    install); yields (kubeconfig path, base URL)."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        _fakekube.fake_server(
+            Path(tmp), nodes=nodes, cpu=cpu, start=START, memory="4000Gi", crds=crds
+        ) as found,
+    ):
+        yield found
 
 
 def pod(i: int, deadline: datetime) -> dict[str, Any]:

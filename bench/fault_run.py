@@ -64,7 +64,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -73,6 +73,10 @@ from typing import Any
 import httpx
 import yaml
 
+try:
+    from bench import _fakekube
+except ImportError:  # run as a script: bench/ is on the path, the checkout is not
+    import _fakekube  # type: ignore[no-redef]
 from carbonshift.errors import TemporaryError
 from carbonshift.k8s.app import ControllerApp
 from carbonshift.k8s.client import connect
@@ -332,51 +336,10 @@ def generate(
 # -- the fake server and the bench's own client -----------------------------------------------
 
 
-@contextlib.contextmanager
-def fake_server(seed: int, nodes: int, cpu: str, folder: Path) -> Iterator[tuple[Path, str]]:
-    """``python -m fakekube --virtual-time`` in a subprocess; yields (kubeconfig, base URL).
-    The subprocess is stopped however the block ends (SIGTERM, Ctrl-C, an error)."""
-    kubeconfig = folder / "kubeconfig"
-    log = (folder / "fakekube.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "fakekube",
-            "--kubeconfig-out",
-            str(kubeconfig),
-            "--nodes",
-            str(nodes),
-            "--cpu",
-            cpu,
-            "--memory",
-            "1000Gi",
-            "--virtual-time",
-            "--seed",
-            str(seed),
-            "--start",
-            START.strftime("%Y-%m-%dT%H:%MZ"),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        for _ in range(600):
-            if kubeconfig.exists() and kubeconfig.stat().st_size > 0:
-                break
-            if proc.poll() is not None:
-                raise SystemExit(f"fakekube exited: {(folder / 'fakekube.log').read_text()}")
-            time.sleep(0.1)
-        config = yaml.safe_load(kubeconfig.read_text())
-        yield kubeconfig, config["clusters"][0]["cluster"]["server"]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        log.close()
+def fake_server(seed: int, nodes: int, cpu: str, folder: Path) -> Any:
+    """``python -m fakekube --virtual-time --seed`` in a subprocess (bench/_fakekube.py);
+    yields (kubeconfig, base URL)."""
+    return _fakekube.fake_server(folder, nodes=nodes, cpu=cpu, start=START, seed=seed)
 
 
 class BenchClient:

@@ -39,13 +39,7 @@ def self_signed(
     openssl = shutil.which("openssl")
     if openssl is None:
         raise PermanentError("openssl is not on the PATH; install it to make test certificates")
-    names = []
-    for host in hosts:
-        try:
-            ipaddress.ip_address(host)
-            names.append(f"IP:{host}")
-        except ValueError:
-            names.append(f"DNS:{host}")
+    names = _alt_names(hosts)
     directory.mkdir(parents=True, exist_ok=True)
     cert, key = directory / "tls.crt", directory / "tls.key"
     subprocess.run(
@@ -95,13 +89,7 @@ class ClusterCA:
 
     def serving(self, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")) -> CertPair:
         """A serving certificate for ``hosts``, signed by this CA."""
-        names = []
-        for host in hosts:
-            try:
-                ipaddress.ip_address(host)
-                names.append(f"IP:{host}")
-            except ValueError:
-                names.append(f"DNS:{host}")
+        names = _alt_names(hosts)
         return self._sign(
             "server",
             f"/CN={hosts[0]}",
@@ -177,3 +165,15 @@ def _openssl() -> str:
     if openssl is None:
         raise PermanentError("openssl is not on the PATH; install it to make test certificates")
     return openssl
+
+
+def _alt_names(hosts: tuple[str, ...]) -> list[str]:
+    """``IP:`` or ``DNS:`` subjectAltName entries for ``hosts``."""
+    names = []
+    for host in hosts:
+        try:
+            ipaddress.ip_address(host)
+            names.append(f"IP:{host}")
+        except ValueError:
+            names.append(f"DNS:{host}")
+    return names
