@@ -336,7 +336,9 @@ def generate(
 # -- the fake server and the bench's own client -----------------------------------------------
 
 
-def fake_server(seed: int, nodes: int, cpu: str, folder: Path) -> Any:
+def fake_server(
+    seed: int, nodes: int, cpu: str, folder: Path
+) -> contextlib.AbstractContextManager[tuple[Path, str]]:
     """``python -m fakekube --virtual-time --seed`` in a subprocess (bench/_fakekube.py);
     yields (kubeconfig, base URL)."""
     return _fakekube.fake_server(folder, nodes=nodes, cpu=cpu, start=START, seed=seed)
@@ -455,47 +457,12 @@ def _faults(rate: float) -> list[Obj]:
 
 
 def _webhook_configuration(ca_bundle: str) -> Obj:
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "carbonshift"},
-        "webhooks": [
-            {
-                "name": "hold.carbonshift.io",
-                "admissionReviewVersions": ["v1"],
-                "sideEffects": "None",
-                "failurePolicy": "Ignore",
-                "timeoutSeconds": 5,
-                "clientConfig": {
-                    "service": {
-                        "name": WEBHOOK_SERVICE,
-                        "namespace": SYSTEM_NS,
-                        "path": "/mutate",
-                        "port": 443,
-                    },
-                    "caBundle": ca_bundle,
-                },
-                "rules": [
-                    {
-                        "operations": ["CREATE"],
-                        "apiGroups": [g],
-                        "apiVersions": ["v1"],
-                        "resources": [r],
-                    }
-                    for g, r in (("", "pods"), ("batch", "jobs"))
-                ],
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {
-                            "key": "kubernetes.io/metadata.name",
-                            "operator": "NotIn",
-                            "values": ["kube-system", SYSTEM_NS],
-                        }
-                    ]
-                },
-            }
-        ],
-    }
+    """deploy/base's MutatingWebhookConfiguration, as shipped, with the bench's CA."""
+    manifest = Path(__file__).resolve().parents[1] / "deploy/base/mutatingwebhook.yaml"
+    config: Obj = yaml.safe_load(manifest.read_text())
+    for webhook in config["webhooks"]:
+        webhook["clientConfig"]["caBundle"] = ca_bundle
+    return config
 
 
 class _Run:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from carbonshift.k8s.app import ControllerApp
 from carbonshift.k8s.client import connect
 from carbonshift.k8s.clock import ExternalClock
@@ -27,56 +29,15 @@ from tests.k8s.certs import Certs, make_certs
 Obj = dict[str, Any]
 
 WEBHOOK_NS, WEBHOOK_SERVICE = "carbonshift-system", "carbonshift-webhook"
+WEBHOOK_MANIFEST = Path(__file__).resolve().parents[2] / "deploy/base/mutatingwebhook.yaml"
 
 
 def webhook_configuration(ca_pem: bytes) -> Obj:
-    """The MutatingWebhookConfiguration of deploy/base, with the test CA."""
-    return {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "carbonshift"},
-        "webhooks": [
-            {
-                "name": "hold.carbonshift.io",
-                "admissionReviewVersions": ["v1"],
-                "sideEffects": "None",
-                "failurePolicy": "Ignore",
-                "timeoutSeconds": 5,
-                "clientConfig": {
-                    "service": {
-                        "name": WEBHOOK_SERVICE,
-                        "namespace": WEBHOOK_NS,
-                        "path": "/mutate",
-                        "port": 443,
-                    },
-                    "caBundle": base64.b64encode(ca_pem).decode(),
-                },
-                "rules": [
-                    {
-                        "operations": ["CREATE"],
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "resources": ["pods"],
-                    },
-                    {
-                        "operations": ["CREATE"],
-                        "apiGroups": ["batch"],
-                        "apiVersions": ["v1"],
-                        "resources": ["jobs"],
-                    },
-                ],
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {
-                            "key": "kubernetes.io/metadata.name",
-                            "operator": "NotIn",
-                            "values": ["kube-system", WEBHOOK_NS],
-                        }
-                    ]
-                },
-            }
-        ],
-    }
+    """The MutatingWebhookConfiguration of deploy/base, as shipped, with the test CA."""
+    config: Obj = yaml.safe_load(WEBHOOK_MANIFEST.read_text())
+    for webhook in config["webhooks"]:
+        webhook["clientConfig"]["caBundle"] = base64.b64encode(ca_pem).decode()
+    return config
 
 
 def controller_config(certs: Certs, **overrides: Any) -> ControllerConfig:

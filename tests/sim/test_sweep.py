@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from carbonshift.cli._params import parse_grid_items
 from carbonshift.errors import InputError
-from carbonshift.sim.sweep import load_sweep, parse_grid_items, run_sweep, seed_stats
+from carbonshift.sim.sweep import load_sweep, run_sweep, seed_stats
 from tests.sim.test_simulate import write_scenario
 
 SWEEP = """

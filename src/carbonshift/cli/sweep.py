@@ -9,7 +9,8 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from carbonshift.cli._output import Column, OutputFormat, emit_rows, with_interval
-from carbonshift.sim.sweep import load_sweep, parse_grid_items, run_sweep
+from carbonshift.cli._params import parse_grid_items
+from carbonshift.sim.sweep import load_sweep, run_sweep
 
 __all__ = ["command"]
 

@@ -55,7 +55,6 @@ __all__ = [
     "SeedStats",
     "SweepSpec",
     "load_sweep",
-    "parse_grid_items",
     "run_sweep",
     "seed_stats",
 ]
@@ -163,30 +162,6 @@ def load_sweep(
 
 
 _HOLD = "hold."
-
-
-def parse_grid_items(items: Sequence[str]) -> dict[str, list[Any]]:
-    """``["KEY=V1,V2", ...]`` (``sweep --param``) as a grid: each value read as a TOML value
-    (``5`` a whole number, ``0.5`` a number, ``true`` a boolean), else kept as text."""
-    grid: dict[str, list[Any]] = {}
-    for item in items:
-        key, sep, values = item.partition("=")
-        key = key.strip()
-        if not sep or not key or not values.strip():
-            raise InputError(
-                f"--param {item!r} is not KEY=V1,V2,...; write it like "
-                "hold.min_saving_pct=0,5,10 or omega1=0.5,1.0 (a key named hold.* sets the "
-                "scenario's [hold] rule)"
-            )
-        grid[key] = [_toml_value(v.strip()) for v in values.split(",")]
-    return grid
-
-
-def _toml_value(text: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
 
 
 def _split_hold(params: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

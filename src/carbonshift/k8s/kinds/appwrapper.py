@@ -14,7 +14,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from carbonshift.k8s.keys import DONE_SECONDS, HOLD_GATE, PLACED_CLUSTER
-from carbonshift.k8s.kinds.base import IntentSource, Obj, OptIn, WorkloadKind, metadata
+from carbonshift.k8s.kinds.base import (
+    IntentSource,
+    Obj,
+    OptIn,
+    WorkloadKind,
+    api_path,
+    job_intent_source,
+    metadata,
+)
 
 __all__ = ["APPWRAPPER", "AppWrapperAdapter"]
 
@@ -40,9 +48,7 @@ class AppWrapperAdapter:
     late_hold = True
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/apis/{GROUP_VERSION}"
-        base += f"/namespaces/{namespace}/appwrappers" if namespace else "/appwrappers"
-        return f"{base}/{name}" if name else base
+        return api_path(self.api_version, self.plural, namespace, name)
 
     def jobs(self, aw: Obj) -> list[Obj]:
         """The wrapped batch Jobs, in order."""
@@ -52,14 +58,7 @@ class AppWrapperAdapter:
         jobs = self.jobs(obj)
         if not jobs:
             return None
-        spec = jobs[0].get("spec") or {}
-        return IntentSource(
-            "AppWrapper",
-            metadata(obj),
-            (spec.get("template") or {}).get("spec") or {},
-            spec.get("parallelism"),
-            OptIn.KIND,
-        )
+        return job_intent_source("AppWrapper", metadata(obj), jobs[0], OptIn.KIND)
 
     def pod_specs(self, obj: Obj) -> list[Obj]:
         jobs = self.jobs(obj)

@@ -20,7 +20,9 @@ __all__ = [
     "OptIn",
     "Suspendable",
     "WorkloadKind",
+    "api_path",
     "condition_true",
+    "job_intent_source",
     "metadata",
 ]
 
@@ -146,3 +148,24 @@ def condition_true(obj: Mapping[str, Any], kind: str) -> bool:
     """Whether ``status.conditions`` has ``kind`` with status True."""
     conditions = (obj.get("status") or {}).get("conditions") or []
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
+def api_path(
+    api_version: str, plural: str, namespace: str | None = None, name: str | None = None
+) -> str:
+    """The REST path of ``plural`` of ``api_version`` (``v1``: the core group), in
+    ``namespace`` (None: every namespace), of object ``name`` (None: the collection)."""
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    base += f"/namespaces/{namespace}/{plural}" if namespace else f"/{plural}"
+    return f"{base}/{name}" if name else base
+
+
+def job_intent_source(
+    kind: WorkloadKind, meta: Mapping[str, Any], job: Mapping[str, Any], opt_in: OptIn
+) -> IntentSource:
+    """The intent of a ``kind`` workload that runs ``job`` (a Job or a Job template): the
+    annotations of ``meta``, the Job's pod template and parallelism."""
+    spec = job.get("spec") or {}
+    return IntentSource(
+        kind, meta, (spec.get("template") or {}).get("spec") or {}, spec.get("parallelism"), opt_in
+    )

@@ -14,7 +14,9 @@ from carbonshift.k8s.kinds.base import (
     Obj,
     OptIn,
     WorkloadKind,
+    api_path,
     condition_true,
+    job_intent_source,
     metadata,
 )
 from carbonshift.k8s.kinds.kueue import QUEUE_LABEL
@@ -36,18 +38,10 @@ class JobAdapter:
         self.opt_in = opt_in
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/apis/batch/v1/namespaces/{namespace}/jobs" if namespace else "/apis/batch/v1/jobs"
-        return f"{base}/{name}" if name else base
+        return api_path(self.api_version, self.plural, namespace, name)
 
     def intent_source(self, obj: Obj, owners: Mapping[str, Obj]) -> IntentSource | None:
-        spec = obj.get("spec") or {}
-        return IntentSource(
-            "Job",
-            metadata(obj),
-            (spec.get("template") or {}).get("spec") or {},
-            spec.get("parallelism"),
-            self.opt_in,
-        )
+        return job_intent_source("Job", metadata(obj), obj, self.opt_in)
 
     def pod_specs(self, obj: Obj) -> list[Obj]:
         return [((obj.get("spec") or {}).get("template") or {}).get("spec") or {}]

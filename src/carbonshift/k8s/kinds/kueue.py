@@ -17,7 +17,9 @@ from carbonshift.k8s.kinds.base import (
     Obj,
     OptIn,
     WorkloadKind,
+    api_path,
     condition_true,
+    job_intent_source,
     metadata,
 )
 
@@ -38,9 +40,7 @@ class WorkloadAdapter:
     late_hold = True
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/apis/{GROUP_VERSION}"
-        base += f"/namespaces/{namespace}/workloads" if namespace else "/workloads"
-        return f"{base}/{name}" if name else base
+        return api_path(self.api_version, self.plural, namespace, name)
 
     def owner_job(self, obj: Obj, owners: Mapping[str, Obj]) -> Obj | None:
         """The Job this Workload was made for, if ``owners`` holds it."""
@@ -53,14 +53,7 @@ class WorkloadAdapter:
         job = self.owner_job(obj, owners)
         if job is None:
             return None
-        spec = job.get("spec") or {}
-        return IntentSource(
-            "Workload",
-            metadata(job),
-            (spec.get("template") or {}).get("spec") or {},
-            spec.get("parallelism"),
-            OptIn.KIND,
-        )
+        return job_intent_source("Workload", metadata(job), job, OptIn.KIND)
 
     def pod_specs(self, obj: Obj) -> list[Obj]:
         return [

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from carbonshift.k8s.keys import HOLD_GATE
-from carbonshift.k8s.kinds.base import IntentSource, Obj, OptIn, WorkloadKind, metadata
+from carbonshift.k8s.kinds.base import (
+    IntentSource,
+    Obj,
+    OptIn,
+    WorkloadKind,
+    api_path,
+    metadata,
+)
 
 __all__ = ["POD", "PodAdapter"]
 
@@ -26,8 +33,7 @@ class PodAdapter:
     late_hold = False
 
     def path(self, namespace: str | None = None, name: str | None = None) -> str:
-        base = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
-        return f"{base}/{name}" if name else base
+        return api_path(self.api_version, self.plural, namespace, name)
 
     def intent_source(self, obj: Obj, owners: Mapping[str, Obj]) -> IntentSource | None:
         return IntentSource("Pod", metadata(obj), obj.get("spec") or {}, None, OptIn.LABEL)
