@@ -69,7 +69,15 @@ TEN_ZONES = (
     "IN-WE",
 )
 TRACE_ZONES = ("CA-ON", "DE", "US-CAL-CISO", "GB")
-GAIA = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces" / "gaia"
+#: ``../shared`` beside the checkout (or beside the folder of a git worktree under it).
+GAIA = next(
+    (
+        up / "shared" / "data" / "traces" / "gaia"
+        for up in Path(__file__).resolve().parents[2:]
+        if (up / "shared" / "data" / "traces" / "gaia").is_dir()
+    ),
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "traces" / "gaia",
+)
 
 
 def ten_zone_instance(n_jobs: int, seed: int) -> Instance:
