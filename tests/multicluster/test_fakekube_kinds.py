@@ -379,12 +379,15 @@ async def test_a_worker_lost_past_worker_lost_timeout_evicts_and_its_stale_copy_
         await kueue.close()
 
 
-async def test_kueue_is_served_as_v1beta2_only() -> None:
+async def test_kueue_is_served_as_the_real_crds_serve_it() -> None:
     async with pair() as (_hub, _workers, client):
-        gone = await client.http.get("/apis/kueue.x-k8s.io/v1beta1/workloads")
-        assert gone.status_code == 404
+        for version in ("v1beta1", "v1beta2"):
+            served = await client.http.get(f"/apis/kueue.x-k8s.io/{version}/workloads")
+            assert served.status_code == 200, version
         served = await client.http.get(api_path(KUEUE_API, "localqueues", "batch"))
         assert served.status_code == 200
+        gone = await client.http.get("/apis/kueue.x-k8s.io/v1alpha1/workloads")
+        assert gone.status_code == 404
 
 
 def _structural_problems(schema: Obj, where: str = "") -> list[str]:
@@ -411,38 +414,43 @@ def _at(schema: Obj, *path: str) -> Obj:
     return schema
 
 
+def _stored(crd: Obj) -> Obj:
+    """The stored version of a CRD."""
+    return dict(next(v for v in crd["spec"]["versions"] if v["storage"]))
+
+
 def test_crd_schemas_are_structural_and_state_the_fields_we_touch() -> None:
     crds = {c["spec"]["names"]["kind"]: c for c in all_crds()}
     for kind, crd in crds.items():
-        versions = crd["spec"]["versions"]
-        for version in versions:
-            assert version["subresources"] == {"status": {}}
+        for version in crd["spec"]["versions"]:
             assert _structural_problems(version["schema"]["openAPIV3Schema"]) == [], kind
     kueue = [c for c in crds.values() if c["spec"]["group"] == "kueue.x-k8s.io"]
-    assert {c["spec"]["names"]["kind"] for c in kueue} == {
-        "Workload",
-        "LocalQueue",
-        "ClusterQueue",
-        "AdmissionCheck",
-        "MultiKueueConfig",
-        "MultiKueueCluster",
-    }
-    assert all([v["name"] for v in c["spec"]["versions"]] == ["v1beta2"] for c in kueue)
-    wl = crds["Workload"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    kinds = {c["spec"]["names"]["kind"] for c in kueue}
+    assert {"Workload", "LocalQueue", "ClusterQueue", "AdmissionCheck"} <= kinds
+    assert {"MultiKueueConfig", "MultiKueueCluster"} <= kinds
+    for kind in ("Workload", "ClusterQueue", "AdmissionCheck", "AppWrapper"):
+        stored = _stored(crds[kind])
+        assert stored["subresources"]["status"] == {}, kind
+
+    def schema_of(kind: str) -> Obj:
+        return dict(_stored(crds[kind])["schema"]["openAPIV3Schema"])
+
+    assert _stored(crds["Workload"])["name"] == "v1beta2"
+    wl = schema_of("Workload")
     state = _at(wl, "status", "admissionChecks", "[]")
-    assert state["required"] == ["name", "state", "lastTransitionTime", "message"]
+    assert sorted(state["required"]) == ["lastTransitionTime", "message", "name", "state"]
     assert state["properties"]["state"]["enum"] == ["Pending", "Ready", "Retry", "Rejected"]
     assert state["properties"]["requeueAfterSeconds"]["type"] == "integer"
-    assert _at(wl, "status", "nominatedClusterNames")["maxItems"] == 10
+    assert _at(wl, "status", "nominatedClusterNames")["maxItems"] == 20
     assert _at(wl, "status", "admissionChecks")["x-kubernetes-list-map-keys"] == ["name"]
-    cq = crds["ClusterQueue"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    cq = schema_of("ClusterQueue")
     assert "admissionChecks" not in _at(cq, "spec")["properties"]
     assert _at(cq, "spec", "admissionChecksStrategy", "admissionChecks", "[]", "name")
-    mkc = crds["MultiKueueCluster"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    mkc = schema_of("MultiKueueCluster")
     kubeconfig = _at(mkc, "spec", "clusterSource", "kubeConfig")
     assert kubeconfig["properties"]["locationType"]["enum"] == ["Secret", "Path"]
     assert crds["LocalQueue"]["spec"]["scope"] == "Namespaced"
-    aw = crds["AppWrapper"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    aw = schema_of("AppWrapper")
     assert _at(aw, "spec", "dispatchingGates", "[]")["type"] == "string"
     assert _at(aw, "spec", "dispatcherStatus", "dispatchedNanos")["type"] == "integer"
 

@@ -8,7 +8,6 @@ from fakekube.plugins.crds import (
     KUEUE_API,
     all_crds,
     appwrapper_crd,
-    kueue_crds,
     upstream_crds,
 )
 
@@ -17,6 +16,5 @@ __all__ = [
     "KUEUE_API",
     "all_crds",
     "appwrapper_crd",
-    "kueue_crds",
     "upstream_crds",
 ]

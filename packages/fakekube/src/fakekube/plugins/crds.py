@@ -1,22 +1,19 @@
-"""CustomResourceDefinitions of the kinds the multi-cluster layer touches.
+"""CustomResourceDefinitions for the emulations of :mod:`fakekube.plugins`.
 
-- ``CarbonCluster`` (``carbonshift.io/v1alpha1``, cluster-scoped): our spoke inventory; open
-  schema.
-- Kueue v0.19 (``kueue.x-k8s.io/v1beta2`` only; v1beta1 is not served): ``Workload`` and
-  ``LocalQueue`` (namespaced), ``AdmissionCheck``, ``ClusterQueue``, ``MultiKueueConfig`` and
-  ``MultiKueueCluster`` (cluster-scoped), as in ``apis/kueue/v1beta2/*_types.go`` of
-  kubernetes-sigs/kueue, including ``requeueAfterSeconds`` / ``retryCount`` of an admission
-  check state (feature gate ``ACRequeueAfter``, KEP-3258).
-- MCAD ``AppWrapper`` (``workload.codeflare.dev/v1beta1``, namespaced), the multi-cluster
-  MCAD that Caspian ran on (github.com/tardieu/mcad ``api/v1beta1/appwrapper_types.go``),
-  plus the ``status.state``/``status.message`` of project-codeflare's MCAD that the hub
-  reads today (see :mod:`.appwrapper`).
-
-Each schema is a structural ``openAPIV3Schema`` that states the fields carbonshift or the
-emulations touch, with their types, enums, ``required`` and ``maxItems``; objects whose other
-fields we do not describe (``spec``, ``status``, pod templates, wrapped resources) carry
-``x-kubernetes-preserve-unknown-fields: true`` so nothing is pruned. Every kind has the
-status subresource.
+- Kueue: the real CRDs of kubernetes-sigs/kueue, unchanged, in ``upstream/kueue/``
+  (``v1beta1`` and ``v1beta2`` served, ``v1beta2`` stored), loaded by :func:`upstream_crds`.
+  There are no hand-written Kueue schemas.
+- MCAD ``AppWrapper`` (``workload.codeflare.dev/v1beta1``, namespaced): the real MCAD CRD
+  is in ``upstream/mcad/``, but it has neither ``spec.dispatchingGates`` nor
+  ``spec.schedulingSpec.clusterScheduling``, the fields a multi-cluster MCAD dispatcher
+  reads, so :func:`appwrapper_crd` also gives a hand-written structural schema of the
+  multi-cluster MCAD that Caspian ran on (github.com/tardieu/mcad
+  ``api/v1beta1/appwrapper_types.go``), plus the ``status.state``/``status.message`` of
+  project-codeflare's MCAD (see :mod:`.appwrapper`). Objects whose other fields it does not
+  describe carry ``x-kubernetes-preserve-unknown-fields: true``; it has the status
+  subresource.
+- ``CarbonCluster`` is carbonshift's own; the caller passes it in (fakekube never imports
+  carbonshift).
 """
 
 from __future__ import annotations
@@ -32,8 +29,6 @@ __all__ = [
     "appwrapper_crd",
     "appwrapper_schema",
     "crd",
-    "kueue_crds",
-    "kueue_schemas",
 ]
 
 Obj = dict[str, Any]
@@ -95,10 +90,8 @@ def crd(
 _STR: Obj = {"type": "string"}
 _INT: Obj = {"type": "integer", "format": "int32"}
 _TIME: Obj = {"type": "string", "format": "date-time"}
-_STR_MAP: Obj = {"type": "object", "additionalProperties": {"type": "string"}}
 _QUANTITY: Obj = {"x-kubernetes-int-or-string": True}
 _ANY_OBJECT: Obj = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-_NAME: Obj = {"type": "string", "minLength": 1, "maxLength": 316}
 
 
 def _object(properties: Obj, *, required: tuple[str, ...] = (), open_: bool = False) -> Obj:
@@ -130,265 +123,6 @@ def _root(spec: Obj, status: Obj | None = None) -> Obj:
     if status is not None:
         properties["status"] = status
     return {"type": "object", "properties": properties}
-
-
-_CONDITION = _object(
-    {
-        "type": {"type": "string", "maxLength": 316},
-        "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
-        "reason": {"type": "string", "maxLength": 1024},
-        "message": {"type": "string", "maxLength": 32768},
-        "lastTransitionTime": _TIME,
-        "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
-    },
-    required=("type", "status", "lastTransitionTime", "reason", "message"),
-)
-_CONDITIONS = _array(_CONDITION, max_items=16, map_keys=("type",))
-_STATUS_WITH_CONDITIONS = _object({"conditions": _CONDITIONS}, open_=True)
-
-_POD_SET_UPDATE = _object(
-    {
-        "name": {"type": "string", "maxLength": 63},
-        "labels": _STR_MAP,
-        "annotations": _STR_MAP,
-        "nodeSelector": _STR_MAP,
-        "tolerations": _array(_ANY_OBJECT, max_items=8),
-    },
-    required=("name",),
-)
-
-#: ``AdmissionCheckState`` (``workload_types.go``)
-ADMISSION_CHECK_STATE = _object(
-    {
-        "name": _NAME,
-        "state": {"type": "string", "enum": ["Pending", "Ready", "Retry", "Rejected"]},
-        "lastTransitionTime": _TIME,
-        "message": {"type": "string", "maxLength": 32768},
-        "requeueAfterSeconds": {**_INT, "minimum": 0},
-        "retryCount": {**_INT, "minimum": 0},
-        "podSetUpdates": _array(_POD_SET_UPDATE, max_items=8),
-    },
-    required=("name", "state", "lastTransitionTime", "message"),
-)
-
-_POD_SET = _object(
-    {
-        "name": {"type": "string", "maxLength": 63, "default": "main"},
-        "count": {**_INT, "minimum": 0, "default": 1},
-        "minCount": {**_INT, "minimum": 1},
-        "template": _ANY_OBJECT,
-    },
-    required=("template",),
-    open_=True,
-)
-
-_WORKLOAD = _root(
-    _object(
-        {
-            "queueName": {"type": "string", "maxLength": 253},
-            "podSets": _array(_POD_SET, max_items=8, map_keys=("name",)) | {"minItems": 1},
-            "priority": _INT,
-            "active": {"type": "boolean", "default": True},
-            "maximumExecutionTimeSeconds": {**_INT, "minimum": 1},
-        },
-        open_=True,
-    ),
-    _object(
-        {
-            "conditions": _CONDITIONS,
-            "admission": _object(
-                {
-                    "clusterQueue": _STR,
-                    "podSetAssignments": _array(
-                        _object(
-                            {
-                                # a list-map key must be required or defaulted, or a real
-                                # server refuses the CRD (the real one defaults it to main)
-                                "name": {"type": "string", "maxLength": 63, "default": "main"},
-                                "flavors": _STR_MAP,
-                                "resourceUsage": {
-                                    "type": "object",
-                                    "additionalProperties": _QUANTITY,
-                                },
-                                "count": {**_INT, "minimum": 0},
-                            },
-                            open_=True,
-                        ),
-                        max_items=8,
-                        map_keys=("name",),
-                    ),
-                },
-                required=("clusterQueue", "podSetAssignments"),
-            ),
-            "requeueState": _object(
-                {"count": {**_INT, "minimum": 0}, "requeueAt": _TIME},
-            ),
-            "admissionChecks": _array(ADMISSION_CHECK_STATE, max_items=8, map_keys=("name",)),
-            "accumulatedPastExecutionTimeSeconds": _INT,
-            "nominatedClusterNames": _array({"type": "string", "maxLength": 256}, max_items=10),
-            "clusterName": {"type": "string", "maxLength": 256},
-        },
-        open_=True,
-    ),
-)
-
-_FLAVOR_QUOTAS = _object(
-    {
-        "name": {"type": "string", "maxLength": 253},
-        "resources": _array(
-            _object(
-                {"name": _STR, "nominalQuota": _QUANTITY},
-                required=("name", "nominalQuota"),
-                open_=True,
-            ),
-            max_items=64,
-            map_keys=("name",),
-        ),
-    },
-    required=("name", "resources"),
-)
-
-_CLUSTER_QUEUE = _root(
-    _object(
-        {
-            "cohortName": {"type": "string", "maxLength": 253},
-            "namespaceSelector": _ANY_OBJECT,
-            "resourceGroups": _array(
-                _object(
-                    {
-                        "coveredResources": _array(_STR, max_items=64),
-                        "flavors": _array(_FLAVOR_QUOTAS, max_items=64, map_keys=("name",)),
-                    },
-                    required=("coveredResources", "flavors"),
-                ),
-                max_items=16,
-            ),
-            "admissionChecksStrategy": _object(
-                {
-                    "admissionChecks": _array(
-                        _object(
-                            {
-                                "name": _NAME,
-                                "onFlavors": _array(
-                                    {"type": "string", "maxLength": 253}, max_items=64
-                                ),
-                            },
-                            required=("name",),
-                        ),
-                        max_items=64,
-                    )
-                }
-            ),
-            "stopPolicy": {"type": "string", "enum": ["None", "Hold", "HoldAndDrain"]},
-        },
-        open_=True,
-    ),
-    _STATUS_WITH_CONDITIONS,
-)
-
-_LOCAL_QUEUE = _root(
-    _object(
-        {"clusterQueue": {"type": "string", "maxLength": 253}},
-        required=("clusterQueue",),
-        open_=True,
-    ),
-    _STATUS_WITH_CONDITIONS,
-)
-
-_ADMISSION_CHECK = _root(
-    _object(
-        {
-            "controllerName": {"type": "string", "maxLength": 253},
-            "parameters": _object(
-                {
-                    "apiGroup": {"type": "string", "maxLength": 253},
-                    "kind": {"type": "string", "maxLength": 63},
-                    "name": {"type": "string", "maxLength": 63},
-                },
-                required=("apiGroup", "kind", "name"),
-            ),
-        },
-        required=("controllerName",),
-    ),
-    _STATUS_WITH_CONDITIONS,
-)
-
-_MULTIKUEUE_CONFIG = _root(
-    _object(
-        {
-            "clusters": _array({"type": "string", "maxLength": 256}, max_items=20)
-            | {"minItems": 1, "x-kubernetes-list-type": "set"}
-        },
-        required=("clusters",),
-    )
-)
-
-_MULTIKUEUE_CLUSTER = _root(
-    _object(
-        {
-            "clusterSource": _object(
-                {
-                    "kubeConfig": _object(
-                        {
-                            "location": {"type": "string", "minLength": 1, "maxLength": 256},
-                            "locationType": {
-                                "type": "string",
-                                "enum": ["Secret", "Path"],
-                                "default": "Secret",
-                            },
-                        },
-                        required=("location",),
-                    ),
-                    "clusterProfileRef": _object(
-                        {"name": {"type": "string", "minLength": 1, "maxLength": 256}},
-                        required=("name",),
-                    ),
-                }
-            )
-        },
-        required=("clusterSource",),
-    ),
-    _STATUS_WITH_CONDITIONS,
-)
-
-
-def kueue_schemas() -> dict[str, Obj]:
-    """Kind -> ``openAPIV3Schema`` of the Kueue kinds (a copy)."""
-    return copy.deepcopy(
-        {
-            "Workload": _WORKLOAD,
-            "LocalQueue": _LOCAL_QUEUE,
-            "ClusterQueue": _CLUSTER_QUEUE,
-            "AdmissionCheck": _ADMISSION_CHECK,
-            "MultiKueueConfig": _MULTIKUEUE_CONFIG,
-            "MultiKueueCluster": _MULTIKUEUE_CLUSTER,
-        }
-    )
-
-
-def kueue_crds() -> tuple[Obj, ...]:
-    """The Kueue kinds of ``kueue.x-k8s.io``, served as ``v1beta2`` only."""
-    schemas = kueue_schemas()
-    kinds: tuple[tuple[str, str, bool, tuple[str, ...]], ...] = (
-        ("Workload", "workloads", True, ("wl",)),
-        ("LocalQueue", "localqueues", True, ("queue", "queues", "lq")),
-        ("AdmissionCheck", "admissionchecks", False, ()),
-        ("ClusterQueue", "clusterqueues", False, ("cq",)),
-        ("MultiKueueConfig", "multikueueconfigs", False, ()),
-        ("MultiKueueCluster", "multikueueclusters", False, ()),
-    )
-    return tuple(
-        crd(
-            "kueue.x-k8s.io",
-            kind,
-            plural,
-            versions=("v1beta2",),
-            namespaced=namespaced,
-            short_names=short,
-            schema=schemas[kind],
-        )
-        for kind, plural, namespaced, short in kinds
-    )
 
 
 _GENERIC_ITEM = _object(
@@ -516,8 +250,10 @@ def _upstream(name: str) -> tuple[Obj, ...]:
 
 
 def all_crds() -> tuple[Obj, ...]:
-    """The emulations' hand-written CRDs (Kueue, AppWrapper), for
-    ``FakeKubeConfig(custom_resources=all_crds())``. The product's own CRDs (carbonshift's
-    CarbonCluster) come from its repository (``deploy/hub/crd-carboncluster.yaml``), passed
-    in as dicts: fakekube never imports or copies them."""
-    return (*kueue_crds(), appwrapper_crd())
+    """The CRDs the emulations need, for ``FakeKubeConfig(custom_resources=all_crds())``: the
+    real Kueue CRDs (:func:`upstream_crds`) and the gate-capable AppWrapper schema of
+    :func:`appwrapper_crd` (the real MCAD CRD has no ``spec.dispatchingGates``). The
+    product's own CRDs (carbonshift's CarbonCluster) come from its repository
+    (``deploy/hub/crd-carboncluster.yaml``), passed in as dicts: fakekube never imports or
+    copies them."""
+    return (*upstream_crds("kueue"), appwrapper_crd())
