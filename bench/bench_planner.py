@@ -16,7 +16,11 @@ Families (embedded Electricity Maps data, direct intensity, sampled at each slot
   carbon differ;
 - ``trace``: jobs of a GAIA trace (``../shared/data/traces/gaia``, hours) arriving in one
   day, through carbonshift's trace reader and slot rules, on 4 zones, 48 hourly slots,
-  deadline factor 3 (capped at the horizon), capacity sized for about 50 % average use.
+  deadline factor 3 (capped at the horizon), capacity sized for about 50 % average use;
+- ``trace-pai`` and ``trace-pwa``: the same with GAIA's ``pai-100k`` trace and the Parallel
+  Workloads Archive's NASA iPSC log (SWF, through the SWF reader), each on four other zones
+  (``TRACES``); most iPSC jobs run for minutes, so there the deadline is 3 x the runtime in
+  slots (at least).
 
 The reference is the time-indexed LP (every on-time start, one start per job, capacity per
 cluster, resource and slot, least grams), solved exactly by HiGHS on its class-aggregated
@@ -130,14 +134,23 @@ def ten_zone_instance(n_jobs: int, seed: int) -> Instance:
     )
 
 
-def trace_instance(n_jobs: int, seed: int, trace: str = "azure-100k.csv.gz") -> Instance:
-    """``n_jobs`` consecutive jobs of a GAIA trace from a day picked by ``seed`` (module
-    docstring), through ``read_trace_csv`` and ``to_planning_jobs``."""
+#: The trace families: (file under ``../shared/data/traces``, zones), each on other zones.
+TRACES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "trace": ("gaia/azure-100k.csv.gz", TRACE_ZONES),
+    "trace-pai": ("gaia/pai-100k.csv.gz", ("GB", "JP-TK", "US-NY-NYIS", "AU-NSW")),
+    "trace-pwa": ("pwa/NASA-iPSC-1993-3.1-cln.swf.zip", ("US-MIDA-PJM", "BR-CS", "IN-WE", "DE")),
+}
+
+
+def trace_instance(n_jobs: int, seed: int, family: str = "trace") -> Instance:
+    """``n_jobs`` consecutive jobs of a trace from a day picked by ``seed`` (module
+    docstring), through ``read_workload`` and ``to_planning_jobs``."""
     from carbonshift.workloads.convert import to_planning_jobs
-    from carbonshift.workloads.csv_trace import read_trace_csv
+    from carbonshift.workloads.readers import read_workload
 
     horizon = 48
-    workload = read_trace_csv(GAIA / trace, time_unit="hours", resource="cpu")
+    trace, zones = TRACES[family]
+    workload = read_workload(GAIA.parent / trace, time_unit="hours", resource="cpu")
     rng = np.random.default_rng(seed)
     keep = np.flatnonzero(workload.runtime_h <= 24.0)
     first = int(rng.integers(0, max(1, keep.shape[0] - n_jobs)))
@@ -158,20 +171,25 @@ def trace_instance(n_jobs: int, seed: int, trace: str = "azure-100k.csv.gz") -> 
             )
             for j in jobs
         ]
+    # Most of the PWA log's jobs run for minutes: 3 x their runtime ends inside their first
+    # hourly slot, so there the deadline factor applies to the runtime in slots.
+    slot_factor = 3 if family == "trace-pwa" else 1
     jobs = [
         Job(
             id=j.id,
             demand=j.demand,
             runtime_slots=j.runtime_slots,
             release_slot=j.release_slot,
-            deadline_slot=min(max(j.deadline_slot, j.release_slot + j.runtime_slots), horizon),
+            deadline_slot=min(
+                max(j.deadline_slot, j.release_slot + slot_factor * j.runtime_slots), horizon
+            ),
         )
         for j in jobs
     ]
     start = datetime(2023, 5, 1, tzinfo=UTC) + timedelta(days=seed % 200)
     unit_slots = sum(j.demand["cpu"] * j.runtime_slots for j in jobs)
     peak = max(j.demand["cpu"] for j in jobs)
-    capacity = max(peak, math.ceil(unit_slots / (0.5 * len(TRACE_ZONES) * 36)))
+    capacity = max(peak, math.ceil(unit_slots / (0.5 * len(zones) * 36)))
     clusters = tuple(
         Cluster(
             name=ClusterName(z),
@@ -180,7 +198,7 @@ def trace_instance(n_jobs: int, seed: int, trace: str = "azure-100k.csv.gz") -> 
             watts_per_unit={"cpu": 12.0},
             embodied_g_per_unit_hour={"cpu": 0.5},
         )
-        for z in TRACE_ZONES
+        for z in zones
     )
     return Instance(
         grid=TimeGrid(slot_minutes=60, horizon_slots=horizon),
@@ -200,8 +218,8 @@ def build(family: str, n_jobs: int, seed: int) -> Instance:
         return cjps_instance(n_jobs, seed, capacity=0.7 * n_jobs)
     if family == "ten-zone":
         return ten_zone_instance(n_jobs, seed)
-    if family == "trace":
-        return trace_instance(n_jobs, seed)
+    if family in TRACES:
+        return trace_instance(n_jobs, seed, family)
     raise SystemExit(f"unknown family {family!r}")
 
 
