@@ -27,8 +27,10 @@ cluster, resource and slot, least grams), solved exactly by HiGHS on its class-a
 form (``carbonshift.planning.aggregate``; the same optimum as the job LP). ``lp_s`` is the
 time of that one solve (dual simplex, one thread).
 
-Run: ``python bench/bench_planner.py [family ...] [--sizes 1000,10000] [--seeds 2]``,
-or ``python -m bench planner`` (a small default set).
+Run: ``python bench/bench_planner.py [family ...] [--sizes 1000,10000] [--seeds 2]
+[--lp-limit SECONDS] [--params KEY=VALUE,...]``, for example ``PYTHONPATH=src:. python
+bench/bench_planner.py trace-pai --sizes 1000 --seeds 3``, or ``python -m bench planner``
+(a small default set).
 """
 
 from __future__ import annotations
@@ -319,6 +321,9 @@ def run() -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        return 0
     if argv and argv[0] == "--one":
         family, n, seed, lp_limit = argv[1], int(argv[2]), int(argv[3]), float(argv[4])
         params = argv[5] if len(argv) > 5 else ""
