@@ -1,4 +1,4 @@
-"""The class LP in flow form (planning/aggregate.py) and the bound taken from its duals: the
+"""The class LP in both forms (planning/aggregate.py) and the bound taken from its duals: the
 same optimum as the job-level time-indexed LP, and ``L`` at its capacity prices a valid
 lower bound that meets that optimum (docs/design/0002)."""
 
@@ -6,8 +6,18 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from carbonshift.domain import Instance, check_feasibility, score_plan
+from carbonshift.domain import (
+    Cluster,
+    ClusterName,
+    Instance,
+    Job,
+    JobId,
+    TimeGrid,
+    check_feasibility,
+    score_plan,
+)
 from carbonshift.planning import run_policy
 from carbonshift.planning.aggregate import class_columns
 from carbonshift.planning.backends.highs import SolveOptions, solve
@@ -19,6 +29,56 @@ from tests.builders import cluster, instance, job
 from tests.planning.strategies import instances
 
 _SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def crowded(draw: st.DrawFn) -> Instance:
+    """Jobs that can each be on time, one or two resources, with non-integral demands and
+    capacities (so that the power-of-two scalings matter) on one to three clusters whose
+    clean slots are fought over: the LP is mostly feasible with capacity rows that bind."""
+    horizon = draw(st.integers(3, 5))
+    resources = ("gpu", "mem")[: draw(st.integers(1, 2))]
+    names = ["c0", "c1", "c2"][: draw(st.integers(1, 3))]
+    size = st.sampled_from([0.5, 1.0, 1.5])
+    clusters = [
+        Cluster(
+            name=ClusterName(n),
+            capacity={r: draw(st.sampled_from([1.5, 2.0, 3.0, 4.5])) for r in resources},
+            watts_per_unit={r: float(draw(st.integers(0, 400))) for r in resources},
+            embodied_g_per_unit_hour={resources[0]: float(draw(st.integers(0, 20)))},
+        )
+        for n in names
+    ]
+    carbon = {
+        ClusterName(n): tuple(
+            float(v)
+            for v in draw(st.lists(st.integers(0, 600), min_size=horizon, max_size=horizon))
+        )
+        for n in names
+    }
+    jobs = []
+    for i in range(draw(st.integers(3, 10))):
+        runtime = draw(st.integers(1, 2))
+        release = draw(st.integers(0, horizon - runtime))
+        jobs.append(
+            Job(
+                id=JobId(f"j{i}"),
+                demand={r: draw(size) for r in resources},
+                runtime_slots=runtime,
+                release_slot=release,
+                deadline_slot=draw(st.integers(release + runtime, horizon)),
+                allowed_clusters=draw(
+                    st.one_of(st.none(), st.just(frozenset({ClusterName(names[0])})))
+                ),
+            )
+        )
+    return Instance(
+        grid=TimeGrid(slot_minutes=60, horizon_slots=horizon),
+        resources=resources,
+        clusters=tuple(clusters),
+        carbon_g_per_kwh=carbon,
+        jobs=tuple(jobs),
+    )
 
 
 def job_lp_optimum(inst: Instance) -> float | None:
@@ -38,16 +98,20 @@ def tolerance(value: float) -> float:
     return 1e-6 * max(1.0, abs(value))
 
 
+@pytest.mark.parametrize("flow", [True, False], ids=["flow-form", "row-form"])
 @_SETTINGS
-@given(instances(max_jobs=6, max_horizon=6, max_clusters=2, future=False))
-def test_the_flow_form_has_the_job_lps_optimum_and_its_prices_certify_it(inst: Instance) -> None:
+@given(st.one_of(crowded(), instances(max_jobs=6, max_horizon=6, max_clusters=2, future=False)))
+def test_the_class_lp_has_the_job_lps_optimum_and_its_prices_certify_it(
+    flow: bool, inst: Instance
+) -> None:
     arrays = arrays_of(inst)
     classes = classes_of(arrays)
     if arrays.n_jobs == 0 or not classes.every_job_can_be_on_time:
         return
     base = unit_grams(arrays)
     table = shape_costs(classes, base)
-    lp = cs._solve_class_lp(arrays, classes, base, table, class_columns(classes), 30.0)
+    columns = class_columns(classes)
+    lp = cs._solve_class_lp(arrays, classes, base, table, columns, 30.0, flow=flow)
     want_optimum = job_lp_optimum(inst)
     if want_optimum is None:
         assert lp.infeasible
@@ -63,7 +127,7 @@ def test_the_flow_form_has_the_job_lps_optimum_and_its_prices_certify_it(inst: I
 
 
 @_SETTINGS
-@given(instances(max_jobs=6, max_horizon=6, max_clusters=2, future=False))
+@given(st.one_of(crowded(), instances(max_jobs=6, max_horizon=6, max_clusters=2, future=False)))
 def test_above_the_small_size_the_lp_path_plans_feasibly_under_a_valid_bound(
     inst: Instance,
 ) -> None:

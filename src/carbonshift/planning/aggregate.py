@@ -61,36 +61,52 @@ def class_columns(classes: JobClasses) -> ClassColumns:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ClassProgram:
-    """The class LP in flow form: ``program``'s first ``len(columns)`` columns are the start
-    shares ``z``, then one usage column per (cluster, resource, slot), ``(m, k, h)`` in C
-    order. Scaled by construction: solve it without the back end's row scaling."""
+    """The class LP: ``program``'s first ``len(columns)`` columns are the start shares
+    ``z``. Flow form (``capacity_key`` None): then one usage column per (cluster, resource,
+    slot), ``(m, k, h)`` in C order; scaled by construction, solve it without the back
+    end's row scaling. Row form: its first rows are the capacity rows of the cells
+    ``capacity_key`` (flat indices into ``(m, k, h)``)."""
 
     program: LinearProgram
     columns: ClassColumns
     cells: tuple[int, int, int]
+    capacity_key: IntArray | None = None
 
     def share(self, values: FloatArray) -> FloatArray:
         """The start shares of a solution's column values, clipped to [0, 1]."""
         result: FloatArray = np.clip(values[: len(self.columns)], 0.0, 1.0)
         return result
 
-    def prices(self, reduced_costs: FloatArray) -> FloatArray:
-        """Capacity prices ``(m, k, h)`` >= 0 per unit-slot from a solution's reduced costs:
-        the multiplier of ``u <= free`` is minus the usage column's reduced cost (HiGHS's
-        sign convention, minimising). At an LP optimum these are optimal Lagrangian prices;
-        any prices >= 0 give a valid bound through
-        :func:`~carbonshift.planning.lagrangian.evaluate`."""
-        usage = reduced_costs[len(self.columns) :]
-        result: FloatArray = np.maximum(-usage, 0.0).reshape(self.cells)
+    def prices(self, reduced_costs: FloatArray, row_duals: FloatArray) -> FloatArray:
+        """Capacity prices ``(m, k, h)`` >= 0 per unit-slot from a solution's duals (HiGHS's
+        sign convention, minimising): in flow form minus the usage columns' reduced costs
+        (the multipliers of ``u <= free``), in row form minus the capacity rows' duals. At
+        an LP optimum these are optimal Lagrangian prices; any prices >= 0 give a valid
+        bound through :func:`~carbonshift.planning.lagrangian.evaluate`."""
+        result = np.zeros(self.cells)
+        if self.capacity_key is None:
+            usage = reduced_costs[len(self.columns) :]
+            result = np.maximum(-usage, 0.0).reshape(self.cells)
+        else:
+            flat = result.reshape(-1)
+            flat[self.capacity_key] = np.maximum(-row_duals[: self.capacity_key.shape[0]], 0.0)
         return result
 
 
 def class_program(
-    arrays: InstanceArrays, classes: JobClasses, table: FloatArray, columns: ClassColumns
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    columns: ClassColumns,
+    *,
+    flow: bool = True,
 ) -> ClassProgram:
     """Minimise grams: ``table`` is :func:`~carbonshift.planning.lagrangian.shape_costs`
-    (grams per unit of weight of each shape, cluster and start). Rows: one flow row per
-    (cluster, resource, slot), then ``sum z = 1`` per class (module docstring)."""
+    (grams per unit of weight of each shape, cluster and start). Flow form (module
+    docstring): one flow row per (cluster, resource, slot), then ``sum z = 1`` per class;
+    ``flow=False``: one capacity row per cell a run touches, then the class rows."""
+    if not flow:
+        return _row_program(arrays, classes, table, columns)
     m, k, h = arrays.free_units.shape
     n_classes = classes.class_shape.shape[0]
     shape = classes.class_shape[columns.klass]
@@ -137,3 +153,42 @@ def class_program(
         column_upper=np.concatenate([np.ones(n), arrays.free_units.reshape(-1)]),
     )
     return ClassProgram(program=program, columns=columns, cells=(m, k, h))
+
+
+def _row_program(
+    arrays: InstanceArrays, classes: JobClasses, table: FloatArray, columns: ClassColumns
+) -> ClassProgram:
+    m, k, h = arrays.free_units.shape
+    n_classes = classes.class_shape.shape[0]
+    shape = classes.class_shape[columns.klass]
+    weight = classes.class_weight[columns.klass]
+    cost = table[shape, columns.cluster, columns.start_slot] * weight
+    runtime = classes.shape_runtime[shape]
+    n = len(columns)
+    col = np.repeat(np.arange(n, dtype=np.int64), runtime)
+    first = np.cumsum(runtime) - runtime
+    slot = columns.start_slot[col] + (np.arange(col.shape[0]) - np.repeat(first, runtime))
+    keys, cols, vals = [], [], []
+    for r in range(k):
+        amount = classes.shape_mix[shape[col], r] * weight[col]
+        used = amount > 0
+        keys.append((columns.cluster[col[used]] * k + r) * h + slot[used])
+        cols.append(col[used])
+        vals.append(amount[used])
+    capacity_key, cap_row = np.unique(np.concatenate(keys), return_inverse=True)
+    n_cap = capacity_key.shape[0]
+    row = np.concatenate([cap_row.reshape(-1).astype(np.int64), n_cap + columns.klass])
+    column = np.concatenate([*cols, np.arange(n, dtype=np.int64)])
+    value = np.concatenate([*vals, np.ones(n)])
+    matrix = sp.csc_matrix((value, (row, column)), shape=(n_cap + n_classes, n))
+    upper = np.concatenate([arrays.free_units.reshape(-1)[capacity_key], np.ones(n_classes)])
+    lower = np.concatenate([np.full(n_cap, -np.inf), np.ones(n_classes)])
+    program = LinearProgram(
+        objective=cost.astype(float),
+        matrix=matrix,
+        row_upper=upper,
+        maximise=False,
+        n_integer=n,
+        row_lower=lower,
+    )
+    return ClassProgram(program, columns, (m, k, h), capacity_key.astype(np.int64))

@@ -90,8 +90,9 @@ class Solution:
 
     ``bound`` is the proved bound on the objective (the LP optimum, or the MILP dual bound);
     ``gap`` the relative MIP gap HiGHS reports (0 for an LP at optimum). ``reduced_costs``
-    (LP only, when HiGHS has a dual solution; else empty): per column, in the objective's
-    units, HiGHS's sign convention (``c - A^T y``).
+    and ``row_duals`` (LP only, when HiGHS has a dual solution; else empty): per column and
+    per row of the model as given (our row scaling undone), in the objective's units,
+    HiGHS's sign convention (reduced cost ``c - A^T y``, row dual ``y``).
     """
 
     status: SolveStatus
@@ -102,6 +103,7 @@ class Solution:
     seconds: float
     detail: str = ""
     reduced_costs: FloatArray = field(default_factory=lambda: np.zeros(0))
+    row_duals: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 _STATUS = {
@@ -331,6 +333,7 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
         status = SolveStatus.FEASIBLE
     values = np.zeros(0)
     reduced = np.zeros(0)
+    row_duals = np.zeros(0)
     objective = float("nan")
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         solution = highs.getSolution()
@@ -339,6 +342,7 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
         if not options.integer and solution.dual_valid:
             # column scaling is ours only through the objective's power of two
             reduced = np.asarray(solution.col_dual, dtype=float) / cost_scale
+            row_duals = np.asarray(solution.row_dual, dtype=float) * row_scale / cost_scale
     if options.integer:
         bound = float(info.mip_dual_bound) / cost_scale
         gap = float(info.mip_gap)
@@ -354,4 +358,5 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
         seconds=seconds,
         detail=highs.modelStatusToString(model_status),
         reduced_costs=reduced,
+        row_duals=row_duals,
     )
