@@ -596,15 +596,18 @@ def _place_from_lp(
             continue
         lo, hi = int(bounds[c]), int(bounds[c + 1])
         support = lo + np.flatnonzero(quota[lo:hi] > 1e-9)
-        if support.size:
-            first = int(classes.lo[j])
-            ok = placer.room(j, first, int(classes.hi[j]))
-            cand = support[ok[columns.cluster[support], columns.start_slot[support] - first]]
-            if cand.size:
-                pick = int(cand[int(np.argmax(quota[cand]))])
-                placer.place(j, (int(columns.cluster[pick]), int(columns.start_slot[pick])))
+        # the LP's starts by weight left to place (ties: column order), the first with room;
+        # a basic solution has few per class, so each is checked alone, not the window
+        placed = False
+        for pick in support[np.argsort(-quota[support], kind="stable")]:
+            where = (int(columns.cluster[pick]), int(columns.start_slot[pick]))
+            if placer.fits_at(j, *where):
+                placer.place(j, where)
                 quota[pick] -= classes.weight[j]
-                continue
+                placed = True
+                break
+        if placed:
+            continue
         where = placer.cheapest(j, guide)
         if where is None:
             deferred.append(j)
