@@ -126,16 +126,18 @@ def test_the_class_lp_has_the_job_lps_optimum_and_its_prices_certify_it(
     assert lp.share.shape == (len(lp.columns),)
 
 
+@pytest.mark.parametrize("objective", ["carbon", "operational"])
 @_SETTINGS
 @given(st.one_of(crowded(), instances(max_jobs=6, max_horizon=6, max_clusters=2, future=False)))
 def test_above_the_small_size_the_lp_path_plans_feasibly_under_a_valid_bound(
-    inst: Instance,
+    objective: str, inst: Instance
 ) -> None:
     """With the large-instance path forced (the LP's prices instead of a dual ascent): a
-    feasible plan, and a bound at most the job LP's optimum and the plan's grams."""
+    feasible plan, and a bound (on operational + embodied grams whatever the objective) at
+    most the job LP's optimum and the plan's grams."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cs, "_SMALL_JOBS", 0)
-        result = run_policy("carbonshift", inst, {"exact_max_starts": 0})
+        result = run_policy("carbonshift", inst, {"exact_max_starts": 0, "objective": objective})
     assert check_feasibility(inst, result.plan) == []
     assert result.bound is not None
     bound = result.bound.lower_bound_g

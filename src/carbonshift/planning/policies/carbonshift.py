@@ -946,7 +946,12 @@ def carbonshift(
             # a bound on operational grams bounds operational + embodied too; the dual on
             # the full grams is usually tighter
             full_dual = dual_ascent(
-                classes, full, free, upper_g=plan_g, iterations=max(dual_iterations, 1)
+                classes,
+                full,
+                free,
+                upper_g=plan_g,
+                iterations=max(dual_iterations, 1),
+                prices=lp_prices,  # above 3,000 jobs: from the LP's (operational) prices
             )
             value = max(value, full_dual.bound_g)
         if value is not None:
