@@ -15,7 +15,10 @@ these, an invertible change of rows, so the LP is the same one. A start column t
 two entries per resource (its first slot and the slot after its run) instead of one per
 slot of its run: trace 10,000 jobs, 161k entries instead of 659k, 0.4 s of HiGHS dual
 simplex instead of 1.5 s (bench/planner.md). The capacity prices of the original rows are
-the reduced costs of the usage columns (:meth:`ClassProgram.prices`).
+the reduced costs of the usage columns (:meth:`ClassProgram.prices`). The row form (one
+capacity row per cell a run touches, ``flow=False``) is the same LP; the policy keeps it
+up to 3,000 jobs, where it is fast enough and its optimal vertex is the one those plans
+round.
 """
 
 from __future__ import annotations
