@@ -760,14 +760,15 @@ def carbonshift(
     Method (docs/design/0002-carbonshift-planner.md): the time-indexed LP relaxation,
     aggregated over classes of interchangeable jobs and solved by HiGHS (dual simplex) when
     it has at most ``lp_max_columns`` columns or ``lp_columns_per_job`` per job, rounded
-    class by class; and the Lagrangian
-    relaxation of its capacity rows (Fisher 1981) by subgradient ascent with Polyak steps
-    (Held, Wolfe and Crowder 1974), whose prices guide a greedy placement (largest jobs
+    class by class; and the Lagrangian relaxation of its capacity rows (Fisher 1981) by
+    subgradient ascent with Polyak steps (Held, Wolfe and Crowder 1974; above 3,000 jobs
+    the solved LP's own prices instead), whose prices guide a greedy placement (largest jobs
     first, least priced grams among on-time starts with room). Either is followed by
     re-insertion moves at least true grams; the best plan (least lateness, then grams) wins.
     Up to 3,000 jobs a bounded ruin and recreate (Schrimpf et al. 2000) follows, with
     ``search_factor`` placements tried per job and the seed ``search_seed``.
-    The bound is the larger of the LP optimum and the best dual value (``bound``: ``auto``
+    The bound is the larger of the LP's (the dual value at its prices: the LP optimum up
+    to the solver's tolerances) and the best dual value (``bound``: ``auto``
     both, ``lagrangian`` the dual only, ``lp`` the LP whatever its size, ``none``). When no
     on-time start has room a job takes its earliest start with room (least lateness, then
     fewer grams); critical jobs take their earliest start with room over all allowed
