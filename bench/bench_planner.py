@@ -226,7 +226,8 @@ def build(family: str, n_jobs: int, seed: int) -> Instance:
 
 
 def exact_lp(inst: Instance, time_limit_s: float) -> tuple[float | None, float, str]:
-    """The time-indexed LP optimum (class-aggregated, HiGHS dual simplex) and its time."""
+    """The time-indexed LP optimum (class-aggregated, flow form, HiGHS dual simplex as the
+    policy runs it) and its time."""
     from carbonshift.planning.aggregate import class_columns, class_program
     from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
     from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
@@ -238,8 +239,15 @@ def exact_lp(inst: Instance, time_limit_s: float) -> tuple[float | None, float, 
     if not classes.every_job_can_be_on_time:
         return None, 0.0, "some job has no on-time start"
     table = shape_costs(classes, unit_grams(arrays))
-    program = class_program(arrays, classes, table, class_columns(classes))
-    sol = solve(program, SolveOptions(method=LpMethod.SIMPLEX, time_limit_s=time_limit_s))
+    program = class_program(arrays, classes, table, class_columns(classes)).program
+    options = SolveOptions(
+        method=LpMethod.SIMPLEX,
+        time_limit_s=time_limit_s,
+        presolve=False,
+        scaling=False,
+        row_scaling=False,
+    )
+    sol = solve(program, options)
     seconds = time.perf_counter() - began
     value = sol.objective if sol.status.value == "optimal" else None
     return value, seconds, f"{sol.status.value}, {program.n_columns} columns"

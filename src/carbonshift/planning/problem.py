@@ -379,9 +379,9 @@ def _future_columns_empty() -> FutureColumns:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class LinearProgram:
-    """``max/min c.x`` s.t. ``row_lower <= A x <= row_upper``, ``0 <= x <= 1``; the first
-    ``n_integer`` columns are binary when solved as a MILP. ``row_lower`` None: no lower
-    bounds (``-inf``)."""
+    """``max/min c.x`` s.t. ``row_lower <= A x <= row_upper``, ``0 <= x <= column_upper``;
+    the first ``n_integer`` columns are binary when solved as a MILP. ``row_lower`` None: no
+    lower bounds (``-inf``); ``column_upper`` None: 1 for every column."""
 
     objective: FloatArray
     matrix: sp.csc_matrix
@@ -389,6 +389,7 @@ class LinearProgram:
     maximise: bool
     n_integer: int
     row_lower: FloatArray | None = None
+    column_upper: FloatArray | None = None
 
     @property
     def n_columns(self) -> int:

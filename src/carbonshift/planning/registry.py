@@ -228,6 +228,7 @@ POLICIES: dict[str, PolicySpec] = {
                     dual_iterations=p.get_int("dual_iterations"),
                     improve_passes=p.get_int("improve_passes"),
                     lp_max_columns=p.get_int("lp_max_columns"),
+                    lp_columns_per_job=p.get_float("lp_columns_per_job"),
                     lp_time_limit_s=p.get_float("lp_time_limit_s"),
                     exact_max_starts=p.get_int("exact_max_starts"),
                     exact_time_limit_s=p.get_float("exact_time_limit_s"),
@@ -256,6 +257,13 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec("improve_passes", int, 3, "re-insertion passes after the greedy", 0),
                 ParamSpec(
                     "lp_max_columns", int, 60_000, "solve the class LP up to this many columns", 0
+                ),
+                ParamSpec(
+                    "lp_columns_per_job",
+                    float,
+                    1.0,
+                    "and up to this many columns per job (0: lp_max_columns alone)",
+                    0,
                 ),
                 ParamSpec("lp_time_limit_s", float, 60.0, "HiGHS limit on the class LP (s)", 0.001),
                 ParamSpec(

@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
@@ -61,13 +61,21 @@ AUTO_VERTEX_MAX_COLUMNS = 50_000
 @dataclass(frozen=True, slots=True)
 class SolveOptions:
     """``time_limit_s`` (seconds, wall), ``mip_gap`` (relative), ``threads`` (1 keeps runs
-    reproducible and leaves cores to others)."""
+    reproducible and leaves cores to others). ``presolve``, ``scaling`` (HiGHS's own simplex
+    scaling) and ``row_scaling`` (ours: each row by the power of two that brings its largest
+    coefficient near 1, so that HiGHS's absolute tolerances act relative to the row) may be
+    turned off for a model scaled by construction on which they cost more than they save
+    (the class LP's flow form, planning/aggregate.py: trace 10,000 jobs, 1.3 s of dual
+    simplex with them against 0.4 s without)."""
 
     integer: bool = False
     method: LpMethod = LpMethod.CHOOSE
     time_limit_s: float = 60.0
     mip_gap: float = 1e-4
     threads: int = 1
+    presolve: bool = True
+    scaling: bool = True
+    row_scaling: bool = True
 
     def __post_init__(self) -> None:
         if not self.time_limit_s > 0:
@@ -81,7 +89,10 @@ class Solution:
     """A back end's answer. ``values`` is empty unless the status is OPTIMAL or FEASIBLE.
 
     ``bound`` is the proved bound on the objective (the LP optimum, or the MILP dual bound);
-    ``gap`` the relative MIP gap HiGHS reports (0 for an LP at optimum).
+    ``gap`` the relative MIP gap HiGHS reports (0 for an LP at optimum). ``reduced_costs``
+    and ``row_duals`` (LP only, when HiGHS has a dual solution; else empty): per column and
+    per row of the model as given (our row scaling undone), in the objective's units,
+    HiGHS's sign convention (reduced cost ``c - A^T y``, row dual ``y``).
     """
 
     status: SolveStatus
@@ -91,6 +102,8 @@ class Solution:
     gap: float
     seconds: float
     detail: str = ""
+    reduced_costs: FloatArray = field(default_factory=lambda: np.zeros(0))
+    row_duals: FloatArray = field(default_factory=lambda: np.zeros(0))
 
 
 _STATUS = {
@@ -150,6 +163,7 @@ _PARTS = {
     "matrix": "demands (matrix coefficients, resource units per job)",
     "row_upper": "free capacities (row bounds, resource units)",
     "objective": "objective coefficients (grams, or weights derived from grams)",
+    "column_upper": "column upper bounds (shares, or resource units)",
 }
 
 
@@ -182,6 +196,8 @@ def _check_scaling(lp: LinearProgram) -> None:
         ("row_upper", np.asarray(lp.row_upper, dtype=float), np.inf, True),
         ("objective", np.asarray(lp.objective, dtype=float), np.inf, False),
     ]
+    if lp.column_upper is not None:
+        checks.append(("column_upper", np.asarray(lp.column_upper, dtype=float), np.inf, True))
     for name, values, most, inf_ok in checks:
         finite = np.isfinite(values)
         bad_nan = np.isnan(values)
@@ -244,6 +260,10 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     highs.setOptionValue("small_matrix_value", _SMALLEST_COEFFICIENT)
     highs.setOptionValue("time_limit", float(options.time_limit_s))
     highs.setOptionValue("threads", int(options.threads))
+    if not options.presolve:
+        highs.setOptionValue("presolve", "off")
+    if not options.scaling:
+        highs.setOptionValue("simplex_scale_strategy", 0)
     if options.integer:
         highs.setOptionValue("mip_rel_gap", float(options.mip_gap))
     elif options.method is LpMethod.IPM or (
@@ -262,8 +282,12 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     cost_scale = _cost_scale(lp.objective)
     model.col_cost_ = np.ascontiguousarray(lp.objective * cost_scale, dtype=np.float64)
     model.col_lower_ = np.zeros(n_col)
-    model.col_upper_ = np.ones(n_col)
-    row_scale = _row_scale(lp.matrix)
+    model.col_upper_ = (
+        np.ones(n_col)
+        if lp.column_upper is None
+        else np.ascontiguousarray(lp.column_upper, dtype=np.float64)
+    )
+    row_scale = _row_scale(lp.matrix) if options.row_scaling else np.ones(lp.matrix.shape[0])
     if lp.row_lower is None:
         model.row_lower_ = np.full(model.num_row_, -highspy.kHighsInf)
     else:
@@ -308,10 +332,17 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
     if status is SolveStatus.NO_SOLUTION and has_primal:
         status = SolveStatus.FEASIBLE
     values = np.zeros(0)
+    reduced = np.zeros(0)
+    row_duals = np.zeros(0)
     objective = float("nan")
     if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-        values = np.asarray(highs.getSolution().col_value, dtype=float)
+        solution = highs.getSolution()
+        values = np.asarray(solution.col_value, dtype=float)
         objective = float(info.objective_function_value) / cost_scale
+        if not options.integer and solution.dual_valid:
+            # column scaling is ours only through the objective's power of two
+            reduced = np.asarray(solution.col_dual, dtype=float) / cost_scale
+            row_duals = np.asarray(solution.row_dual, dtype=float) * row_scale / cost_scale
     if options.integer:
         bound = float(info.mip_dual_bound) / cost_scale
         gap = float(info.mip_gap)
@@ -326,4 +357,6 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
         gap=gap,
         seconds=seconds,
         detail=highs.modelStatusToString(model_status),
+        reduced_costs=reduced,
+        row_duals=row_duals,
     )
