@@ -110,11 +110,15 @@ class ControllerApp:
     ) -> ControllerApp:
         """An app with a client from ``kubeconfig`` (None: in-cluster, then ~/.kube/config)."""
         clock = clock or SystemClock()
-        return cls(config=config, kube=await connect(kubeconfig, clock), clock=clock)
+        limit = config.client_connection
+        kube = await connect(kubeconfig, clock, qps=limit.qps, burst=limit.burst)
+        return cls(config=config, kube=kube, clock=clock)
 
     async def start(self) -> None:
         config = self.config
         self.controller = Controller(config, self.kube, self.clock, metrics=self.metrics)
+        if isinstance(self.kube, ApiKube) and self.kube.limiter is not None:
+            self.kube.limiter.observe = self.metrics.rate_limit_wait.observe
         nodes = self.controller.nodes
         if config.webhook.enabled:
             board = self.controller.source.board
