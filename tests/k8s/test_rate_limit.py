@@ -12,12 +12,14 @@ import asyncio
 import copy
 import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from carbonshift.errors import InputError
-from carbonshift.k8s.client import ApiKube
+from carbonshift.k8s.app import ControllerApp
+from carbonshift.k8s.client import ApiKube, connect
 from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.config import parse_config
 from carbonshift.k8s.flowcontrol import TokenBucket
@@ -309,3 +311,46 @@ async def test_an_annotation_already_there_is_not_written_again() -> None:
     assert api.writes() == []
     assert await controller._annotate(obj, {"carbonshift.io/state": "not-held"})
     assert len(api.writes()) == 1
+
+
+def _kubeconfig(folder: Path) -> str:
+    """A kubeconfig naming a server nobody listens on (nothing here connects)."""
+    path = folder / "kubeconfig"
+    path.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+        "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:9'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: c, context: {cluster: c, user: u}}]\n"
+    )
+    return str(path)
+
+
+async def test_the_app_builds_the_limiter_from_the_config_and_counts_its_waits(
+    tmp_path: Path,
+) -> None:
+    config = _config(client_connection={"qps": 7, "burst": 3})
+    app = await ControllerApp.connect(config, _kubeconfig(tmp_path))
+    try:
+        assert isinstance(app.kube, ApiKube)
+        limiter = app.kube.limiter
+        assert limiter is not None
+        assert (limiter.qps, limiter.burst) == (7.0, 3)
+        for _ in range(4):
+            limiter.reserve()  # empty the bucket: the next request waits about 1/7 s
+        limiter._sleep = VirtualTime().sleep  # no real sleep
+        waited = await limiter.wait()
+        histogram = "carbonshift_client_rate_limiter_wait_seconds"
+        registry = app.metrics.registry
+        assert registry.get_sample_value(f"{histogram}_count") == 1
+        assert registry.get_sample_value(f"{histogram}_sum") == pytest.approx(waited)
+        assert waited > 0
+    finally:
+        await app.stop()
+
+
+async def test_without_qps_the_client_has_no_limiter(tmp_path: Path) -> None:
+    kube = await connect(_kubeconfig(tmp_path), ExternalClock(lambda: START))
+    try:
+        assert kube.limiter is None
+    finally:
+        await kube.close()

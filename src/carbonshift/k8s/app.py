@@ -104,6 +104,10 @@ class ControllerApp:
     elector: LeaderElector | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.kube, ApiKube) and self.kube.limiter is not None:
+            self.kube.limiter.observe = self.metrics.rate_limit_wait.observe
+
     @classmethod
     async def connect(
         cls, config: ControllerConfig, kubeconfig: str | None, clock: Clock | None = None
@@ -117,8 +121,6 @@ class ControllerApp:
     async def start(self) -> None:
         config = self.config
         self.controller = Controller(config, self.kube, self.clock, metrics=self.metrics)
-        if isinstance(self.kube, ApiKube) and self.kube.limiter is not None:
-            self.kube.limiter.observe = self.metrics.rate_limit_wait.observe
         nodes = self.controller.nodes
         if config.webhook.enabled:
             board = self.controller.source.board
