@@ -255,8 +255,13 @@ async def test_releases_go_most_urgent_first() -> None:
     controller, api, _ = _world(50.0, 100, names)
     await controller.plan_pass()
     assert _released(controller) == ["sooner", "soon", "mid", "later", "late"]
-    patched = [p.rsplit("/", 1)[1] for _, m, p, _ in api.writes() if m == "PATCH"]
+    writes = api.writes()
+    patched = [p.rsplit("/", 1)[1] for _, m, p, _ in writes if m == "PATCH"]
     assert patched == ["sooner", "soon", "mid", "later", "late"]
+    # every release write before the first Event: Events never delay a release
+    assert [m for _, m, _, _ in writes] == ["PATCH"] * 5 + ["POST"] * 5
+    events = [(body["reason"], body["involvedObject"]["name"]) for *_, body in writes[5:]]
+    assert events == [("Released", n) for n in patched]
 
 
 async def test_past_the_budget_the_least_urgent_wait_and_say_why() -> None:

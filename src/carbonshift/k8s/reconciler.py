@@ -217,6 +217,8 @@ class Controller:
         self._slot_releases: tuple[datetime | None, int] = (None, 0)
         self._noted: dict[str, str] = {}  # uid -> last "not held" reason reported
         self._budget_config: ControllerConfig | None = None  # see _planning_config
+        #: Events held back while a pass writes its releases (None: post at once)
+        self._later_events: list[tuple[tuple[Obj, str, str], bool]] | None = None
         #: (kind, uid, resourceVersion) -> intent: a pass reads each workload's intent several
         #: times (collect, fail open, wake-up, notes, watch checks), and it changes only with
         #: the object
@@ -338,8 +340,9 @@ class Controller:
         key = await self._queue.get()
         self._queue.put_nowait(key)
 
-    async def until_idle(self, *, timeout_s: float = 30.0) -> None:
-        """Wait (real time) until the loop has handled everything due at the clock's now."""
+    async def until_idle(self, *, timeout_s: float = 30.0, poll_s: float = 0.005) -> None:
+        """Wait (real time) until the loop has handled everything due at the clock's now,
+        looking every ``poll_s`` seconds."""
         began = time.monotonic()
         while not self._queue.empty() or not (
             (self._idle_at is not None and self._idle_at >= self.clock.now())
@@ -347,7 +350,7 @@ class Controller:
         ):
             if time.monotonic() - began > timeout_s:
                 raise TemporaryError(f"the controller did not settle within {timeout_s} s")
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(poll_s)
 
     # -- cache ----------------------------------------------------------------------------
 
@@ -652,15 +655,21 @@ class Controller:
                     (i for i in pending if outcomes[i.key].start_now),
                     key=lambda i: (outcomes[i.key].planned_start, i.deadline, i.key),
                 )
-                for intent in due:
-                    outcome = outcomes[intent.key]
-                    async with self._contained("act", intent.key):
-                        why = "planned" if now < intent.latest_start else "fail-open"
-                        slot_start, released = self._slot_releases
-                        self._slot_releases = (slot_start, released + 1)
-                        await self._release(
-                            objects[intent.key], intent, why, outcome.reason, outcome
-                        )
+                self._later_events = []  # their Released Events after every release write
+                try:
+                    for intent in due:
+                        outcome = outcomes[intent.key]
+                        async with self._contained("act", intent.key):
+                            why = "planned" if now < intent.latest_start else "fail-open"
+                            slot_start, released = self._slot_releases
+                            self._slot_releases = (slot_start, released + 1)
+                            await self._release(
+                                objects[intent.key], intent, why, outcome.reason, outcome
+                            )
+                finally:
+                    later, self._later_events = self._later_events, None
+                    for args, warning in later:
+                        await self._event(*args, warning=warning)
                 for intent in pending:
                     outcome = outcomes[intent.key]
                     if outcome.start_now:
@@ -1009,6 +1018,9 @@ class Controller:
     async def _event(self, obj: Obj, reason: str, message: str, *, warning: bool = False) -> None:
         """Record a core/v1 Event on ``obj`` (best effort)."""
         if self.config.dry_run:
+            return
+        if self._later_events is not None:
+            self._later_events.append(((obj, reason, message), warning))
             return
         meta = obj.get("metadata") or {}
         now = format_utc(self.clock.now())
