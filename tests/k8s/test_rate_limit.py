@@ -21,7 +21,7 @@ from carbonshift.errors import InputError
 from carbonshift.k8s.app import ControllerApp
 from carbonshift.k8s.client import ApiKube, connect
 from carbonshift.k8s.clock import ExternalClock
-from carbonshift.k8s.config import parse_config
+from carbonshift.k8s.config import ControllerConfig, parse_config
 from carbonshift.k8s.flowcontrol import TokenBucket
 from carbonshift.k8s.reconciler import Controller
 from tests.k8s.objects import node, pod
@@ -169,18 +169,15 @@ class MemoryApi:
             return _Response(200, obj)
         if path in self.objects:
             return _Response(200, self.objects[path])
-        items = [
-            o
-            for p, o in self.objects.items()
-            if p.endswith(f"/{path.rsplit('/', 1)[1]}/" + o["metadata"]["name"])
-        ]
+        plural = path.rsplit("/", 1)[1]  # a list, like /api/v1/pods
+        items = [o for p, o in self.objects.items() if p.rsplit("/", 2)[1] == plural]
         return _Response(200, {"items": items, "metadata": {"resourceVersion": str(self._rv)}})
 
     def writes(self) -> list[tuple[float, str, str, Any]]:
         return [s for s in self.sent if s[1] in ("PATCH", "POST")]
 
 
-def _config(**overrides: Any) -> Any:
+def _config(**overrides: Any) -> ControllerConfig:
     raw: Obj = {
         "cluster": {"zone": "DE", "resources": ["cpu"], "watts_per_unit": {"cpu": 10.0}},
         # every workload the policy would hold starts now (no saving pays 1e9 g), so all
