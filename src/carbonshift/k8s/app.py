@@ -104,13 +104,19 @@ class ControllerApp:
     elector: LeaderElector | None = None
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.kube, ApiKube) and self.kube.limiter is not None:
+            self.kube.limiter.observe = self.metrics.rate_limit_wait.observe
+
     @classmethod
     async def connect(
         cls, config: ControllerConfig, kubeconfig: str | None, clock: Clock | None = None
     ) -> ControllerApp:
         """An app with a client from ``kubeconfig`` (None: in-cluster, then ~/.kube/config)."""
         clock = clock or SystemClock()
-        return cls(config=config, kube=await connect(kubeconfig, clock), clock=clock)
+        limit = config.client_connection
+        kube = await connect(kubeconfig, clock, qps=limit.qps, burst=limit.burst)
+        return cls(config=config, kube=kube, clock=clock)
 
     async def start(self) -> None:
         config = self.config

@@ -8,7 +8,9 @@ kubeconfig handling stay the library's). Answers the caller can act on become ex
 :class:`NotFoundError`, :class:`InvalidError` (422). 429 and 5xx answers and dropped
 connections are retried with exponential backoff (honouring ``Retry-After``) through the
 clock seam, then raised as
-:class:`~carbonshift.errors.TemporaryError`.
+:class:`~carbonshift.errors.TemporaryError`. Every request but a watch first takes a token
+of the client-side rate limit, when one is set (:class:`~carbonshift.k8s.flowcontrol.TokenBucket`,
+the controller's ``client_connection.qps`` and ``.burst``), retries included, as client-go.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, Protocol
 from carbonshift._extras import require
 from carbonshift.errors import CarbonshiftError, TemporaryError
 from carbonshift.k8s.clock import Clock
+from carbonshift.k8s.flowcontrol import TokenBucket
 
 __all__ = [
     "FIELD_MANAGER",
@@ -169,13 +172,21 @@ class ApiKube:
     """:class:`Kube` over a kubernetes-asyncio ``ApiClient``."""
 
     def __init__(
-        self, api_client: Any, clock: Clock, *, retries: int = 6, first_backoff_s: float = 0.2
+        self,
+        api_client: Any,
+        clock: Clock,
+        *,
+        retries: int = 6,
+        first_backoff_s: float = 0.2,
+        limiter: TokenBucket | None = None,
     ) -> None:
         self._client = set_user_agent(api_client)
         skip_env_lookups(api_client)
         self._clock = clock
         self._retries = retries
         self._first_backoff_s = first_backoff_s
+        #: the client-side rate limit of every request but watches (None: no limit)
+        self.limiter = limiter
 
     async def close(self) -> None:
         await self._client.close()
@@ -216,6 +227,8 @@ class ApiKube:
         delay = self._first_backoff_s
         last = ""
         for attempt in range(self._retries + 1):
+            if self.limiter is not None:
+                await self.limiter.wait()
             try:
                 response = await self._send(
                     method, path, query=query, body=body, content_type=content_type
@@ -325,8 +338,11 @@ class ApiKube:
             response.release()
 
 
-async def connect(kubeconfig: str | None, clock: Clock) -> ApiKube:
-    """An :class:`ApiKube` from a kubeconfig file, or the in-cluster service account."""
+async def connect(
+    kubeconfig: str | None, clock: Clock, *, qps: float = 0.0, burst: int = 0
+) -> ApiKube:
+    """An :class:`ApiKube` from a kubeconfig file, or the in-cluster service account;
+    ``qps`` > 0 limits its requests to ``qps`` per second with bursts of ``burst``."""
     require("kubernetes_asyncio", needed_for="the Kubernetes client")  # carbonshift[k8s]
     from kubernetes_asyncio import client, config
 
@@ -339,4 +355,5 @@ async def connect(kubeconfig: str | None, clock: Clock) -> ApiKube:
             api_client = client.ApiClient(configuration)
         except config.ConfigException:
             api_client = await config.new_client_from_config()
-    return ApiKube(api_client, clock)
+    limiter = TokenBucket(qps, burst) if qps > 0 else None
+    return ApiKube(api_client, clock, limiter=limiter)

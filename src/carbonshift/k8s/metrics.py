@@ -21,6 +21,8 @@ _DELAY_BUCKETS_S = (
     48 * 3600,
 )
 
+_WAIT_BUCKETS_S = (0, 0.005, 0.025, 0.1, 0.25, 1, 4, 15, 60, 300, 900)
+
 
 class Metrics:
     """Held workloads, planned delay, carbon saved, forecast age, errors, durations, releases."""
@@ -81,6 +83,19 @@ class Metrics:
         )
         self.watch_restarts = Counter(
             "carbonshift_watch_restarts", "Watches restarted", ["reason"], registry=r
+        )
+        self.rate_limit_wait = Histogram(
+            "carbonshift_client_rate_limiter_wait_seconds",
+            "Seconds each API request waited for the client-side rate limit "
+            "(client_connection.qps / .burst; as client-go's rest_client_rate_limiter_duration)",
+            buckets=_WAIT_BUCKETS_S,
+            registry=r,
+        )
+        self.rate_limited = Gauge(
+            "carbonshift_release_rate_limited_workloads",
+            "Workloads due now that wait for the next slot because of the release budget the "
+            "API request rate limit allows per slot",
+            registry=r,
         )
         self.is_leader = Gauge("carbonshift_leader", "1 while this replica leads", registry=r)
         self.data_age, self.replayed = freshness_gauges(r)

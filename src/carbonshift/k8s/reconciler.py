@@ -26,7 +26,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -99,6 +99,8 @@ _JOBS = JOB.path()
 _NODES = "/api/v1/nodes"
 _TERMINAL = ("Succeeded", "Failed")
 _MAX_WRITE_ATTEMPTS = 6
+#: how carbonshift.planning.hold words a move by the release rate limit
+_RATE_LIMITED = "release rate limit"
 
 
 def pod_path(namespace: str, name: str) -> str:
@@ -214,6 +216,13 @@ class Controller:
         #: (slot start, planned releases made in it): the release rate limit's count
         self._slot_releases: tuple[datetime | None, int] = (None, 0)
         self._noted: dict[str, str] = {}  # uid -> last "not held" reason reported
+        self._budget_config: ControllerConfig | None = None  # see _planning_config
+        #: Events held back while a pass writes its releases (None: post at once)
+        self._later_events: list[tuple[tuple[Obj, str, str], bool]] | None = None
+        #: (kind, uid, resourceVersion) -> intent: a pass reads each workload's intent several
+        #: times (collect, fail open, wake-up, notes, watch checks), and it changes only with
+        #: the object
+        self._intents: dict[tuple[str, str, str], Intent | NotHeld] = {}
         self._rv: dict[str, str] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._next_plan: datetime | None = None
@@ -331,8 +340,9 @@ class Controller:
         key = await self._queue.get()
         self._queue.put_nowait(key)
 
-    async def until_idle(self, *, timeout_s: float = 30.0) -> None:
-        """Wait (real time) until the loop has handled everything due at the clock's now."""
+    async def until_idle(self, *, timeout_s: float = 30.0, poll_s: float = 0.005) -> None:
+        """Wait (real time) until the loop has handled everything due at the clock's now,
+        looking every ``poll_s`` seconds."""
         began = time.monotonic()
         while not self._queue.empty() or not (
             (self._idle_at is not None and self._idle_at >= self.clock.now())
@@ -340,7 +350,7 @@ class Controller:
         ):
             if time.monotonic() - began > timeout_s:
                 raise TemporaryError(f"the controller did not settle within {timeout_s} s")
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(poll_s)
 
     # -- cache ----------------------------------------------------------------------------
 
@@ -430,13 +440,28 @@ class Controller:
                 # dry-run: nothing is held; plan every opted-in workload not yet "released"
                 if obj["metadata"].get("uid") in self._released or self._terminal(obj):
                     continue
-                if isinstance(read_intent(obj, self.config, self.clock.now()), Intent):
+                if isinstance(self._intent(obj, self.clock.now()), Intent):
                     held.append(obj)
             return held
         for obj in [*self.pods.values(), *self.jobs.values()]:
             if self._held(obj) and not obj["metadata"].get("deletionTimestamp"):
                 held.append(obj)
         return held
+
+    def _intent(self, obj: Obj, now: datetime) -> Intent | NotHeld:
+        """:func:`read_intent`, remembered per object version. ``now`` only stands in for a
+        missing creationTimestamp, so such an object is read afresh each time."""
+        meta = obj.get("metadata") or {}
+        uid, rv = meta.get("uid"), meta.get("resourceVersion")
+        if not (uid and rv and meta.get("creationTimestamp")):
+            return read_intent(obj, self.config, now)
+        key = (str(obj.get("kind")), str(uid), str(rv))
+        found = self._intents.get(key)
+        if found is None:
+            if len(self._intents) > 2 * (len(self.pods) + len(self.jobs)) + 1024:
+                self._intents.clear()  # versions long gone; cheaper than tracking them
+            found = self._intents[key] = read_intent(obj, self.config, now)
+        return found
 
     def _terminal(self, obj: Obj) -> bool:
         return _adapter(obj).is_finished(obj)
@@ -456,7 +481,7 @@ class Controller:
             return False
         if _job_finished(job):
             return False
-        return isinstance(read_intent(job, self.config, self.clock.now()), Intent) or (
+        return isinstance(self._intent(job, self.clock.now()), Intent) or (
             _annotations(job).get(STATE) == "held"
         )
 
@@ -464,7 +489,7 @@ class Controller:
         now = self.clock.now()
         out: dict[str, Intent] = {}
         for obj in self._held_objects():
-            intent = read_intent(obj, self.config, now)
+            intent = self._intent(obj, now)
             if isinstance(intent, Intent) and obj["metadata"].get("uid") not in self._released:
                 out[intent.key] = intent
         return out
@@ -485,7 +510,7 @@ class Controller:
             source = self.jobs.get(
                 f"Job/{obj['metadata'].get('namespace')}/{owner.get('name')}", obj
             )
-        intent = read_intent(source, self.config, self.clock.now())
+        intent = self._intent(source, self.clock.now())
         if isinstance(intent, Intent):
             return intent.expected_runtime
         raw = _annotations(source).get(RUNTIME) or _annotations(obj).get(RUNTIME)
@@ -524,7 +549,7 @@ class Controller:
                 continue
             if (job.get("status") or {}).get("succeeded"):
                 continue
-            intent = read_intent(job, self.config, now)
+            intent = self._intent(job, now)
             if not isinstance(intent, Intent):
                 continue
             try:
@@ -572,7 +597,7 @@ class Controller:
             if uid in self._released:
                 continue
             async with self._contained("collect", _key(obj)):
-                intent = read_intent(obj, self.config, now)
+                intent = self._intent(obj, now)
                 if isinstance(intent, NotHeld):
                     await self._release(obj, None, "not-held", f"released: {intent.reason}")
                     continue
@@ -592,7 +617,7 @@ class Controller:
                 if self._slot_releases[0] != slot0:
                     self._slot_releases = (slot0, 0)
                 round_ = plan_round(
-                    self.config,
+                    self._planning_config(),
                     now,
                     pending,
                     self.capacity(),
@@ -619,29 +644,74 @@ class Controller:
                 self.last_round = round_
                 self.metrics.forecast_age.set((now - round_.forecast.issued_at).total_seconds())
                 self.metrics.record_freshness(round_.forecast.freshness)
-                for intent in pending:
-                    outcome = round_.outcomes[intent.key]
-                    self.outcomes[intent.key] = outcome
-                    obj = objects[intent.key]
-                    async with self._contained("act", intent.key):
-                        if outcome.start_now:
+                outcomes = {i.key: self._budget_note(round_.outcomes[i.key]) for i in pending}
+                self.outcomes.update(outcomes)
+                self.metrics.rate_limited.set(
+                    sum(1 for o in outcomes.values() if _RATE_LIMITED in o.reason)
+                )
+                # releases first, the most urgent first (planned start, then deadline): under
+                # the client's rate limit they leave in this order, before any plan write
+                due = sorted(
+                    (i for i in pending if outcomes[i.key].start_now),
+                    key=lambda i: (outcomes[i.key].planned_start, i.deadline, i.key),
+                )
+                self._later_events = []  # their Released Events after every release write
+                try:
+                    for intent in due:
+                        outcome = outcomes[intent.key]
+                        async with self._contained("act", intent.key):
                             why = "planned" if now < intent.latest_start else "fail-open"
                             slot_start, released = self._slot_releases
                             self._slot_releases = (slot_start, released + 1)
-                            await self._release(obj, intent, why, outcome.reason, outcome)
-                        else:
-                            counts[intent.kind] += 1
-                            self.metrics.planned_delay.observe(
-                                max(0.0, (outcome.planned_start - now).total_seconds())
+                            await self._release(
+                                objects[intent.key], intent, why, outcome.reason, outcome
                             )
-                            await self._write_plan(obj, intent, outcome)
+                finally:
+                    later, self._later_events = self._later_events, None
+                    for args, warning in later:
+                        await self._event(*args, warning=warning)
+                for intent in pending:
+                    outcome = outcomes[intent.key]
+                    if outcome.start_now:
+                        continue
+                    async with self._contained("act", intent.key):
+                        counts[intent.kind] += 1
+                        self.metrics.planned_delay.observe(
+                            max(0.0, (outcome.planned_start - now).total_seconds())
+                        )
+                        await self._write_plan(objects[intent.key], intent, outcome)
         for kind, count in counts.items():
             self.metrics.held.labels(kind=kind).set(count)
         self.metrics.reconcile_duration.observe(time.perf_counter() - began)
 
+    def _planning_config(self) -> ControllerConfig:
+        """The configuration the plan is made with: ``planning.max_releases_per_slot`` lowered
+        to the releases the client's request rate limit lets through in a slot, when that is
+        fewer (:meth:`ControllerConfig.release_budget_per_slot`)."""
+        budget = self.config.release_budget_per_slot()
+        limit = self.config.planning.max_releases_per_slot
+        if budget == 0 or (limit and limit <= budget):
+            return self.config
+        if self._budget_config is None:
+            planning = self.config.planning.model_copy(update={"max_releases_per_slot": budget})
+            self._budget_config = self.config.model_copy(update={"planning": planning})
+        return self._budget_config
+
+    def _budget_note(self, outcome: Outcome) -> Outcome:
+        """Say in the reason of a workload the release rate limit moved that the limit is the
+        API request budget (client_connection.qps), when it is."""
+        if self._planning_config() is self.config or _RATE_LIMITED not in outcome.reason:
+            return outcome
+        qps = self.config.client_connection.qps
+        note = (
+            f"{_RATE_LIMITED} (waits for the API request budget: client_connection.qps "
+            f"{qps:g} requests/s, 2 requests per release)"
+        )
+        return replace(outcome, reason=outcome.reason.replace(_RATE_LIMITED, note, 1))
+
     async def _fail_open(self, now: datetime) -> None:
         for obj in self._held_objects():
-            intent = read_intent(obj, self.config, now)
+            intent = self._intent(obj, now)
             released = obj["metadata"].get("uid") in self._released
             if isinstance(intent, Intent) and now >= intent.latest_start and not released:
                 async with self._contained("fail-open", intent.key):
@@ -665,7 +735,7 @@ class Controller:
                 await self._hold_new_jobs(now, only=key)
             await self._note_unheld(now, [obj])
             return
-        intent = read_intent(obj, self.config, now)
+        intent = self._intent(obj, now)
         if isinstance(intent, NotHeld):
             await self._release(obj, None, "not-held", f"released: {intent.reason}")
         elif now >= intent.latest_start:
@@ -700,7 +770,7 @@ class Controller:
             return
         if status.get("startTime") or status.get("active") or _job_finished(job):
             return
-        intent = read_intent(job, self.config, now)
+        intent = self._intent(job, now)
         if not isinstance(intent, Intent) or now >= intent.latest_start:
             return
         patch = {
@@ -730,7 +800,7 @@ class Controller:
         opted = MANAGED_LABEL in (meta.get("labels") or {})
         if not opted and meta.get("namespace") not in self.config.opt_in.namespaces:
             return
-        intent = read_intent(obj, self.config, now)
+        intent = self._intent(obj, now)
         if not isinstance(intent, NotHeld):
             return
         if self._terminal(obj) and not intent.unusable:
@@ -789,8 +859,15 @@ class Controller:
         return not self.config.dry_run and self._held(obj)
 
     async def _annotate(self, obj: Obj, annotations: Mapping[str, str]) -> bool:
-        """Write ``annotations`` (and the state label); False when the API refused it."""
+        """Write ``annotations`` (and the state label); False when the API refused it. What
+        the object already says is not written again."""
         key = _key(obj)
+        current = _annotations(obj)
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        if all(current.get(k) == v for k, v in annotations.items()) and (
+            STATE not in annotations or labels.get(STATE) == annotations[STATE]
+        ):
+            return True
         self.actions.append(
             Action(
                 self.clock.now(),
@@ -941,6 +1018,9 @@ class Controller:
     async def _event(self, obj: Obj, reason: str, message: str, *, warning: bool = False) -> None:
         """Record a core/v1 Event on ``obj`` (best effort)."""
         if self.config.dry_run:
+            return
+        if self._later_events is not None:
+            self._later_events.append(((obj, reason, message), warning))
             return
         meta = obj.get("metadata") or {}
         now = format_utc(self.clock.now())
