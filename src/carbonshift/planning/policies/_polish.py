@@ -56,6 +56,9 @@ STEP_ITERATIONS = 100
 #: CJPS); the adaptation reads iteration counts only, so it is the same on any machine.
 STEP_TARGET = 600
 
+#: The search stops after this many sub-MILPs in a row that gained nothing.
+STALL_STEPS = 40
+
 
 @dataclass(frozen=True, slots=True)
 class PolishStats:
@@ -89,11 +92,12 @@ def resolve_jobs(
     start: IntArray,
     freed: IntArray,
     options: SolveOptions,
-) -> tuple[float, int]:
+) -> tuple[float, int, bool]:
     """Re-plan the jobs ``freed`` (placed, on time) exactly on the room the others leave:
     least ``table`` grams (per unit of weight of each shape, cluster and start) over their
     on-time starts. Applied to ``free`` / ``cluster`` / ``start`` when the sub-MILP finds
-    fewer grams. Returns the grams saved (0: nothing changed) and HiGHS's LP iterations."""
+    fewer grams. Returns the grams saved (0: nothing changed), HiGHS's LP iterations, and
+    whether HiGHS proved its answer optimal."""
     for j in freed:
         _use(arrays, free, int(j), int(cluster[j]), int(start[j]), +1.0)
     try:
@@ -112,7 +116,7 @@ def _resolve(
     start: IntArray,
     freed: IntArray,
     options: SolveOptions,
-) -> tuple[float, int]:
+) -> tuple[float, int, bool]:
     sub = replace(
         arrays,
         demand_units=arrays.demand_units[freed],
@@ -129,28 +133,29 @@ def _resolve(
     grams = table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
     current = (starts.cluster == cluster[job]) & (starts.start_slot == start[job])
     if int(current.sum()) != freed.shape[0]:
-        return 0.0, 0  # some freed job is not at an on-time start: not ours to move
+        return 0.0, 0, False  # some freed job is not at an on-time start: not ours to move
     solution = solve(on_time_program(problem, grams), options, start=current.astype(np.float64))
     work = solution.lp_iterations
+    proved = solution.status is SolveStatus.OPTIMAL
     if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-        return 0.0, work
+        return 0.0, work, False
     chosen = np.flatnonzero(solution.values > 0.5)
     if not np.array_equal(np.sort(starts.job[chosen]), np.arange(freed.shape[0])):
-        return 0.0, work
+        return 0.0, work, proved
     before = float(grams[current].sum())
     gain = before - float(grams[chosen].sum())
     if not gain > 1e-9 * max(before, 1.0):
-        return 0.0, work
+        return 0.0, work, proved
     # check every new start against our own tolerance before taking it
     trial = free.copy()
     for col in chosen:
         j, m, s = int(job[col]), int(starts.cluster[col]), int(starts.start_slot[col])
         if not _fits(arrays, trial, j, m, s):
-            return 0.0, work
+            return 0.0, work, proved
         _use(arrays, trial, j, m, s, -1.0)
     cluster[job[chosen]] = starts.cluster[chosen]
     start[job[chosen]] = starts.start_slot[chosen]
-    return gain, work
+    return gain, work, proved
 
 
 def _window(
@@ -205,13 +210,14 @@ def polish(
     frees at most ``max_jobs`` jobs and ``max_columns`` starts and stops at ``max_nodes``
     HiGHS nodes; the search stops once the sub-MILPs have spent ``lp_iterations`` simplex
     iterations (the budget, the same on any machine; each sub-MILP also counts
-    :data:`STEP_ITERATIONS`), after ``cpu_limit_s`` seconds of this
-    process's CPU (a guard), or when the plan's grams reach ``target_g``."""
+    :data:`STEP_ITERATIONS`), after :data:`STALL_STEPS` sub-MILPs in a row without gain,
+    once a window holding every movable job is solved to optimality, after ``cpu_limit_s``
+    seconds of this process's CPU (a guard), or when the plan's grams reach ``target_g``."""
     began = time.process_time()
     rng = np.random.default_rng(seed)
     runtime = arrays.runtime_slots
     weight = classes.weight
-    done = kept = spent = 0
+    done = kept = spent = stalled = 0
     size = max(2, max_jobs // 2)
     saved = 0.0
     for _ in range(steps):
@@ -251,16 +257,23 @@ def polish(
             max_nodes=max_nodes,
             mip_restart=restart,
         )
-        gain, work = resolve_jobs(arrays, classes, table, free, cluster, start, chosen, options)
+        gain, work, proved = resolve_jobs(
+            arrays, classes, table, free, cluster, start, chosen, options
+        )
         spent += work + STEP_ITERATIONS
+        if gain > 0:
+            kept += 1
+            saved += gain
+        if proved and chosen.shape[0] == int(movable.sum()):
+            break  # every movable job was free and the answer is optimal: nothing to gain
+        stalled = 0 if gain > 0 else stalled + 1
+        if stalled >= STALL_STEPS:
+            break
         # windows grow while their sub-MILPs are cheap and shrink while they are dear
         if work > 2 * STEP_TARGET:
             size = max(2, size * 3 // 4)
         elif work < STEP_TARGET // 2:
             size = min(max_jobs, size + max(1, size // 4))
-        if gain > 0:
-            kept += 1
-            saved += gain
     return PolishStats(
         steps=done,
         kept=kept,
