@@ -279,7 +279,7 @@ POLICIES: dict[str, PolicySpec] = {
                     "ruin-and-recreate: placements tried per job (of at most 1,000; 0: off)",
                     0,
                 ),
-                ParamSpec("search_seed", int, 0, "seed of the ruin-and-recreate search", 0),
+                ParamSpec("search_seed", int, 0, "seed of the ruin-and-recreate and the polish", 0),
                 ParamSpec(
                     "polish_steps",
                     int,
