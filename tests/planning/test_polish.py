@@ -178,3 +178,44 @@ def test_the_polish_is_deterministic_for_a_seed() -> None:
     second = run_policy("carbonshift", inst, params)
     assert first.stats.get("polish_steps", 0) > 0, "the instance should leave the polish work"
     assert first.plan.assignments == second.plan.assignments
+
+
+def test_a_solver_failure_leaves_the_plan_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When HiGHS fails inside the polish, the search stops and the plan, its free units
+    included, is exactly the one it was given."""
+    from carbonshift.errors import SolverError
+    from carbonshift.planning.policies import _polish
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise SolverError("HiGHS failed (a test double)")
+
+    monkeypatch.setattr(_polish, "solve", failing)
+    clusters = [cluster("a", gpu=4.0), cluster("b", gpu=10.0)]
+    inst = instance(
+        [job("big", gpu=3.0), job("s1", gpu=2.0), job("s2", gpu=2.0)],
+        clusters,
+        {"a": [10.0], "b": [500.0]},
+        horizon=1,
+    )
+    arrays, classes, table, own, state = _greedy(inst)
+    want = (state.free.copy(), state.cluster.copy(), state.start.copy())
+    done = polish(
+        arrays,
+        classes,
+        table,
+        state.free,
+        state.cluster,
+        state.start,
+        own,
+        steps=10,
+        max_jobs=10,
+        max_columns=100,
+        max_nodes=20,
+        lp_iterations=10_000,
+        cpu_limit_s=30.0,
+        seed=0,
+    )
+    assert done.kept == 0
+    assert np.array_equal(state.free, want[0])
+    assert np.array_equal(state.cluster, want[1])
+    assert np.array_equal(state.start, want[2])

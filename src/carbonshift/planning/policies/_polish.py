@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from carbonshift.errors import InputError, SolverError
 from carbonshift.planning.backends.highs import SolveOptions, solve
 from carbonshift.planning.lagrangian import JobClasses
 from carbonshift.planning.problem import (
@@ -257,9 +258,14 @@ def polish(
             max_nodes=max_nodes,
             mip_restart=restart,
         )
-        gain, work, proved = resolve_jobs(
-            arrays, classes, table, free, cluster, start, chosen, options
-        )
+        try:
+            gain, work, proved = resolve_jobs(
+                arrays, classes, table, free, cluster, start, chosen, options
+            )
+        except (InputError, SolverError):
+            # a model HiGHS refuses (units far out of its range) or a solver failure: the
+            # plan so far stands; the polish is an improvement, never a requirement
+            break
         spent += work + STEP_ITERATIONS
         if gain > 0:
             kept += 1
