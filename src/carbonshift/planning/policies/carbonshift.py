@@ -886,6 +886,8 @@ def carbonshift(
         stats["polish_kept"] = float(done.kept)
         stats["polish_cpu_seconds"] = done.cpu_seconds
         stats["polish_lp_iterations"] = float(done.lp_iterations)
+        if done.kept:  # as after the search: the moved windows leave holes single jobs use
+            _improve(arrays, classes, best, true_table, own, passes)
         best_key = score(best)
     n_starts = int(
         np.sum(
