@@ -67,6 +67,7 @@ def test_an_exchange_of_two_small_jobs_for_a_large_one_is_found() -> None:
     before = cs._grams(arrays, classes, state, table)
     want_g = (4 * 10.0 + 3 * 500.0) * 1.0  # kW per unit x g/kWh x 1 h
     assert before > want_g * (1 + 1e-9), "the greedy alone should miss the swap"
+    calls: list[int] = []
     done = polish(
         arrays,
         classes,
@@ -82,12 +83,17 @@ def test_an_exchange_of_two_small_jobs_for_a_large_one_is_found() -> None:
         lp_iterations=10_000,
         cpu_limit_s=30.0,
         seed=0,
+        rounds=3,
+        between=lambda: calls.append(1),
     )
     got_g = cs._grams(arrays, classes, state, table)
     assert got_g == want_g
     assert done.kept >= 1
     assert done.saved_g == pytest.approx(before - want_g)
     assert list(state.cluster) == [1, 0, 0]
+    # one window held every job and was solved to optimality: one round, then the caller's
+    # moves once, and no further rounds
+    assert calls == [1]
 
 
 @_SETTINGS

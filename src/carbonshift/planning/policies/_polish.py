@@ -25,6 +25,7 @@ HiGHS's simplex iterations, so the plan is deterministic for a seed; only the CP
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -204,27 +205,97 @@ def polish(
     seed: int,
     target_g: float | None = None,
     restart: bool = False,
+    rounds: int = 1,
+    between: Callable[[], object] | None = None,
 ) -> PolishStats:
-    """Up to ``steps`` sub-MILPs (module docstring) on the plan ``free`` / ``cluster`` /
-    ``start``, changed in place (``table``: grams per unit of weight of each shape, cluster
-    and start; ``own_best``: each job's least on-time ``table`` cost, ignoring room). Each
-    frees at most ``max_jobs`` jobs and ``max_columns`` starts and stops at ``max_nodes``
-    HiGHS nodes; the search stops once the sub-MILPs have spent ``lp_iterations`` simplex
-    iterations (the budget, the same on any machine; each sub-MILP also counts
-    :data:`STEP_ITERATIONS`), after :data:`STALL_STEPS` sub-MILPs in a row without gain,
-    once a window holding every movable job is solved to optimality, after ``cpu_limit_s``
-    seconds of this process's CPU (a guard), or when the plan's grams reach ``target_g``."""
+    """Sub-MILPs (module docstring) on the plan ``free`` / ``cluster`` / ``start``, changed
+    in place (``table``: grams per unit of weight of each shape, cluster and start;
+    ``own_best``: each job's least on-time ``table`` cost, ignoring room), in ``rounds``
+    rounds of up to ``steps`` sub-MILPs and ``lp_iterations / rounds`` simplex iterations
+    each (the budget, the same on any machine; each sub-MILP also counts
+    :data:`STEP_ITERATIONS`), the seed ``seed + round``; ``between`` (the caller's local
+    moves) runs after each round that moved jobs. Each sub-MILP frees at most ``max_jobs``
+    jobs and ``max_columns`` starts and stops at ``max_nodes`` HiGHS nodes. A round ends
+    early after :data:`STALL_STEPS` sub-MILPs in a row without gain; the search ends once a
+    window holding every movable job is solved to optimality, when no job pays above its
+    own cheapest start, when the plan's grams reach ``target_g``, on a solver failure, or
+    after ``cpu_limit_s`` seconds of this process's CPU (a guard)."""
     began = time.process_time()
-    rng = np.random.default_rng(seed)
+    total = _Tally()
+    for r in range(max(1, rounds)):
+        kept_before = total.kept
+        finished = _round(
+            arrays,
+            classes,
+            table,
+            free,
+            cluster,
+            start,
+            own_best,
+            total,
+            steps=steps,
+            max_jobs=max_jobs,
+            max_columns=max_columns,
+            max_nodes=max_nodes,
+            lp_iterations=max(1, lp_iterations // max(1, rounds)),
+            cpu_limit_s=cpu_limit_s - (time.process_time() - began),
+            rng=np.random.default_rng(seed + r),
+            target_g=target_g,
+            restart=restart,
+        )
+        if between is not None and total.kept > kept_before:
+            between()
+        if finished or time.process_time() - began >= cpu_limit_s:
+            break
+    return PolishStats(
+        steps=total.steps,
+        kept=total.kept,
+        saved_g=total.saved_g,
+        lp_iterations=total.lp_iterations,
+        cpu_seconds=time.process_time() - began,
+    )
+
+
+@dataclass(slots=True)
+class _Tally:
+    steps: int = 0
+    kept: int = 0
+    saved_g: float = 0.0
+    lp_iterations: int = 0
+
+
+def _round(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    free: FloatArray,
+    cluster: IntArray,
+    start: IntArray,
+    own_best: FloatArray,
+    total: _Tally,
+    *,
+    steps: int,
+    max_jobs: int,
+    max_columns: int,
+    max_nodes: int,
+    lp_iterations: int,
+    cpu_limit_s: float,
+    rng: np.random.Generator,
+    target_g: float | None,
+    restart: bool,
+) -> bool:
+    """One round of :func:`polish`, counted in ``total``; True when the whole search is
+    over (nothing left to gain, or a solver failure), False when the round's budget, its
+    step limit or a stall ended it."""
+    began = time.process_time()
     runtime = arrays.runtime_slots
     weight = classes.weight
-    done = kept = spent = stalled = 0
+    spent = stalled = 0
     size = max(2, max_jobs // 2)
-    saved = 0.0
     for _ in range(steps):
         left = cpu_limit_s - (time.process_time() - began)
         if left <= 0 or spent >= lp_iterations:
-            break
+            return False
         placed = cluster >= 0
         on_time = placed & (start + runtime <= arrays.deadline_slot)
         movable = on_time & ~arrays.critical & classes.on_time & np.isfinite(own_best)
@@ -232,13 +303,13 @@ def polish(
         cost = np.zeros(arrays.n_jobs)
         cost[idx] = table[classes.shape[idx], cluster[idx], start[idx]]
         if target_g is not None and float(weight[idx] @ cost[idx]) <= target_g:
-            break
+            return True
         excess = np.where(movable, weight * (cost - np.where(movable, own_best, 0.0)), 0.0)
         excess = np.where(excess > 1e-9 * np.maximum(weight * cost, 1.0), excess, 0.0)
-        total = float(excess.sum())
-        if total <= 0:
-            break  # every movable job is at its own cheapest start
-        j = int(rng.choice(excess.shape[0], p=excess / total))
+        paid = float(excess.sum())
+        if paid <= 0:
+            return True  # every movable job is at its own cheapest start
+        j = int(rng.choice(excess.shape[0], p=excess / paid))
         chosen = _window(
             arrays,
             classes,
@@ -248,7 +319,7 @@ def polish(
             size,
             max(2, max_columns * size // max_jobs),
         )
-        done += 1
+        total.steps += 1
         if chosen.shape[0] < 2:
             continue
         options = SolveOptions(
@@ -265,25 +336,20 @@ def polish(
         except (InputError, SolverError):
             # a model HiGHS refuses (units far out of its range) or a solver failure: the
             # plan so far stands; the polish is an improvement, never a requirement
-            break
+            return True
         spent += work + STEP_ITERATIONS
+        total.lp_iterations += work + STEP_ITERATIONS
         if gain > 0:
-            kept += 1
-            saved += gain
+            total.kept += 1
+            total.saved_g += gain
         if proved and chosen.shape[0] == int(movable.sum()):
-            break  # every movable job was free and the answer is optimal: nothing to gain
+            return True  # every movable job was free and the answer is optimal
         stalled = 0 if gain > 0 else stalled + 1
         if stalled >= STALL_STEPS:
-            break
+            return False
         # windows grow while their sub-MILPs are cheap and shrink while they are dear
         if work > 2 * STEP_TARGET:
             size = max(2, size * 3 // 4)
         elif work < STEP_TARGET // 2:
             size = min(max_jobs, size + max(1, size // 4))
-    return PolishStats(
-        steps=done,
-        kept=kept,
-        saved_g=saved,
-        lp_iterations=spent,
-        cpu_seconds=time.process_time() - began,
-    )
+    return False

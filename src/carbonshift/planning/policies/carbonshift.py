@@ -70,6 +70,11 @@ _SMALL_JOBS = 3000
 #: The search's budget grows with the jobs up to this many, then stays (about 0.6 s of CPU).
 _SEARCH_JOBS = 1000
 
+#: The polish runs in this many rounds, each with a third of its budget, with re-insertion
+#: passes between them (16 instances of bench/planner.md: better on 11, worse on 5 than one
+#: round with the passes after it).
+_POLISH_ROUNDS = 3
+
 
 @dataclass(slots=True)
 class _State:
@@ -881,13 +886,14 @@ def carbonshift(
             cpu_limit_s=polish_cpu_s,
             seed=search_seed,
             target_g=None if lower is None else lower * (1 + 1e-3),
+            rounds=_POLISH_ROUNDS,
+            # as after the search: the re-planned windows leave holes single jobs can use
+            between=lambda: _improve(arrays, classes, best, true_table, own, passes),
         )
         stats["polish_steps"] = float(done.steps)
         stats["polish_kept"] = float(done.kept)
         stats["polish_cpu_seconds"] = done.cpu_seconds
         stats["polish_lp_iterations"] = float(done.lp_iterations)
-        if done.kept:  # as after the search: the moved windows leave holes single jobs use
-            _improve(arrays, classes, best, true_table, own, passes)
         best_key = score(best)
     n_starts = int(
         np.sum(
