@@ -70,9 +70,11 @@ _SMALL_JOBS = 3000
 #: The search's budget grows with the jobs up to this many, then stays (about 0.6 s of CPU).
 _SEARCH_JOBS = 1000
 
-#: The polish runs in this many rounds, each with a third of its budget, with re-insertion
-#: passes between them (16 instances of bench/planner.md: better on 11, worse on 5 than one
-#: round with the passes after it).
+#: The polish runs in this many rounds, each with a third of its budget and its own seed,
+#: with re-insertion passes between them. Against one round with the passes after it, on
+#: the 21 instances of bench/planner.md where it ran (2026-11-26 (b)): better on 12, worse
+#: on 9, by less than the spread between seeds; kept for the caspian family (0.27-0.81 %
+#: against 0.32-0.86 %), a wash elsewhere.
 _POLISH_ROUNDS = 3
 
 
