@@ -234,6 +234,12 @@ POLICIES: dict[str, PolicySpec] = {
                     exact_time_limit_s=p.get_float("exact_time_limit_s"),
                     search_factor=p.get_float("search_factor"),
                     search_seed=p.get_int("search_seed"),
+                    polish_steps=p.get_int("polish_steps"),
+                    polish_jobs=p.get_int("polish_jobs"),
+                    polish_columns=p.get_int("polish_columns"),
+                    polish_nodes=p.get_int("polish_nodes"),
+                    polish_lp_iterations=p.get_int("polish_lp_iterations"),
+                    polish_cpu_s=p.get_float("polish_cpu_s"),
                 ),
             ),
             (
@@ -281,7 +287,35 @@ POLICIES: dict[str, PolicySpec] = {
                     "ruin-and-recreate: placements tried per job (of at most 1,000; 0: off)",
                     0,
                 ),
-                ParamSpec("search_seed", int, 0, "seed of the ruin-and-recreate search", 0),
+                ParamSpec("search_seed", int, 0, "seed of the ruin-and-recreate and the polish", 0),
+                ParamSpec(
+                    "polish_steps",
+                    int,
+                    200,
+                    "MIP neighbourhood search after the ruin-and-recreate: sub-MILPs of a "
+                    "window of jobs re-planned exactly (up to 3,000 jobs; 0: off)",
+                    0,
+                ),
+                ParamSpec("polish_jobs", int, 40, "most jobs freed per sub-MILP", 2),
+                ParamSpec("polish_columns", int, 1600, "most on-time starts per sub-MILP", 2),
+                ParamSpec("polish_nodes", int, 20, "HiGHS branch-and-bound nodes per sub-MILP", 1),
+                ParamSpec(
+                    "polish_lp_iterations",
+                    int,
+                    15_000,
+                    "budget of the neighbourhood search: HiGHS simplex iterations over its "
+                    "sub-MILPs, 100 more per sub-MILP (the same on any machine; 1-3 s of CPU "
+                    "at 100-1,000 jobs)",
+                    0,
+                ),
+                ParamSpec(
+                    "polish_cpu_s",
+                    float,
+                    10.0,
+                    "guard on the neighbourhood search's CPU seconds (where it binds, the plan "
+                    "depends on the machine)",
+                    0.001,
+                ),
                 ParamSpec(
                     "reserve_future_demand",
                     float,

@@ -61,12 +61,16 @@ AUTO_VERTEX_MAX_COLUMNS = 50_000
 @dataclass(frozen=True, slots=True)
 class SolveOptions:
     """``time_limit_s`` (seconds, wall), ``mip_gap`` (relative), ``threads`` (1 keeps runs
-    reproducible and leaves cores to others). ``presolve``, ``scaling`` (HiGHS's own simplex
-    scaling) and ``row_scaling`` (ours: each row by the power of two that brings its largest
-    coefficient near 1, so that HiGHS's absolute tolerances act relative to the row) may be
-    turned off for a model scaled by construction on which they cost more than they save
-    (the class LP's flow form, planning/aggregate.py: trace 10,000 jobs, 1.3 s of dual
-    simplex with them against 0.4 s without)."""
+    reproducible and leaves cores to others), ``max_nodes`` (MILP branch-and-bound nodes;
+    None: no limit; a limit that binds before the time limit keeps the answer independent
+    of the machine's load), ``mip_restart`` (whether HiGHS may restart a MILP's search after
+    fixing columns at the root: off, small MILPs solve several times faster, measured).
+    ``presolve``, ``scaling`` (HiGHS's own simplex scaling) and ``row_scaling`` (ours: each
+    row by the power of two that brings its largest coefficient near 1, so that HiGHS's
+    absolute tolerances act relative to the row) may be turned off for a model scaled by
+    construction on which they cost more than they save (the class LP's flow form,
+    planning/aggregate.py: trace 10,000 jobs, 1.3 s of dual simplex with them against 0.4 s
+    without)."""
 
     integer: bool = False
     method: LpMethod = LpMethod.CHOOSE
@@ -76,6 +80,8 @@ class SolveOptions:
     presolve: bool = True
     scaling: bool = True
     row_scaling: bool = True
+    max_nodes: int | None = None
+    mip_restart: bool = True
 
     def __post_init__(self) -> None:
         if not self.time_limit_s > 0:
@@ -89,10 +95,12 @@ class Solution:
     """A back end's answer. ``values`` is empty unless the status is OPTIMAL or FEASIBLE.
 
     ``bound`` is the proved bound on the objective (the LP optimum, or the MILP dual bound);
-    ``gap`` the relative MIP gap HiGHS reports (0 for an LP at optimum). ``reduced_costs``
-    and ``row_duals`` (LP only, when HiGHS has a dual solution; else empty): per column and
-    per row of the model as given (our row scaling undone), in the objective's units,
-    HiGHS's sign convention (reduced cost ``c - A^T y``, row dual ``y``).
+    ``gap`` the relative MIP gap HiGHS reports (0 for an LP at optimum); ``lp_iterations``
+    the simplex iterations spent (a MILP's over all its LPs): a measure of work that, with
+    one thread, does not depend on the machine. ``reduced_costs`` and ``row_duals`` (LP
+    only, when HiGHS has a dual solution; else empty): per column and per row of the model
+    as given (our row scaling undone), in the objective's units, HiGHS's sign convention
+    (reduced cost ``c - A^T y``, row dual ``y``).
     """
 
     status: SolveStatus
@@ -104,6 +112,7 @@ class Solution:
     detail: str = ""
     reduced_costs: FloatArray = field(default_factory=lambda: np.zeros(0))
     row_duals: FloatArray = field(default_factory=lambda: np.zeros(0))
+    lp_iterations: int = 0
 
 
 _STATUS = {
@@ -246,8 +255,13 @@ def _cost_scale(objective: FloatArray) -> float:
     return float(2.0 ** -math.ceil(math.log2(largest / _LARGEST_COST)))
 
 
-def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
-    """Solve ``lp`` (as a MILP when ``options.integer``) and map the outcome to our status."""
+def solve(
+    lp: LinearProgram, options: SolveOptions | None = None, *, start: FloatArray | None = None
+) -> Solution:
+    """Solve ``lp`` (as a MILP when ``options.integer``) and map the outcome to our status.
+
+    ``start``: a feasible value of every column, handed to HiGHS as the MILP's first
+    incumbent (ignored for an LP), so that the answer is never worse than it."""
     options = options or SolveOptions()
     began = time.perf_counter()
     n_col = lp.n_columns
@@ -266,6 +280,10 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
         highs.setOptionValue("simplex_scale_strategy", 0)
     if options.integer:
         highs.setOptionValue("mip_rel_gap", float(options.mip_gap))
+        if options.max_nodes is not None:
+            highs.setOptionValue("mip_max_nodes", int(options.max_nodes))
+        if not options.mip_restart:
+            highs.setOptionValue("mip_allow_restart", False)
     elif options.method is LpMethod.IPM or (
         options.method is LpMethod.AUTO and n_col > AUTO_VERTEX_MAX_COLUMNS
     ):
@@ -311,6 +329,13 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
             f"HiGHS refused the model ({n_col} columns) with {_ranges(lp)}; "
             "rescale units so that these lie within 1e-9..1e12"
         )
+    if options.integer and start is not None:
+        if start.shape != (n_col,):
+            raise InputError(f"start has shape {start.shape}; give one value per column ({n_col})")
+        given = highspy.HighsSolution()
+        given.col_value = np.ascontiguousarray(start, dtype=np.float64)
+        given.value_valid = True
+        highs.setSolution(given)
     highs.run()
     model_status = highs.getModelStatus()
     info = highs.getInfo()
@@ -359,4 +384,5 @@ def solve(lp: LinearProgram, options: SolveOptions | None = None) -> Solution:
         detail=highs.modelStatusToString(model_status),
         reduced_costs=reduced,
         row_duals=row_duals,
+        lp_iterations=max(0, int(info.simplex_iteration_count)),
     )

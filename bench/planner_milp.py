@@ -1,0 +1,80 @@
+"""The exact MILP of the ``carbonshift`` objective (issue 13: what is attainable).
+
+Every on-time start of every job, one start per job, capacity per cluster, resource and
+slot, least operational + embodied grams; integral starts, solved by HiGHS (one thread)
+under a time limit. Prints one JSON row per instance: the LP optimum, the MILP incumbent,
+its dual bound, and ``carbonshift``'s plan, each as grams and % above the LP.
+
+Run: ``python bench/planner_milp.py FAMILY N SEED [TIME_LIMIT_S]`` (bench_planner families).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_planner import build, exact_lp
+
+
+def milp(family: str, n_jobs: int, seed: int, time_limit_s: float) -> dict[str, object]:
+    from carbonshift.domain import score_plan
+    from carbonshift.planning import run_policy
+    from carbonshift.planning.backends.highs import SolveOptions, solve
+    from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
+    from carbonshift.planning.problem import arrays_of, build_problem, on_time_program
+
+    inst = build(family, n_jobs, seed)
+    lp, _, _ = exact_lp(inst, 600.0)
+    began = time.process_time()
+    plan = run_policy("carbonshift", inst, {})
+    plan_cpu_s = time.process_time() - began
+    plan_g = score_plan(inst, plan.plan).carbon_g
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    problem = build_problem(arrays, on_time_only=True)
+    starts = problem.starts
+    # the planner's own grams per start: the shape table at (shape, cluster, start) x weight
+    grams = (
+        table[classes.shape[starts.job], starts.cluster, starts.start_slot]
+        * (classes.weight[starts.job])
+    )
+    began = time.perf_counter()
+    sol = solve(
+        on_time_program(problem, grams),
+        SolveOptions(integer=True, time_limit_s=time_limit_s, mip_gap=1e-4),
+    )
+    wall = time.perf_counter() - began
+    incumbent = sol.objective if sol.values.size else None
+
+    def pct(v: float | None) -> float | None:
+        return None if v is None or lp is None else round(100 * (v - lp) / lp, 3)
+
+    return {
+        "family": family,
+        "jobs": n_jobs,
+        "seed": seed,
+        "columns": len(starts),
+        "lp_g": lp,
+        "milp_status": sol.status.value,
+        "milp_incumbent_g": incumbent,
+        "milp_dual_bound_g": sol.bound,
+        "milp_s": round(wall, 1),
+        "incumbent_above_lp_pct": pct(incumbent),
+        "dual_bound_above_lp_pct": pct(sol.bound if np.isfinite(sol.bound) else None),
+        "carbonshift_g": plan_g,
+        "carbonshift_above_lp_pct": pct(plan_g),
+        "carbonshift_cpu_s": round(plan_cpu_s, 2),
+    }
+
+
+if __name__ == "__main__":
+    fam, n, sd = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    limit = float(sys.argv[4]) if len(sys.argv) > 4 else 120.0
+    print(json.dumps(milp(fam, n, sd, limit)), flush=True)

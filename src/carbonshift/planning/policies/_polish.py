@@ -1,0 +1,355 @@
+"""MIP neighbourhood search on a ``carbonshift`` plan (issue 13, quality).
+
+The greedy, its re-insertions and the ruin and recreate move a few jobs at a time; on
+congested instances the grams left above the bound sit in exchanges of many jobs at once.
+Each step here frees a window of jobs (their starts open, every other job kept where it
+is) and solves their exact problem on the room the others leave: a small time-indexed MILP
+(every on-time start of a freed job, capacity per cluster, resource and slot, least grams)
+by HiGHS, with the current starts as its first incumbent; the answer is kept when it has
+fewer grams. Fix-and-optimise large neighbourhood search (Shaw 1998; Danna, Rothberg and
+Le Pape 2005, whose RINS is what finds HiGHS's improvements inside each sub-MILP).
+
+The window: a job drawn with probability proportional to the grams it pays above its own
+cheapest on-time start, and the movable jobs whose on-time spans overlap its span most
+(then nearest; random ties), up to a size that starts at half ``max_jobs`` (and as many
+starts in proportion to ``max_columns``) and adapts to the work the last sub-MILP took.
+
+Every step keeps capacity (the sub-MILP's rows are the room left, and each job is put back
+only where :data:`CAPACITY_TOLERANCE` says it fits), keeps every freed job on time (only
+on-time starts are columns; only on-time jobs are freed) and never raises grams (kept only
+when grams fall). HiGHS's node limit ends each sub-MILP and the search's budget counts
+HiGHS's simplex iterations, so the plan is deterministic for a seed; only the CPU guard
+``cpu_limit_s``, where it binds first, makes it depend on the machine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from carbonshift.errors import InputError, SolverError
+from carbonshift.planning.backends.highs import SolveOptions, solve
+from carbonshift.planning.lagrangian import JobClasses
+from carbonshift.planning.problem import (
+    CAPACITY_TOLERANCE,
+    InstanceArrays,
+    build_problem,
+    on_time_program,
+)
+from carbonshift.planning.types import SolveStatus
+
+__all__ = ["PolishStats", "polish", "resolve_jobs"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Each sub-MILP also counts this many simplex iterations against the budget, for building
+#: and loading it (about what a small sub-MILP's set-up costs in CPU, measured).
+STEP_ITERATIONS = 100
+
+#: The windows' size adapts so that a sub-MILP spends about this many simplex iterations:
+#: on instances whose sub-MILPs are hard (large jobs on little capacity) many small
+#: windows gain more within the budget than a few large ones (measured on caspian and
+#: CJPS); the adaptation reads iteration counts only, so it is the same on any machine.
+STEP_TARGET = 600
+
+#: The search stops after this many sub-MILPs in a row that gained nothing.
+STALL_STEPS = 40
+
+
+@dataclass(frozen=True, slots=True)
+class PolishStats:
+    """What :func:`polish` did: sub-MILPs solved, those kept, grams saved, HiGHS's LP
+    iterations and CPU seconds."""
+
+    steps: int
+    kept: int
+    saved_g: float
+    lp_iterations: int
+    cpu_seconds: float
+
+
+def _use(arrays: InstanceArrays, free: FloatArray, j: int, m: int, s: int, sign: float) -> None:
+    r = int(arrays.runtime_slots[j])
+    free[m, :, s : s + r] += sign * arrays.demand_units[j][:, None]
+
+
+def _fits(arrays: InstanceArrays, free: FloatArray, j: int, m: int, s: int) -> bool:
+    r = int(arrays.runtime_slots[j])
+    window = free[m, :, s : s + r]
+    return bool(np.all(window + CAPACITY_TOLERANCE >= arrays.demand_units[j][:, None]))
+
+
+def resolve_jobs(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    free: FloatArray,
+    cluster: IntArray,
+    start: IntArray,
+    freed: IntArray,
+    options: SolveOptions,
+) -> tuple[float, int, bool]:
+    """Re-plan the jobs ``freed`` (placed, on time) exactly on the room the others leave:
+    least ``table`` grams (per unit of weight of each shape, cluster and start) over their
+    on-time starts. Applied to ``free`` / ``cluster`` / ``start`` when the sub-MILP finds
+    fewer grams. Returns the grams saved (0: nothing changed), HiGHS's LP iterations, and
+    whether HiGHS proved its answer optimal."""
+    for j in freed:
+        _use(arrays, free, int(j), int(cluster[j]), int(start[j]), +1.0)
+    try:
+        return _resolve(arrays, classes, table, free, cluster, start, freed, options)
+    finally:  # the freed jobs' cells are held again, at their old or new starts
+        for j in freed:
+            _use(arrays, free, int(j), int(cluster[j]), int(start[j]), -1.0)
+
+
+def _resolve(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    free: FloatArray,
+    cluster: IntArray,
+    start: IntArray,
+    freed: IntArray,
+    options: SolveOptions,
+) -> tuple[float, int, bool]:
+    sub = replace(
+        arrays,
+        demand_units=arrays.demand_units[freed],
+        runtime_slots=arrays.runtime_slots[freed],
+        release_slot=arrays.release_slot[freed],
+        deadline_slot=arrays.deadline_slot[freed],
+        critical=np.zeros(freed.shape[0], dtype=bool),
+        allowed=arrays.allowed[freed],
+        free_units=np.maximum(free, 0.0),
+    )
+    problem = build_problem(sub, on_time_only=True)
+    starts = problem.starts
+    job = freed[starts.job]
+    grams = table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
+    current = (starts.cluster == cluster[job]) & (starts.start_slot == start[job])
+    if int(current.sum()) != freed.shape[0]:
+        return 0.0, 0, False  # some freed job is not at an on-time start: not ours to move
+    solution = solve(on_time_program(problem, grams), options, start=current.astype(np.float64))
+    work = solution.lp_iterations
+    proved = solution.status is SolveStatus.OPTIMAL
+    if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+        return 0.0, work, False
+    chosen = np.flatnonzero(solution.values > 0.5)
+    if not np.array_equal(np.sort(starts.job[chosen]), np.arange(freed.shape[0])):
+        return 0.0, work, proved
+    before = float(grams[current].sum())
+    gain = before - float(grams[chosen].sum())
+    if not gain > 1e-9 * max(before, 1.0):
+        return 0.0, work, proved
+    # check every new start against our own tolerance before taking it
+    trial = free.copy()
+    for col in chosen:
+        j, m, s = int(job[col]), int(starts.cluster[col]), int(starts.start_slot[col])
+        if not _fits(arrays, trial, j, m, s):
+            return 0.0, work, proved
+        _use(arrays, trial, j, m, s, -1.0)
+    cluster[job[chosen]] = starts.cluster[chosen]
+    start[job[chosen]] = starts.start_slot[chosen]
+    return gain, work, proved
+
+
+def _window(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    movable: BoolArray,
+    j: int,
+    rng: np.random.Generator,
+    max_jobs: int,
+    max_columns: int,
+) -> IntArray:
+    """Job ``j`` and the movable jobs whose on-time spans overlap its span most, then lie
+    nearest (random ties), up to ``max_jobs`` jobs and ``max_columns`` on-time starts."""
+    runtime = arrays.runtime_slots
+    first = classes.lo.astype(float)
+    last = (classes.hi + runtime).astype(float)
+    lo_j, hi_j = float(first[j]), float(last[j])
+    overlap = np.maximum(np.minimum(last, hi_j) - np.maximum(first, lo_j), 0.0)
+    distance = np.abs((first + last) / 2.0 - (lo_j + hi_j) / 2.0) - overlap
+    distance = distance + rng.random(arrays.n_jobs) * 0.5
+    distance[~movable] = np.inf
+    distance[j] = -np.inf
+    order = np.argsort(distance, kind="stable")[:max_jobs]
+    order = order[np.isfinite(distance[order]) | (order == j)]
+    options = ((classes.hi - classes.lo + 1) * arrays.allowed.sum(axis=1))[order]
+    chosen: IntArray = np.sort(order[np.cumsum(options) <= max_columns])
+    return chosen
+
+
+def polish(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    free: FloatArray,
+    cluster: IntArray,
+    start: IntArray,
+    own_best: FloatArray,
+    *,
+    steps: int,
+    max_jobs: int,
+    max_columns: int,
+    max_nodes: int,
+    lp_iterations: int,
+    cpu_limit_s: float,
+    seed: int,
+    target_g: float | None = None,
+    restart: bool = False,
+    rounds: int = 1,
+    between: Callable[[], object] | None = None,
+) -> PolishStats:
+    """Sub-MILPs (module docstring) on the plan ``free`` / ``cluster`` / ``start``, changed
+    in place (``table``: grams per unit of weight of each shape, cluster and start;
+    ``own_best``: each job's least on-time ``table`` cost, ignoring room), in ``rounds``
+    rounds of up to ``steps`` sub-MILPs and ``lp_iterations / rounds`` simplex iterations
+    each (the budget, the same on any machine; each sub-MILP also counts
+    :data:`STEP_ITERATIONS`), the seed ``seed + round``; ``between`` (the caller's local
+    moves) runs after each round that moved jobs. Each sub-MILP frees at most ``max_jobs``
+    jobs and ``max_columns`` starts and stops at ``max_nodes`` HiGHS nodes. A round ends
+    early after :data:`STALL_STEPS` sub-MILPs in a row without gain; the search ends once a
+    window holding every movable job is solved to optimality, when no job pays above its
+    own cheapest start, when the plan's grams reach ``target_g``, on a solver failure, or
+    after ``cpu_limit_s`` seconds of this process's CPU (a guard)."""
+    began = time.process_time()
+    total = _Tally()
+    for r in range(max(1, rounds)):
+        kept_before = total.kept
+        finished = _round(
+            arrays,
+            classes,
+            table,
+            free,
+            cluster,
+            start,
+            own_best,
+            total,
+            steps=steps,
+            max_jobs=max_jobs,
+            max_columns=max_columns,
+            max_nodes=max_nodes,
+            lp_iterations=max(1, lp_iterations // max(1, rounds)),
+            cpu_limit_s=cpu_limit_s - (time.process_time() - began),
+            rng=np.random.default_rng(seed + r),
+            target_g=target_g,
+            restart=restart,
+        )
+        if between is not None and total.kept > kept_before:
+            between()
+        if finished or time.process_time() - began >= cpu_limit_s:
+            break
+    return PolishStats(
+        steps=total.steps,
+        kept=total.kept,
+        saved_g=total.saved_g,
+        lp_iterations=total.lp_iterations,
+        cpu_seconds=time.process_time() - began,
+    )
+
+
+@dataclass(slots=True)
+class _Tally:
+    steps: int = 0
+    kept: int = 0
+    saved_g: float = 0.0
+    lp_iterations: int = 0
+
+
+def _round(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    free: FloatArray,
+    cluster: IntArray,
+    start: IntArray,
+    own_best: FloatArray,
+    total: _Tally,
+    *,
+    steps: int,
+    max_jobs: int,
+    max_columns: int,
+    max_nodes: int,
+    lp_iterations: int,
+    cpu_limit_s: float,
+    rng: np.random.Generator,
+    target_g: float | None,
+    restart: bool,
+) -> bool:
+    """One round of :func:`polish`, counted in ``total``; True when the whole search is
+    over (nothing left to gain, or a solver failure), False when the round's budget, its
+    step limit or a stall ended it."""
+    began = time.process_time()
+    runtime = arrays.runtime_slots
+    weight = classes.weight
+    spent = stalled = 0
+    size = max(2, max_jobs // 2)
+    for _ in range(steps):
+        left = cpu_limit_s - (time.process_time() - began)
+        if left <= 0 or spent >= lp_iterations:
+            return False
+        placed = cluster >= 0
+        on_time = placed & (start + runtime <= arrays.deadline_slot)
+        movable = on_time & ~arrays.critical & classes.on_time & np.isfinite(own_best)
+        idx = np.flatnonzero(placed)
+        cost = np.zeros(arrays.n_jobs)
+        cost[idx] = table[classes.shape[idx], cluster[idx], start[idx]]
+        if target_g is not None and float(weight[idx] @ cost[idx]) <= target_g:
+            return True
+        excess = np.where(movable, weight * (cost - np.where(movable, own_best, 0.0)), 0.0)
+        excess = np.where(excess > 1e-9 * np.maximum(weight * cost, 1.0), excess, 0.0)
+        paid = float(excess.sum())
+        if paid <= 0:
+            return True  # every movable job is at its own cheapest start
+        j = int(rng.choice(excess.shape[0], p=excess / paid))
+        chosen = _window(
+            arrays,
+            classes,
+            movable,
+            j,
+            rng,
+            size,
+            max(2, max_columns * size // max_jobs),
+        )
+        total.steps += 1
+        if chosen.shape[0] < 2:
+            continue
+        options = SolveOptions(
+            integer=True,
+            time_limit_s=max(0.05, left),  # a guard; the node limit ends a sub-MILP
+            mip_gap=1e-6,
+            max_nodes=max_nodes,
+            mip_restart=restart,
+        )
+        try:
+            gain, work, proved = resolve_jobs(
+                arrays, classes, table, free, cluster, start, chosen, options
+            )
+        except (InputError, SolverError):
+            # a model HiGHS refuses (units far out of its range) or a solver failure: the
+            # plan so far stands; the polish is an improvement, never a requirement
+            return True
+        spent += work + STEP_ITERATIONS
+        total.lp_iterations += work + STEP_ITERATIONS
+        if gain > 0:
+            total.kept += 1
+            total.saved_g += gain
+        if proved and chosen.shape[0] == int(movable.sum()):
+            return True  # every movable job was free and the answer is optimal
+        stalled = 0 if gain > 0 else stalled + 1
+        if stalled >= STALL_STEPS:
+            return False
+        # windows grow while their sub-MILPs are cheap and shrink while they are dear
+        if work > 2 * STEP_TARGET:
+            size = max(2, size * 3 // 4)
+        elif work < STEP_TARGET // 2:
+            size = min(max_jobs, size + max(1, size // 4))
+    return False
