@@ -558,25 +558,23 @@ class InventoryPhase(HubState):
                     candidates.append((kind, o))
                 elif adapter is APPWRAPPER:
                     await self._note_ungated(o, now)
-        if self._reads_at != now:
-            self._reads, self._reads_at = {}, now
         reads: dict[tuple[str, ...], HubWorkload | NotHeld] = {}
         for kind, obj in candidates:
             meta = obj["metadata"]
+            owners = [
+                (by_uid.get(str(ref.get("uid"))) or {"metadata": {}})["metadata"]
+                for ref in meta.get("ownerReferences") or []
+            ]
             # the same version of an object (and of the Jobs it names as owners) reads the
-            # same within a pass: the pipeline collects three times, each from the cache
+            # same: the pipeline collects three times a pass, and most objects do not change
+            # between passes. The time matters only to an object without a creation time.
+            timeless = all(m.get("creationTimestamp") for m in (meta, *owners))
             version = (
                 kind,
                 str(meta.get("uid")),
                 str(meta.get("resourceVersion")),
-                *(
-                    str(
-                        (by_uid.get(str(ref.get("uid"))) or {"metadata": {}})["metadata"].get(
-                            "resourceVersion"
-                        )
-                    )
-                    for ref in meta.get("ownerReferences") or []
-                ),
+                *(str(m.get("resourceVersion")) for m in owners),
+                "" if timeless else now.isoformat(),
             )
             seen = self._reads.get(version)
             try:

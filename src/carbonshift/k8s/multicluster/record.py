@@ -113,8 +113,7 @@ class HubState:
     _caches: dict[str, Informer]
     """The hub's watch-fed caches of its objects, by collection path."""
     _reads: dict[tuple[str, ...], HubWorkload | NotHeld]
-    """What :meth:`InventoryPhase._collect` read from each object version at ``_reads_at``."""
-    _reads_at: datetime | None = None
+    """What :meth:`InventoryPhase._collect` read from each object version it saw last."""
     _check_names: frozenset[str] = frozenset()
     """Names of the Kueue AdmissionChecks this hub answers (found each pass)."""
 
