@@ -125,6 +125,7 @@ class HubController(InventoryPhase, ActPhase):
         self.counters = HubCounters()
         self._inventory: dict[str, Obj] = {}
         self._caches: dict[str, Informer] = {}
+        self._absent: set[str] = set()
         self._reads: dict[tuple[str, ...], HubWorkload | NotHeld] = {}
         self._demands: dict[tuple[str, str], dict[str, float] | None] = {}
         """One pod's demand of each held object version at the last plan."""
@@ -328,6 +329,7 @@ class HubController(InventoryPhase, ActPhase):
     async def _reconcile_once(self) -> HubRound | None:
         now = self.clock.now()
         self.last_phase_s = {}
+        self._absent = set()
         with self._phase("inventory"):  # 1
             await self._refresh_spokes(now)
             await self._refresh_checks(now)

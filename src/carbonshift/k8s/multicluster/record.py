@@ -112,6 +112,8 @@ class HubState:
     _inventory: dict[str, Obj]
     _caches: dict[str, Informer]
     """The hub's watch-fed caches of its objects, by collection path."""
+    _absent: set[str]
+    """Collections the hub found not installed this pass."""
     _reads: dict[tuple[str, ...], HubWorkload | NotHeld]
     """What :meth:`InventoryPhase._collect` read from each object version it saw last."""
     _check_names: frozenset[str] = frozenset()
@@ -147,8 +149,10 @@ class HubState:
     async def _cached(self, adapter: HubKind) -> list[Obj] | None:
         """The hub objects of ``adapter``'s kind as the hub's watch on them keeps them (the
         first call lists them and starts the watch; a failed watch relists on its own); None
-        while the kind is not installed on the hub (asked again next pass)."""
+        while the kind is not installed on the hub (asked again next pass, once)."""
         path = adapter.path()
+        if path in self._absent:
+            return None
         informer = self._caches.get(path)
         if informer is None:
             informer = Informer(self.hub, path, kind=adapter.kind, api_version=adapter.api_version)
@@ -157,6 +161,7 @@ class HubState:
             try:
                 await informer.relist()
             except NotFoundError:
+                self._absent.add(path)
                 return None
             informer.start(self.clock.backoff)
         return list(informer.items.values())
