@@ -10,8 +10,9 @@ CarbonCluster and kubeconfig Secret per spoke (zones of bench/bench_hub.py). The
 clock one 60-min slot.
 
 Per reconcile: the controller process's CPU seconds (``time.process_time``), wall seconds,
-API requests by cluster (hub / spokes) and verb (counted at ``ApiKube._send``), workloads
-released to spokes; peak RSS of the process after the run.
+API requests by cluster (hub / spokes) and verb (counted at ``ApiKube._send``; a watch is one
+request however long it streams), workloads released to spokes; peak RSS of the process
+after creating the Jobs (the driver's share), after each reconcile and after the run.
 
 Run: ``.venv/bin/python bench/bench_hub_live.py --jobs 10000 --spokes 10 --periods 2``.
 Recorded in bench/hub.md. ``python -m bench hub_live`` runs a small default (200 Jobs, 3
@@ -154,6 +155,7 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
 
         await asyncio.gather(*(make(i) for i in range(jobs)))
         _progress(f"created {jobs} hub Jobs in {time.perf_counter() - t0:.1f} s")
+        driver_rss_mb = _peak_rss_mb()  # the driver's share, before the controller exists
         config = HubConfig.model_validate(
             {"planning": {"policy": policy, "forecast": "seasonal-day"}}
         )
@@ -181,6 +183,7 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                     "released": 0
                     if round_ is None
                     else sum(1 for d in round_.decisions.values() if d.start_now),
+                    "peak_rss_mb_so_far": _peak_rss_mb(),
                 }
                 rows.append(row)
                 _progress(f"{row['name']}: {row}")
@@ -196,8 +199,13 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
         "spokes": spokes,
         "policy": policy,
         "rows": rows,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "peak_rss_mb_after_creating_jobs": driver_rss_mb,
+        "peak_rss_mb": _peak_rss_mb(),
     }
+
+
+def _peak_rss_mb() -> int:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def _progress(message: str) -> None:

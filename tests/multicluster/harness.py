@@ -21,7 +21,9 @@ import yaml
 
 from carbonshift.k8s.client import connect
 from carbonshift.k8s.clock import ExternalClock
+from carbonshift.k8s.informer import namespaced_key
 from carbonshift.k8s.intent import HUB_LABEL
+from carbonshift.k8s.keys import HUB_UID_LABEL
 from carbonshift.k8s.multicluster import HubConfig, HubController
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.workloads import HOLD_GATE, QUEUE_LABEL
@@ -89,11 +91,52 @@ class Fleet:
                 for kube in self.kubes:
                     await kube.settle_async()
 
+    async def caught_up(self) -> None:
+        """Wait until the hub controller's watch-fed caches hold every hub object and spoke
+        copy at the server's version (watch events arrive when they arrive; a pass reads the
+        caches as they are, so a test that asserts on one pass waits for them first)."""
+        controller = self.controller
+        if controller is None:
+            return
+        behind: list[str] = []
+        for _ in range(1000):
+            pairs = [
+                (self.hub, informer, None)
+                for informer in controller._caches.values()
+                if informer.running and not informer.failing  # a pass relists a failed one
+            ] + [
+                (self.spokes[name], spoke.copies, HUB_UID_LABEL)
+                for name, spoke in controller.spokes.items()
+                if spoke.copies is not None
+                and spoke.copies.running
+                and not spoke.copies.failing
+                and name in self.spokes
+            ]
+            behind = []
+            for kube, informer, label in pairs:
+                listed = await asyncio.to_thread(
+                    kube.list, informer.kind, None, informer.api_version
+                )
+                want = {
+                    namespaced_key(o): o["metadata"]["resourceVersion"]
+                    for o in listed
+                    if label is None or label in (o["metadata"].get("labels") or {})
+                }
+                have = {k: o["metadata"].get("resourceVersion") for k, o in informer.items.items()}
+                if want != have:
+                    diff = sorted(set(want.items()) ^ set(have.items()))[:4]
+                    behind.append(f"{informer.path} {label or ''}: {diff}")
+            if not behind:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"the hub's caches stayed behind: {behind}")
+
     async def step(self, minutes: float) -> None:
         for kube in self.kubes:
             await kube.advance_async(minutes=minutes)
         await self.settle()
         if self.controller is not None:
+            await self.caught_up()
             await self.controller.reconcile()
         await self.settle()
 

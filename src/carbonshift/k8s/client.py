@@ -165,7 +165,7 @@ class Kube(Protocol):
 
     async def patch(self, path: str, body: Any, content_type: str = MERGE_PATCH) -> Obj: ...
 
-    def watch(self, path: str, resource_version: str) -> AsyncIterator[Obj]: ...
+    def watch(self, path: str, resource_version: str, **query: str) -> AsyncIterator[Obj]: ...
 
 
 class ApiKube:
@@ -292,14 +292,16 @@ class ApiKube:
         query = {"fieldManager": field_manager, "force": "true" if force else "false"}
         return await self._call("PATCH", path, query=query, body=body, content_type=APPLY_PATCH)
 
-    async def watch(self, path: str, resource_version: str) -> AsyncIterator[Obj]:
-        """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks.
+    async def watch(self, path: str, resource_version: str, **query: str) -> AsyncIterator[Obj]:
+        """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks
+        (``query``: e.g. ``labelSelector``).
 
         Ends when the server closes the stream; an ``ERROR`` event with code 410 (or a 410
         answer) raises :class:`GoneError`; other failures raise :class:`KubeError` or
         :class:`~carbonshift.errors.TemporaryError`.
         """
         query = {
+            **query,
             "watch": "true",
             "resourceVersion": resource_version,
             "allowWatchBookmarks": "true",

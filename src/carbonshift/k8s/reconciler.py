@@ -33,7 +33,6 @@ from typing import Any
 from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
 from carbonshift.k8s.client import (
     ConflictError,
-    GoneError,
     InvalidError,
     Kube,
     KubeError,
@@ -41,6 +40,7 @@ from carbonshift.k8s.client import (
 )
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.informer import Informer, older
 from carbonshift.k8s.intent import (
     CRITICAL,
     MANAGED_LABEL,
@@ -125,17 +125,7 @@ def _key(obj: Obj) -> str:
     return f"{obj.get('kind')}/{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def _older(obj: Obj, than: Obj | None) -> bool:
-    """Whether ``obj`` is an older version of the same object than ``than`` (resourceVersions
-    are etcd revisions: integers; anything else counts as not older)."""
-    if than is None:
-        return False
-    try:
-        mine = int((obj.get("metadata") or {}).get("resourceVersion", ""))
-        theirs = int((than.get("metadata") or {}).get("resourceVersion", ""))
-    except ValueError:
-        return False
-    return mine < theirs
+_older = older  # the resourceVersion guard lives with the caches (carbonshift.k8s.informer)
 
 
 def _state_label(annotations: Mapping[str, str]) -> Obj:
@@ -205,9 +195,19 @@ class Controller:
         self.clock = clock
         self.metrics = metrics or Metrics()
         self.source = source or carbon_source_for(config)
-        self.pods: dict[str, Obj] = {}
-        self.jobs: dict[str, Obj] = {}
-        self.nodes: dict[str, Obj] = {}
+        self._informers = {
+            path: Informer(
+                kube,
+                path,
+                kind=kind,
+                api_version=ADAPTERS[kind].api_version if kind in ADAPTERS else "v1",
+                key=(lambda o: str(o["metadata"]["name"])) if path == _NODES else _key,
+            )
+            for path, kind in ((_PODS, POD.kind), (_JOBS, JOB.kind), (_NODES, "Node"))
+        }
+        self.pods: dict[str, Obj] = self._informers[_PODS].items
+        self.jobs: dict[str, Obj] = self._informers[_JOBS].items
+        self.nodes: dict[str, Obj] = self._informers[_NODES].items
         self.actions: list[Action] = []
         self.outcomes: dict[str, Outcome] = {}
         self.last_round: Round | None = None
@@ -223,13 +223,11 @@ class Controller:
         #: times (collect, fail open, wake-up, notes, watch checks), and it changes only with
         #: the object
         self._intents: dict[tuple[str, str, str], Intent | NotHeld] = {}
-        self._rv: dict[str, str] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._next_plan: datetime | None = None
         self._idle_at: datetime | None = None
         self._asleep_until: datetime | None = None
         self._stopping = False
-        self._watching = False  # run()'s watches keep the caches (else each pass relists)
         self._lock = asyncio.Lock()
 
     # -- the loop -------------------------------------------------------------------------
@@ -354,34 +352,31 @@ class Controller:
 
     # -- cache ----------------------------------------------------------------------------
 
-    def _cache_for(self, path: str) -> dict[str, Obj]:
-        return {_PODS: self.pods, _JOBS: self.jobs, _NODES: self.nodes}[path]
+    @property
+    def _watching(self) -> bool:
+        """Whether run()'s watches keep the caches (else each pass relists)."""
+        return all(informer.watching for informer in self._informers.values())
 
-    def _store(self, path: str, obj: Obj, kind: str) -> str:
-        obj.setdefault("kind", kind)
-        obj.setdefault("apiVersion", ADAPTERS[kind].api_version if kind in ADAPTERS else "v1")
-        key = obj["metadata"]["name"] if path == _NODES else _key(obj)
-        self._cache_for(path)[key] = obj
-        return key
+    @_watching.setter
+    def _watching(self, on: bool) -> None:
+        for informer in self._informers.values():
+            informer.watching = on
+
+    @property
+    def _rv(self) -> dict[str, str]:
+        return {path: i.resource_version for path, i in self._informers.items()}
+
+    def _cache_for(self, path: str) -> dict[str, Obj]:
+        return self._informers[path].items
 
     def _keep(self, cache: dict[str, Obj], key: str, new: Obj, kind: Any) -> None:
         """Cache a write's answer unless the watch already brought a newer version, or its
-        deletion (the answer can arrive after the watch events of later writes; nothing
-        relists per pass to mend an older copy, or drop one of a deleted object)."""
+        deletion (:meth:`carbonshift.k8s.informer.Informer.keep`)."""
         new.setdefault("kind", kind)
-        if self._watching and key not in cache:
-            return  # deleted since: the watch dropped it
-        if not _older(new, cache.get(key)):
-            cache[key] = new
+        next(i for i in self._informers.values() if i.items is cache).keep(key, new)
 
     async def _relist(self, path: str) -> None:
-        kind = {_PODS: POD.kind, _JOBS: JOB.kind, _NODES: "Node"}[path]
-        listed = await self.kube.list(path)
-        cache = self._cache_for(path)
-        cache.clear()
-        for item in listed.get("items") or []:
-            self._store(path, item, kind)
-        self._rv[path] = str((listed.get("metadata") or {}).get("resourceVersion", ""))
+        await self._informers[path].relist()
 
     async def resync(self) -> None:
         """Relist nodes, Pods and Jobs (the level the controller acts on)."""
@@ -389,46 +384,26 @@ class Controller:
             await self._relist(path)
 
     async def _watch(self, path: str) -> None:
-        kind = {_PODS: POD.kind, _JOBS: JOB.kind, _NODES: "Node"}[path]
-        while not self._stopping:
-            try:
-                async for event in self.kube.watch(path, self._rv.get(path, "")):
-                    obj = event.get("object") or {}
-                    rv = (obj.get("metadata") or {}).get("resourceVersion")
-                    if rv:
-                        self._rv[path] = str(rv)
-                    if event.get("type") == "BOOKMARK":
-                        continue
-                    if event.get("type") == "DELETED":
-                        key = obj["metadata"]["name"] if path == _NODES else _key(obj)
-                        self._cache_for(path).pop(key, None)
-                        continue
-                    key = self._store(path, obj, kind)
-                    if path != _NODES:
-                        self._queue.put_nowait(key)
-                self.metrics.watch_restarts.labels(reason="closed").inc()
-            except GoneError:
-                self.metrics.watch_restarts.labels(reason="gone").inc()
-                _LOG.info("watch %s: resourceVersion too old (410); relisting", path)
-                await self._relist_after_error(path)
-            except (TemporaryError, KubeError, OSError) as exc:
-                self.metrics.watch_restarts.labels(reason="error").inc()
-                _LOG.info("watch %s failed: %s; relisting", path, exc)
-                await self.clock.backoff(1.0)
-                await self._relist_after_error(path)
+        """Keep one cache by its watch (relisting after a 410 or a failure); each Pod or Job
+        that changes, and all of them after a relist, is queued for a check."""
 
-    async def _relist_after_error(self, path: str) -> None:
-        while not self._stopping:
-            try:
-                async with self._lock:
-                    await self._relist(path)
-                if path != _NODES:
-                    for key in self._cache_for(path):
-                        self._queue.put_nowait(key)
-                return
-            except (TemporaryError, KubeError, OSError) as exc:
-                _LOG.info("relist %s failed: %s", path, exc)
-                await self.clock.backoff(2.0)
+        def restarted(reason: str) -> None:
+            self.metrics.watch_restarts.labels(reason=reason).inc()
+            if reason != "closed":
+                _LOG.info("watch %s ended (%s); relisting", path, reason)
+
+        def queue_all() -> None:
+            if path != _NODES:
+                for key in self._cache_for(path):
+                    self._queue.put_nowait(key)
+
+        await self._informers[path].run(
+            self.clock.backoff,
+            on_change=None if path == _NODES else self._queue.put_nowait,
+            on_restart=restarted,
+            on_relist=queue_all,
+            lock=self._lock,
+        )
 
     # -- what is held ---------------------------------------------------------------------
 

@@ -135,13 +135,14 @@ class ActPhase(MirrorPhase):
         if HUB_JOB.is_held(w.obj):
             return
         meta = w.obj["metadata"]
-        await self.hub.patch(
+        answer = await self.hub.patch(
             HUB_JOB.path(meta["namespace"], meta["name"]),
             {
                 "metadata": {"resourceVersion": meta["resourceVersion"]},
                 "spec": HUB_JOB.hold_spec(w.obj),
             },
         )
+        self._kept(HUB_JOB, answer)
 
     async def _keep_workload_held(self, w: HubWorkload, d: Decision, now: datetime) -> None:
         await self._set_check(w, "Retry", d.reason, requeue_after_s=self._wait_s(d, now))
@@ -203,7 +204,8 @@ class ActPhase(MirrorPhase):
             },
             "spec": {**APPWRAPPER.release_spec(w.obj, d.cluster or ""), **_with_remaining(w)},
         }
-        await self.hub.patch(APPWRAPPER.path(meta["namespace"], meta["name"]), body)
+        path = APPWRAPPER.path(meta["namespace"], meta["name"])
+        self._kept(APPWRAPPER, await self.hub.patch(path, body))
         self._released(w, d, now)
 
     async def _redrive_workloads(self, now: datetime, workloads: list[HubWorkload]) -> None:
@@ -259,7 +261,7 @@ class ActPhase(MirrorPhase):
         owned = owned_fields(live, self.config.field_manager, subresource="status")
         body_status = dict(owned.get("status") or {})
         body_status["nominatedClusterNames"] = [cluster]
-        await self.hub.apply(
+        answer = await self.hub.apply(
             path + "/status",
             {
                 "apiVersion": live.get("apiVersion", "kueue.x-k8s.io/v1beta2"),
@@ -273,6 +275,7 @@ class ActPhase(MirrorPhase):
             },
             self.config.field_manager,
         )
+        self._kept(WORKLOAD, answer)
 
     # -- suspend ------------------------------------------------------------------------------
 
@@ -314,7 +317,8 @@ class ActPhase(MirrorPhase):
             return False  # cannot stop the copy now; planned again next pass
         await self._annotate(w, plan)
         meta = w.obj["metadata"]
-        await spoke_api.delete(HUB_JOB.path(meta["namespace"], meta["name"]))
+        assert spoke is not None
+        await self._delete_copy(spoke, meta["namespace"], meta["name"])
         return True
 
     async def _suspend_workload(
@@ -342,7 +346,8 @@ class ActPhase(MirrorPhase):
             },
             "spec": APPWRAPPER.hold_spec(w.obj),
         }
-        await self.hub.patch(APPWRAPPER.path(meta["namespace"], meta["name"]), body)
+        path = APPWRAPPER.path(meta["namespace"], meta["name"])
+        self._kept(APPWRAPPER, await self.hub.patch(path, body))
         return True
 
     async def _set_check(
@@ -382,7 +387,7 @@ class ActPhase(MirrorPhase):
             return
         body = copy.deepcopy(fresh)
         body["status"] = {**status, "admissionChecks": checks}
-        await self.hub.replace(path + "/status", body)
+        self._kept(WORKLOAD, await self.hub.replace(path + "/status", body))
 
 
 def _with_obj(w: HubWorkload, obj: Obj) -> HubWorkload:

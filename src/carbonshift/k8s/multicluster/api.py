@@ -9,6 +9,7 @@ nothing.)
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 from carbonshift.k8s.client import APPLY_PATCH, ApiKube, NotFoundError
@@ -32,6 +33,9 @@ class HubApi:
         answer = await self.kube.list(path, **query)
         items: list[Obj] = answer.get("items") or []
         return items
+
+    def watch(self, path: str, resource_version: str, **query: str) -> AsyncIterator[Obj]:
+        return self.kube.watch(path, resource_version, **query)
 
     async def create(self, path: str, body: Obj) -> Obj:
         return await self.kube.create(path, body)
@@ -59,6 +63,10 @@ class HubApi:
 
     async def close(self) -> None:
         await self.kube.close()
+
+    async def list(self, path: str, **query: str) -> Obj:  # last: it shadows list[...] below
+        """The whole list answer (items and the collection's resourceVersion)."""
+        return await self.kube.list(path, **query)
 
 
 async def connect_kubeconfig_text(

@@ -28,8 +28,11 @@ is timed into ``carbonshift_hub_phase_duration_seconds{phase}`` as it ends:
 6. **cleanup**: delete spoke copies whose hub object is gone or finished;
 7. **status**: write each ``CarbonCluster``'s status (capacity, health, forecast age).
 
-Phases 2, 4 and 6 each list the hub objects afresh, so each acts on what the one before
-wrote.
+Phases 2, 4 and 6 each read the hub objects afresh, so each acts on what the one before
+wrote; they read them from watch-fed caches (:mod:`carbonshift.k8s.informer`: the hub's Jobs,
+Workloads and AppWrappers, and each spoke's copies by their ``hub-uid`` label), listed once
+and then kept by watches, with each write's answer kept at once: a pass lists no hub object
+and reads no copy one by one. A write that would change nothing is not sent.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from datetime import datetime, timedelta
 from carbonshift.carbon.series import CarbonSeries
 from carbonshift.errors import CarbonshiftError, InputError
 from carbonshift.k8s.clock import Clock
+from carbonshift.k8s.informer import Informer
+from carbonshift.k8s.intent import NotHeld
 from carbonshift.k8s.multicluster.acting import ActPhase, held_change
 from carbonshift.k8s.multicluster.api import HubApi, connect_kubeconfig_text
 from carbonshift.k8s.multicluster.config import HubConfig
@@ -119,18 +124,27 @@ class HubController(InventoryPhase, ActPhase):
         """How many events were dropped from the front of :attr:`events` so far."""
         self.counters = HubCounters()
         self._inventory: dict[str, Obj] = {}
+        self._caches: dict[str, Informer] = {}
+        self._absent: set[str] = set()
+        self._reads: dict[tuple[str, ...], HubWorkload | NotHeld] = {}
+        self._demands: dict[tuple[str, str], dict[str, float] | None] = {}
+        """One pod's demand of each held object version at the last plan."""
+        self._demands_now: dict[tuple[str, str], dict[str, float] | None] = {}
 
     async def close(self) -> None:
+        """Stop the watches and close the spoke clients (the hub's client is the caller's)."""
+        for informer in self._caches.values():
+            await informer.stop()
+        self._caches = {}
         for spoke in self.spokes.values():
-            if spoke.api is not None:
-                await spoke.api.close()
-                spoke.api = None
+            await spoke.disconnect()
 
     # -- 4. plan ----------------------------------------------------------------------------
 
     def _pending(self, now: datetime, workloads: list[HubWorkload]) -> list[Pending]:
         """Work to plan, running work first, then in arrival order (as the simulator)."""
         pending: list[Pending] = []
+        self._demands_now = {}
         ordered = sorted(
             workloads, key=lambda w: (w.state != "placed", w.intent.created, w.intent.name, w.key)
         )
@@ -167,14 +181,22 @@ class HubController(InventoryPhase, ActPhase):
                         running_on=w.placed,
                     )
                 )
+        self._demands = self._demands_now
         return pending
 
     def _fitting(self, w: HubWorkload, healthy: Mapping[str, Spoke]) -> frozenset[str] | None:
         """The healthy spokes with a node big enough for one pod of ``w`` (None: all)."""
-        try:
-            pod = pod_demand(w, self.config.resources)
-        except InputError:
-            return None  # read_intent accepted it; the spoke's scheduler will say
+        version = (w.uid, str(w.obj["metadata"].get("resourceVersion")))
+        if version in self._demands:  # the same version asks the same (parsed once)
+            pod = self._demands[version]
+        else:
+            try:
+                pod = pod_demand(w, self.config.resources)
+            except InputError:
+                pod = None  # read_intent accepted it; the spoke's scheduler will say
+        self._demands_now[version] = pod
+        if pod is None:
+            return None
         fits = frozenset(n for n, s in healthy.items() if not s.nodes or fits_a_node(pod, s.nodes))
         return None if len(fits) == len(healthy) else fits
 
@@ -307,6 +329,7 @@ class HubController(InventoryPhase, ActPhase):
     async def _reconcile_once(self) -> HubRound | None:
         now = self.clock.now()
         self.last_phase_s = {}
+        self._absent = set()
         with self._phase("inventory"):  # 1
             await self._refresh_spokes(now)
             await self._refresh_checks(now)

@@ -36,6 +36,7 @@ from typing import Any, cast
 
 from carbonshift.errors import CarbonshiftError, InputError
 from carbonshift.k8s.client import ConflictError, ForbiddenError, NotFoundError
+from carbonshift.k8s.informer import Informer
 from carbonshift.k8s.intent import NotHeld, requested
 from carbonshift.k8s.keys import (
     API_VERSION,
@@ -54,7 +55,6 @@ from carbonshift.k8s.kinds.kueue import GROUP_VERSION as KUEUE_GROUP_VERSION
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.record import LOG, HubState, stamp
 from carbonshift.k8s.multicluster.workloads import (
-    JOBS,
     HubWorkload,
     Kind,
     read_workload,
@@ -301,6 +301,20 @@ class Spoke:
     forecast_issued_at: datetime | None = None
     down_since: datetime | None = None
     """When the spoke last turned Unreachable (None while it answers)."""
+    copies: Informer | None = None
+    """Its copies of hub Jobs (``hub-uid`` label), kept by a watch on this connection."""
+    namespaces: set[str] = field(default_factory=set)
+    """Namespaces known to be there (created or found) on this connection."""
+
+    async def disconnect(self) -> None:
+        """Stop the watch on the copies and close the client (a new connection starts anew)."""
+        if self.copies is not None:
+            await self.copies.stop()
+            self.copies = None
+        self.namespaces = set()
+        if self.api is not None:
+            await self.api.close()
+            self.api = None
 
 
 class InventoryPhase(HubState):
@@ -330,13 +344,12 @@ class InventoryPhase(HubState):
             except InputError as exc:  # no work goes to a spoke we cannot describe
                 if spoke is not None:
                     self.spokes.pop(name)
-                    if spoke.api is not None:
-                        await spoke.api.close()
+                    await spoke.disconnect()
                 await self._write_status(obj, health="Misconfigured", message=str(exc), now=now)
                 continue
             if spoke is None or spoke.spec != spec:
-                if spoke is not None and spoke.api is not None:
-                    await spoke.api.close()
+                if spoke is not None:
+                    await spoke.disconnect()
                 spoke = Spoke(spec=spec, last_contact=_status_time(obj, "lastContactTime"))
                 if (obj.get("status") or {}).get("health") == "Unreachable":  # a restart
                     spoke.down_since = _status_time(obj, "downSince")
@@ -348,9 +361,7 @@ class InventoryPhase(HubState):
                 spoke.healthy, spoke.health, spoke.message = False, "Misconfigured", str(exc)
             self._inventory[name] = obj
         for gone in set(self.spokes) - seen:
-            old = self.spokes.pop(gone)
-            if old.api is not None:
-                await old.api.close()
+            await self.spokes.pop(gone).disconnect()
 
     async def _spoke_secret(self, name: str) -> Any:
         """The kubeconfig Secret ``name``; the hub may read only the Secrets its Role names
@@ -371,9 +382,7 @@ class InventoryPhase(HubState):
             secret = await self._spoke_secret(spec.secret_name)
             text = kubeconfig_from_secret(secret, spec.secret_key)
             if spoke.api is None or text != spoke.kubeconfig:
-                if spoke.api is not None:
-                    await spoke.api.close()
-                    spoke.api = None
+                await spoke.disconnect()
                 try:  # before any client exists: no plugin runs, no hub file is read
                     check_spoke_kubeconfig(
                         parse_kubeconfig(text), allow_insecure_tls=spec.allow_insecure_tls
@@ -535,27 +544,43 @@ class InventoryPhase(HubState):
     async def _collect(self, now: datetime) -> list[HubWorkload]:
         """The hub objects of every kind the hub places (each kind's adapter says which are
         its), read as :class:`HubWorkload`; one that cannot be read is left alone."""
-        jobs = await self.hub.list_items(JOBS)
+        jobs = await self._cached(HUB_JOB) or []
         by_uid = {str(j["metadata"].get("uid")): j for j in jobs}
         found: list[HubWorkload] = []
         candidates: list[tuple[Kind, Obj]] = []
         for adapter in HUB_KINDS:
-            if adapter is HUB_JOB:
-                items = jobs
-            else:
-                try:
-                    items = await self.hub.list_items(adapter.path())
-                except NotFoundError:  # the kind is not installed on this hub
-                    continue
+            items = jobs if adapter is HUB_JOB else await self._cached(adapter)
+            if items is None:  # the kind is not installed on this hub
+                continue
             kind = cast(Kind, adapter.kind)  # HUB_KINDS are the hub's kinds
             for o in items:
                 if adapter.hub_owns(o, self._check_names):
                     candidates.append((kind, o))
                 elif adapter is APPWRAPPER:
                     await self._note_ungated(o, now)
+        reads: dict[tuple[str, ...], HubWorkload | NotHeld] = {}
         for kind, obj in candidates:
+            meta = obj["metadata"]
+            owners = [
+                (by_uid.get(str(ref.get("uid"))) or {"metadata": {}})["metadata"]
+                for ref in meta.get("ownerReferences") or []
+            ]
+            # the same version of an object (and of the Jobs it names as owners) reads the
+            # same: the pipeline collects three times a pass, and most objects do not change
+            # between passes. The time matters only to an object without a creation time.
+            timeless = all(m.get("creationTimestamp") for m in (meta, *owners))
+            version = (
+                kind,
+                str(meta.get("uid")),
+                str(meta.get("resourceVersion")),
+                *(str(m.get("resourceVersion")) for m in owners),
+                "" if timeless else now.isoformat(),
+            )
+            seen = self._reads.get(version)
             try:
-                seen = read_workload(kind, obj, self._cconfig, now, by_uid)
+                if seen is None:
+                    seen = read_workload(kind, obj, self._cconfig, now, by_uid)
+                reads[version] = seen
             except Exception:  # one malformed object must not stop every pass
                 self.tally("errors")
                 LOG.exception("reading %s %s failed; left alone", kind, _name_of(obj))
@@ -565,6 +590,7 @@ class InventoryPhase(HubState):
                     self.tally("errors")
                 continue
             found.append(seen)
+        self._reads = reads
         return found
 
     async def _note_ungated(self, aw: Obj, now: datetime) -> None:
@@ -592,7 +618,8 @@ class InventoryPhase(HubState):
             }
         }
         try:
-            await self.hub.patch(APPWRAPPER.path(meta.get("namespace"), meta.get("name")), body)
+            path = APPWRAPPER.path(meta.get("namespace"), meta.get("name"))
+            self._kept(APPWRAPPER, await self.hub.patch(path, body))
         except CarbonshiftError as exc:  # a conflict or a refusal: try again next pass
             LOG.warning("noting ungated AppWrapper %s failed: %s", _name_of(aw), exc)
             return

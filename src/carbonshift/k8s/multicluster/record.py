@@ -16,8 +16,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from carbonshift.k8s.client import NotFoundError
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.informer import Informer, namespaced_key
+from carbonshift.k8s.intent import NotHeld
+from carbonshift.k8s.kinds import HubKind
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.metrics import HubMetrics
@@ -106,6 +110,12 @@ class HubState:
     _series: dict[str, CarbonSeries]
     _cconfig: ControllerConfig
     _inventory: dict[str, Obj]
+    _caches: dict[str, Informer]
+    """The hub's watch-fed caches of its objects, by collection path."""
+    _absent: set[str]
+    """Collections the hub found not installed this pass."""
+    _reads: dict[tuple[str, ...], HubWorkload | NotHeld]
+    """What :meth:`InventoryPhase._collect` read from each object version it saw last."""
     _check_names: frozenset[str] = frozenset()
     """Names of the Kueue AdmissionChecks this hub answers (found each pass)."""
 
@@ -136,9 +146,44 @@ class HubState:
     def _healthy(self) -> dict[str, Spoke]:
         return {n: s for n, s in self.spokes.items() if s.healthy}
 
+    async def _cached(self, adapter: HubKind) -> list[Obj] | None:
+        """The hub objects of ``adapter``'s kind as the hub's watch on them keeps them (the
+        first call lists them and starts the watch; a failed watch relists on its own); None
+        while the kind is not installed on the hub (asked again next pass, once)."""
+        path = adapter.path()
+        if path in self._absent:
+            return None
+        informer = self._caches.get(path)
+        if informer is None:
+            informer = Informer(self.hub, path, kind=adapter.kind, api_version=adapter.api_version)
+            self._caches[path] = informer
+        if not informer.running or informer.failing:
+            try:
+                await informer.relist()
+            except NotFoundError:
+                self._absent.add(path)
+                return None
+            informer.start(self.clock.backoff)
+        return list(informer.items.values())
+
+    def _kept(self, adapter: HubKind, answer: Obj) -> Obj:
+        """Keep a write's answer for hub object of ``adapter``'s kind in its cache (unless the
+        watch brought a newer version); answers ``answer``."""
+        informer = self._caches.get(adapter.path())
+        if informer is not None:
+            informer.keep(namespaced_key(answer), answer)
+        return answer
+
     async def _annotate(self, w: HubWorkload, annotations: Mapping[str, str | None]) -> Obj:
-        """Merge ``annotations`` (None deletes) and the state label into hub object ``w``."""
+        """Merge ``annotations`` (None deletes) and the state label into hub object ``w``;
+        no request when the object already says all that."""
         meta = w.obj["metadata"]
+        current = meta.get("annotations") or {}
+        labels = state_label(annotations).get("labels", {})
+        if all(current.get(k) == v for k, v in annotations.items()) and all(
+            (meta.get("labels") or {}).get(k) == v for k, v in labels.items()
+        ):
+            return w.obj
         body = {
             "metadata": {
                 "resourceVersion": meta["resourceVersion"],
@@ -146,7 +191,8 @@ class HubState:
                 **state_label(annotations),
             }
         }
-        return await self.hub.patch(w.adapter.path(meta["namespace"], meta["name"]), body)
+        answer = await self.hub.patch(w.adapter.path(meta["namespace"], meta["name"]), body)
+        return self._kept(w.adapter, answer)
 
     def _lost(self, name: str, now: datetime) -> str | None:
         """Why work placed in spoke ``name`` counts as lost now (None: it is not)."""

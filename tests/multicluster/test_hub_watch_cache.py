@@ -1,0 +1,134 @@
+"""The hub reads its objects and the spoke copies from watch-fed caches, not lists per pass.
+
+Requests are counted at ``ApiKube._send`` (the one transport seam), never timed: a pass on
+warm caches lists no hub objects and GETs no copy one by one; a pass with nothing new writes
+nothing; a watch answered 410 relists; a copy deleted in a spoke is seen and made again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from carbonshift.k8s.client import ApiKube
+from carbonshift.k8s.keys import PLACED_CLUSTER, PLANNED_START
+from carbonshift.k8s.multicluster import HubConfig
+from carbonshift.k8s.multicluster.workloads import APPWRAPPERS, JOBS, WORKLOADS
+from tests.multicluster.harness import HOLD_OFF, Fleet, fleet, hub_job
+
+START = datetime(2023, 6, 1, tzinfo=UTC)
+FLUIDOS = HubConfig.model_validate(
+    {"planning": {"policy": "fluidos", "forecast": "oracle", **HOLD_OFF}}
+)
+WRITES = ("POST", "PUT", "PATCH", "DELETE")
+
+Sent = list[tuple[str, str, str, dict[str, str]]]
+
+
+def count_requests(monkeypatch: pytest.MonkeyPatch) -> Sent:
+    """(host, method, path, query) of every request any ApiKube sends from now on."""
+    sent: Sent = []
+    original = ApiKube._send
+
+    async def counting(kube: ApiKube, method: str, path: str, **kwargs: Any) -> Any:
+        host = str(kube._client.configuration.host)
+        sent.append((host, method, path, dict(kwargs.get("query") or {})))
+        return await original(kube, method, path, **kwargs)
+
+    monkeypatch.setattr(ApiKube, "_send", counting)
+    return sent
+
+
+def hub_lists(sent: Sent) -> list[str]:
+    return [
+        p
+        for _, m, p, q in sent
+        if m == "GET" and p in (JOBS, WORKLOADS, APPWRAPPERS) and q.get("watch") != "true"
+    ]
+
+
+async def started(f: Fleet) -> None:
+    """Two jobs that start at once (deadline = runtime) and two that can wait, one pass to
+    place them and one more so that the spoke copies' status has been mirrored back."""
+    await f.create(f.hub, hub_job("now-0", cpu=2, runtime_h=2, deadline_h=2))
+    await f.create(f.hub, hub_job("now-1", cpu=2, runtime_h=2, deadline_h=2))
+    await f.create(f.hub, hub_job("later-0", cpu=2, runtime_h=1, deadline_h=20))
+    await f.create(f.hub, hub_job("later-1", cpu=2, runtime_h=1, deadline_h=20))
+    await f.start_controller()
+    await f.step(0)
+    await f.step(0)
+
+
+async def test_a_pass_on_warm_caches_lists_nothing_and_a_quiet_pass_writes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with fleet(START, config=FLUIDOS) as f:
+        await started(f)
+        controller = f.controller
+        assert controller is not None
+        placed = (await f.get(f.hub, "Job", "now-0", "batch", "batch/v1"))["metadata"]
+        assert placed["annotations"].get(PLACED_CLUSTER)  # the copies exist in a spoke
+        held = (await f.get(f.hub, "Job", "later-0", "batch", "batch/v1"))["metadata"]
+        assert held["annotations"].get(PLANNED_START)
+        await f.caught_up()
+        sent = count_requests(monkeypatch)
+
+        await controller.reconcile()
+
+        assert hub_lists(sent) == [], "\n".join(str(x) for x in sent if x[1] == "GET")
+        copy_reads = [p for _, m, p, _ in sent if m == "GET" and "/jobs/" in p]
+        assert copy_reads == []  # no GET of a spoke copy (or a hub Job) one by one
+        writes = [(h, m, p) for h, m, p, _ in sent if m in WRITES]
+        assert writes == []
+
+
+async def test_a_watch_answered_410_relists_and_sees_what_it_missed() -> None:
+    async with fleet(START, config=FLUIDOS) as f:
+        await started(f)
+        controller = f.controller
+        assert controller is not None
+        jobs = controller._caches[JOBS]
+        lists_before = jobs.lists
+        await f.create(  # not watched: it moves the store's version past the watch's
+            f.hub,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "x", "namespace": "batch"},
+            },
+        )
+        f.hub.compact()  # the watch's version is now too old: 410 on its next start
+        f.hub.drop_watches()
+        await f.create(f.hub, hub_job("late", cpu=2, runtime_h=1, deadline_h=20))
+        await f.caught_up()
+        assert jobs.lists == lists_before + 1
+        assert "batch/late" in jobs.items
+        await f.step(0)
+        late = (await f.get(f.hub, "Job", "late", "batch", "batch/v1"))["metadata"]
+        assert late["annotations"].get(PLANNED_START)  # planned from the relisted cache
+
+
+async def test_a_copy_deleted_in_its_spoke_is_seen_and_made_again() -> None:
+    async with fleet(START, config=FLUIDOS) as f:
+        await started(f)
+        controller = f.controller
+        assert controller is not None
+        hub_meta = (await f.get(f.hub, "Job", "now-0", "batch", "batch/v1"))["metadata"]
+        cluster = hub_meta["annotations"][PLACED_CLUSTER]
+        spoke = f.spokes[cluster]
+        old = await f.get(spoke, "Job", "now-0", "batch", "batch/v1")
+        creates = controller.counters.spoke_creates
+
+        await f.delete(spoke, "Job", "now-0", "batch", "batch/v1")
+        await f.settle()  # its pods go first (background propagation), then the Job
+        await f.caught_up()
+        copies = controller.spokes[cluster].copies
+        assert copies is not None
+        assert "batch/now-0" not in copies.items
+        await f.step(0)
+
+        again = await f.get(spoke, "Job", "now-0", "batch", "batch/v1")
+        assert again["metadata"]["uid"] != old["metadata"]["uid"]
+        assert controller.counters.spoke_creates == creates + 1
