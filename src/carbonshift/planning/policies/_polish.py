@@ -42,7 +42,7 @@ from carbonshift.planning.problem import (
 )
 from carbonshift.planning.types import SolveStatus
 
-__all__ = ["PolishStats", "polish", "resolve_jobs"]
+__all__ = ["PolishStats", "polish", "resolve_jobs", "sub_milp_options"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -187,6 +187,23 @@ def _window(
     return chosen
 
 
+def sub_milp_options(left_s: float, max_nodes: int, restart: bool) -> SolveOptions:
+    """HiGHS options of one sub-MILP: ``left_s`` seconds at most (a guard; the node limit
+    ends a sub-MILP), ``max_nodes`` nodes, HiGHS's root restart on or off, no presolve.
+
+    HiGHS 1.16's MILP presolve ran past its time limit (minutes) on a 106-row sub-MILP of a
+    CJPS simulation round (``tests/planning/data/polish_presolve_hang.json``); without
+    presolve it is solved in 0.2 s."""
+    return SolveOptions(
+        integer=True,
+        time_limit_s=max(0.05, left_s),
+        mip_gap=1e-6,
+        max_nodes=max_nodes,
+        mip_restart=restart,
+        presolve=False,
+    )
+
+
 def polish(
     arrays: InstanceArrays,
     classes: JobClasses,
@@ -322,13 +339,7 @@ def _round(
         total.steps += 1
         if chosen.shape[0] < 2:
             continue
-        options = SolveOptions(
-            integer=True,
-            time_limit_s=max(0.05, left),  # a guard; the node limit ends a sub-MILP
-            mip_gap=1e-6,
-            max_nodes=max_nodes,
-            mip_restart=restart,
-        )
+        options = sub_milp_options(left, max_nodes, restart)
         try:
             gain, work, proved = resolve_jobs(
                 arrays, classes, table, free, cluster, start, chosen, options
