@@ -75,9 +75,11 @@ class Fake:
     async def intercept(self, request: Request) -> Response | None:
         path = request.url.path.removeprefix(request.scope.get("root_path", ""))
         self.requests.append((path, dict(request.query_params)))
+        # the fault is taken before the delay: a delayed request whose client gave up must
+        # not wake after the next test's reset and take that test's fault (seen in CI)
+        fault = self.faults.popleft() if self.faults else self.always_fail
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        fault = self.faults.popleft() if self.faults else self.always_fail
         if fault is None:
             return None
         status, headers, body = fault
