@@ -228,8 +228,8 @@ def build(family: str, n_jobs: int, seed: int) -> Instance:
 def exact_lp(inst: Instance, time_limit_s: float) -> tuple[float | None, float, str]:
     """The time-indexed LP optimum (class-aggregated, flow form, HiGHS dual simplex as the
     policy runs it) and its time."""
-    from carbonshift.planning.aggregate import class_columns, class_program
-    from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
+    from carbonshift.planning.aggregate import class_columns, class_lp_options, class_program
+    from carbonshift.planning.backends.highs import solve
     from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
     from carbonshift.planning.problem import arrays_of
 
@@ -240,14 +240,7 @@ def exact_lp(inst: Instance, time_limit_s: float) -> tuple[float | None, float, 
         return None, 0.0, "some job has no on-time start"
     table = shape_costs(classes, unit_grams(arrays))
     program = class_program(arrays, classes, table, class_columns(classes)).program
-    options = SolveOptions(
-        method=LpMethod.SIMPLEX,
-        time_limit_s=time_limit_s,
-        presolve=False,
-        scaling=False,
-        row_scaling=False,
-    )
-    sol = solve(program, options)
+    sol = solve(program, class_lp_options(time_limit_s))
     seconds = time.perf_counter() - began
     value = sol.objective if sol.status.value == "optimal" else None
     return value, seconds, f"{sol.status.value}, {program.n_columns} columns"

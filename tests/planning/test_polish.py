@@ -12,20 +12,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from carbonshift.domain import Instance, check_feasibility, score_plan
+from carbonshift.domain import Instance
 from carbonshift.planning import run_policy
 from carbonshift.planning.lagrangian import JobClasses, classes_of, shape_costs, unit_grams
 from carbonshift.planning.policies import carbonshift as cs
-from carbonshift.planning.policies._polish import polish
+from carbonshift.planning.policies._polish import PolishStats, polish
 from carbonshift.planning.problem import CAPACITY_TOLERANCE, InstanceArrays, arrays_of
 from tests.builders import cluster, instance, job
 from tests.planning.strategies import instances
-from tests.planning.test_carbonshift import congested, lateness_slots
+from tests.planning.test_carbonshift import HEURISTIC, assert_stage_never_costs, congested
 
 _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 #: the policy without its exact MILP stage, so that the plan is the heuristics' own
-HEURISTIC = {"exact_max_starts": 0}
 
 
 def _greedy(
@@ -42,6 +41,36 @@ def _greedy(
     cs._ruin_recreate(arrays, classes, state, table, own, budget=200, seed=0)
     cs._improve(arrays, classes, state, table, own, 3)
     return arrays, classes, table, own, state
+
+
+def _run_polish(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: npt.NDArray[np.float64],
+    own: npt.NDArray[np.float64],
+    state: Any,
+    **overrides: Any,
+) -> PolishStats:
+    """:func:`polish` on ``state`` with a small budget (``overrides`` change it)."""
+    budget: dict[str, Any] = {
+        "steps": 10,
+        "max_jobs": 10,
+        "max_columns": 100,
+        "max_nodes": 20,
+        "lp_iterations": 10_000,
+        "cpu_limit_s": 30.0,
+        "seed": 0,
+    }
+    return polish(
+        arrays,
+        classes,
+        table,
+        state.free,
+        state.cluster,
+        state.start,
+        own,
+        **(budget | overrides),
+    )
 
 
 def _used(arrays: InstanceArrays, state: Any) -> npt.NDArray[np.float64]:
@@ -68,23 +97,8 @@ def test_an_exchange_of_two_small_jobs_for_a_large_one_is_found() -> None:
     want_g = (4 * 10.0 + 3 * 500.0) * 1.0  # kW per unit x g/kWh x 1 h
     assert before > want_g * (1 + 1e-9), "the greedy alone should miss the swap"
     calls: list[int] = []
-    done = polish(
-        arrays,
-        classes,
-        table,
-        state.free,
-        state.cluster,
-        state.start,
-        own,
-        steps=10,
-        max_jobs=10,
-        max_columns=100,
-        max_nodes=20,
-        lp_iterations=10_000,
-        cpu_limit_s=30.0,
-        seed=0,
-        rounds=3,
-        between=lambda: calls.append(1),
+    done = _run_polish(
+        arrays, classes, table, own, state, rounds=3, between=lambda: calls.append(1)
     )
     got_g = cs._grams(arrays, classes, state, table)
     assert got_g == want_g
@@ -145,18 +159,7 @@ def test_the_policy_with_polish_is_feasible_as_late_and_never_dearer(inst: Insta
     """Through the policy: the same plan stages with and without the polish; with it the
     plan is feasible, exactly as late, leaves out the same jobs and is never dearer, and
     the bound does not change."""
-    without = run_policy("carbonshift", inst, {**HEURISTIC, "polish_steps": 0})
-    result = run_policy("carbonshift", inst, HEURISTIC)
-    assert check_feasibility(inst, result.plan) == []
-    assert lateness_slots(inst, result.plan.assignments) == lateness_slots(
-        inst, without.plan.assignments
-    )
-    assert set(result.plan.unscheduled) == set(without.plan.unscheduled)
-    grams = score_plan(inst, result.plan).carbon_g
-    assert grams <= score_plan(inst, without.plan).carbon_g * (1 + 1e-12) + 1e-9
-    assert (result.bound is None) == (without.bound is None)
-    if result.bound is not None and without.bound is not None:
-        assert result.bound.lower_bound_g == without.bound.lower_bound_g
+    assert_stage_never_costs(inst, {"polish_steps": 0})
 
 
 def test_the_polish_is_deterministic_for_a_seed() -> None:
@@ -205,22 +208,7 @@ def test_a_solver_failure_leaves_the_plan_as_it_was(monkeypatch: pytest.MonkeyPa
     )
     arrays, classes, table, own, state = _greedy(inst)
     want = (state.free.copy(), state.cluster.copy(), state.start.copy())
-    done = polish(
-        arrays,
-        classes,
-        table,
-        state.free,
-        state.cluster,
-        state.start,
-        own,
-        steps=10,
-        max_jobs=10,
-        max_columns=100,
-        max_nodes=20,
-        lp_iterations=10_000,
-        cpu_limit_s=30.0,
-        seed=0,
-    )
+    done = _run_polish(arrays, classes, table, own, state)
     assert done.kept == 0
     assert np.array_equal(state.free, want[0])
     assert np.array_equal(state.cluster, want[1])

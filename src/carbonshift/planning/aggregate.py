@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import scipy.sparse as sp
 
+from carbonshift.planning.backends.highs import LpMethod, SolveOptions
 from carbonshift.planning.lagrangian import JobClasses
 from carbonshift.planning.problem import InstanceArrays, LinearProgram
 
@@ -195,3 +196,18 @@ def _row_program(
         row_lower=lower,
     )
     return ClassProgram(program, columns, (m, k, h), capacity_key.astype(np.int64))
+
+
+def class_lp_options(time_limit_s: float, *, flow: bool = True) -> SolveOptions:
+    """HiGHS options for :func:`class_program`: dual simplex; in flow form without presolve
+    and scaling (the form is scaled by construction: trace 10,000 jobs, 0.4 s against 1.3 s
+    with them), in row form with HiGHS's defaults."""
+    if not flow:
+        return SolveOptions(method=LpMethod.SIMPLEX, time_limit_s=time_limit_s)
+    return SolveOptions(
+        method=LpMethod.SIMPLEX,
+        time_limit_s=time_limit_s,
+        presolve=False,
+        scaling=False,
+        row_scaling=False,
+    )

@@ -28,8 +28,13 @@ import numpy.typing as npt
 
 from carbonshift.domain import Instance
 from carbonshift.formats import PlanBound
-from carbonshift.planning.aggregate import ClassColumns, class_columns, class_program
-from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
+from carbonshift.planning.aggregate import (
+    ClassColumns,
+    class_columns,
+    class_lp_options,
+    class_program,
+)
+from carbonshift.planning.backends.highs import SolveOptions, solve
 from carbonshift.planning.lagrangian import (
     JobClasses,
     classes_of,
@@ -718,16 +723,7 @@ def _solve_class_lp(
     any prices >= 0 (weak duality), so it stays valid whatever the solver's tolerances, and
     equals the LP optimum at exact duals."""
     lp = class_program(arrays, classes, table, columns, flow=flow)
-    options = SolveOptions(method=LpMethod.SIMPLEX, time_limit_s=time_limit_s)
-    if flow:
-        options = SolveOptions(
-            method=LpMethod.SIMPLEX,
-            time_limit_s=time_limit_s,
-            presolve=False,
-            scaling=False,
-            row_scaling=False,
-        )
-    solution = solve(lp.program, options)
+    solution = solve(lp.program, class_lp_options(time_limit_s, flow=flow))
     if solution.status is not SolveStatus.OPTIMAL:
         infeasible = solution.status is SolveStatus.INFEASIBLE
         return _ClassLp(None, None, None, infeasible, columns, np.zeros(0), solution.seconds)
