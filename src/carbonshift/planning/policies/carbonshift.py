@@ -8,7 +8,9 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
    largest first, at its on-time start with room of least *priced* grams (true grams plus
    the prices of the cells it occupies: a price-guided greedy in the manner of primal
    heuristics from a convex relaxation); a job with no on-time start with room takes its
-   earliest start with room (least lateness), ties to fewer grams;
+   earliest start with room (least lateness), ties to fewer grams; a job with no start
+   with room at all gets room made for it (the jobs in its way moved, late if need be);
+   plans are compared by jobs left out, then total lateness, then grams;
 3. improve: jobs not at their own cheapest on-time start are taken out and put back at the
    start with room of least true grams (late jobs at their earliest), until a pass gains
    nothing or the pass limit is reached;
@@ -542,6 +544,72 @@ def _repair_lateness(
     return fixed
 
 
+def _repair_unplaced(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    state: _State,
+    true: FloatArray,
+    guide: FloatArray,
+    tries: int = 16,
+    max_moved: int = 24,
+) -> int:
+    """Place jobs left out by making room: for a job with no start with room, over its
+    (cluster, start) options in the horizon with the least demand in the way (then the
+    least lateness), take out the non-critical jobs in the way (at most ``max_moved``),
+    place it, and put them back at their cheapest on-time start with room (by ``guide``),
+    else at their earliest start with room; undone unless every one of them goes back.
+    Returns the jobs placed. A plan that leaves out fewer jobs is better however late."""
+    placer = _Placer(arrays, classes, state)
+    runtime = arrays.runtime_slots
+    placed_now = 0
+    out = np.flatnonzero(state.cluster < 0)
+    for j in out[np.argsort(-(classes.weight[out] * runtime[out]), kind="stable")]:
+        j = int(j)
+        lo, r = int(arrays.release_slot[j]), int(runtime[j])
+        hi = arrays.horizon_slots - r
+        if hi < lo or not arrays.allowed[j].any():
+            continue
+        used = arrays.free_units[:, :, lo : hi + r] - state.free[:, :, lo : hi + r]
+        blocked = -_window_min(-used.sum(axis=1), r, hi - lo + 1)  # max use in the run
+        blocked = np.where(arrays.allowed[j][:, None], blocked, np.inf)
+        late = np.maximum(0, np.arange(lo, hi + 1) + r - int(arrays.deadline_slot[j]))
+        order = np.lexsort((np.broadcast_to(late, blocked.shape).ravel(), blocked.ravel()))
+        for flat in order[:tries]:
+            if not np.isfinite(blocked.flat[flat]):
+                break
+            m, s = int(flat // (hi - lo + 1)), lo + int(flat % (hi - lo + 1))
+            way = np.flatnonzero(
+                (state.cluster == m)
+                & (state.start < s + r)
+                & (state.start + runtime > s)
+                & ~arrays.critical
+            )
+            if way.size > max_moved:
+                continue
+            olds = [(int(k), int(state.cluster[k]), int(state.start[k])) for k in way]
+            for k in way:
+                placer.remove(int(k))
+            if bool(placer.room(j, s, s)[m, 0]):
+                placer.place(j, (m, s))
+                back = True
+                for k in way[np.argsort(-(classes.weight[way] * runtime[way]), kind="stable")]:
+                    where = placer.cheapest(int(k), guide) or placer.earliest(int(k), true)
+                    if where is None:
+                        back = False
+                        break
+                    placer.place(int(k), where)
+                if back:
+                    placed_now += 1
+                    break
+                for k in way:
+                    if state.cluster[k] >= 0:
+                        placer.remove(int(k))
+                placer.remove(j)
+            for kk, mk, sk in olds:
+                placer.place(kk, (mk, sk))
+    return placed_now
+
+
 def _unit_cost(
     arrays: InstanceArrays, classes: JobClasses, state: _State, table: FloatArray
 ) -> FloatArray:
@@ -802,8 +870,21 @@ def carbonshift(
     all_on_time_possible = classes.every_job_can_be_on_time
     stats: dict[str, float] = {}
 
-    def score(state: _State) -> tuple[int, float]:
-        return (_lateness_slots(arrays, state), _grams(arrays, classes, state, true_table))
+    def score(state: _State) -> tuple[int, int, float]:
+        # jobs left out, then total lateness (slots), then grams: a plan that leaves out a
+        # job is never better, however late the other plan is
+        return (
+            int(np.sum(state.cluster < 0)),
+            _lateness_slots(arrays, state),
+            _grams(arrays, classes, state, true_table),
+        )
+
+    def repair(trial: _State, guide: FloatArray) -> None:
+        """Up to 3,000 jobs: make room for jobs left out, then for late jobs."""
+        if small and np.any(trial.cluster < 0):
+            _repair_unplaced(arrays, classes, trial, true_table, guide)
+        if small and _lateness_slots(arrays, trial):
+            _repair_lateness(arrays, classes, trial, true_table, guide)
 
     small = arrays.n_jobs <= _SMALL_JOBS
     passes = improve_passes
@@ -833,12 +914,17 @@ def carbonshift(
             stats["lp_bound_g"] = lp.bound_g
     if lp is not None and lp.optimum_g is not None:
         best = _place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table)
+        repair(best, true_table)
         _improve(arrays, classes, best, true_table, own, passes)
     else:
         best = _place_all(arrays, classes, true_table, true_table)
         if small:
+            repair(best, true_table)
             _improve(arrays, classes, best, true_table, own, passes)
     best_key = score(best)
+
+    def complete_on_time() -> bool:
+        return best_key[0] == 0 and best_key[1] == 0
 
     def consider(trial: _State) -> None:
         nonlocal best, best_key
@@ -849,20 +935,21 @@ def carbonshift(
 
     def place_guided(guide: FloatArray) -> None:
         trial = _place_all(arrays, classes, guide, true_table)
-        if small and _lateness_slots(arrays, trial):
-            _repair_lateness(arrays, classes, trial, true_table, guide)
+        repair(trial, guide)
         consider(trial)
-        if best_key[0] > 0:  # still late: the jobs with fewest options first
-            consider(_place_all(arrays, classes, guide, true_table, tight_first=True))
+        if not complete_on_time():  # still late or left out: fewest options first
+            trial = _place_all(arrays, classes, guide, true_table, tight_first=True)
+            repair(trial, guide)
+            consider(trial)
 
     if small and lp is not None and lp.optimum_g is not None:
         consider(_place_all(arrays, classes, true_table, true_table))
 
     def close_enough() -> bool:
         return (
-            best_key[0] == 0
+            complete_on_time()
             and lower is not None
-            and best_key[1] - lower <= 1e-3 * abs(best_key[1])
+            and best_key[2] - lower <= 1e-3 * abs(best_key[2])
         )
 
     dual_done = 0
@@ -893,7 +980,7 @@ def carbonshift(
                 classes,
                 base,
                 free,
-                upper_g=best_key[1],
+                upper_g=best_key[2],
                 iterations=iterations,
                 prices=prices,
                 resume=resume if going_on else None,
@@ -908,7 +995,7 @@ def carbonshift(
                 lp_rounded = True
             else:
                 place_guided(guide)
-    if best_key[0] > 0 and dual_done == 0:
+    if not complete_on_time() and dual_done == 0:
         place_guided(
             true_table
             if lp_prices is None
@@ -916,7 +1003,7 @@ def carbonshift(
         )
     stats["dual_iterations"] = float(dual_done)
 
-    if small and search_factor > 0 and best_key[0] == 0 and not close_enough():
+    if small and search_factor > 0 and complete_on_time() and not close_enough():
         # a bounded search; above 3,000 jobs the 1 s target leaves no room for it
         _ruin_recreate(
             arrays,
@@ -930,7 +1017,7 @@ def carbonshift(
         # the ejections leave holes that single re-insertions can now use
         _improve(arrays, classes, best, true_table, own, passes)
         best_key = score(best)
-    if small and polish_steps > 0 and best_key[0] == 0 and not close_enough():
+    if small and polish_steps > 0 and complete_on_time() and not close_enough():
         # sub-MILPs over windows of jobs (_polish); above 3,000 jobs, as the search, off
         done = polish(
             arrays,
@@ -965,16 +1052,13 @@ def carbonshift(
     )
     if 0 < n_starts <= exact_max_starts and not np.any(arrays.critical):
         for stage_on_time in (False, True):
-            complete = best_key[0] == 0 and not np.any(best.cluster < 0)
+            complete = complete_on_time()
             if stage_on_time != complete or (complete and close_enough()):
                 continue
             exact = _exact_plan(arrays, base, exact_time_limit_s, on_time=stage_on_time)
             if exact is not None:
                 key = score(exact)
-                if (int(np.sum(exact.cluster < 0)), *key) < (
-                    int(np.sum(best.cluster < 0)),
-                    *best_key,
-                ):
+                if key < best_key:
                     best, best_key = exact, key
                     stats["exact_used"] = 1.0
 
