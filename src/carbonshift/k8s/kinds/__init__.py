@@ -7,9 +7,13 @@ core/v1 Pod                scheduling gate               the one-cluster control
 batch/v1 Job               ``spec.suspend``              the controller, webhook and hub
 kueue.x-k8s.io/v1beta2     our AdmissionCheck (Retry)    the hub
 Workload
-workload.codeflare.dev/    our ``dispatchingGates``      the hub
-v1beta1 AppWrapper
+workload.codeflare.dev/    not copied to a spoke (hub    the hub
+v1beta1 AppWrapper         label), or our
+                           ``dispatchingGates``
 =========================  ============================  ===================================
+
+A hub Job, and an AppWrapper labelled for the hub, are placed as a copy the hub owns in the
+spoke: their adapters have the :class:`Copied` capability (:data:`COPIED_KINDS`).
 
 The controllers look a kind up in :data:`ADAPTERS` and never branch on a kind name; an
 adapter reads plain JSON objects and answers patch bodies, the controllers do the I/O.
@@ -22,6 +26,7 @@ from typing import Any
 
 from carbonshift.k8s.kinds.appwrapper import APPWRAPPER, AppWrapperAdapter
 from carbonshift.k8s.kinds.base import (
+    Copied,
     Gated,
     HubKind,
     IntentSource,
@@ -39,12 +44,14 @@ __all__ = [
     "ADAPTERS",
     "APPWRAPPER",
     "CONTROLLER_KINDS",
+    "COPIED_KINDS",
     "HUB_JOB",
     "HUB_KINDS",
     "JOB",
     "POD",
     "WORKLOAD",
     "AppWrapperAdapter",
+    "Copied",
     "Gated",
     "HubKind",
     "IntentSource",
@@ -70,6 +77,9 @@ CONTROLLER_KINDS: tuple[PodAdapter | JobAdapter, ...] = (POD, JOB)
 """The kinds the one-cluster controller and its webhook hold."""
 HUB_KINDS: tuple[HubKind, ...] = (HUB_JOB, WORKLOAD, APPWRAPPER)
 """The kinds the hub places."""
+COPIED_KINDS: dict[str, Copied] = {HUB_JOB.kind: HUB_JOB, APPWRAPPER.kind: APPWRAPPER}
+"""The hub kinds that may be placed as a copy the hub owns in the spoke (each object says
+whether it is: :meth:`Copied.copied`), by ``kind``."""
 
 
 def adapter_of(obj: Mapping[str, Any]) -> KindAdapter | None:

@@ -1,8 +1,19 @@
 """MCAD AppWrapper (``workload.codeflare.dev/v1beta1``: the only version the real CRD in
-/work/shared/k8s-crds/mcad serves): the hub holds it by its gate in ``spec.dispatchingGates``
-and places it by removing the gate and writing
-``spec.schedulingSpec.clusterScheduling.policyResult.targetCluster``, as multi-cluster MCAD's
-dispatcher reads them.
+/work/shared/k8s-crds/mcad serves), placed by the hub in one of two ways, which the object
+itself says:
+
+- **a copy** (label ``carbonshift.io/hub: "true"``, as a hub Job): the hub holds it by not
+  copying it (no MCAD may dispatch it on the hub) and places it by creating a copy in the
+  spoke, where that spoke's MCAD dispatches it; the copy's status is mirrored back and the
+  copy deleted when done. This needs no AppWrapper field, so it works with the real
+  tardieu/mcad CRD, which has no ``spec.dispatchingGates``.
+- **a gate** (our gate in ``spec.dispatchingGates``, kept only by a gate-capable CRD: the
+  multi-cluster MCAD Caspian ran on): the hub holds it by the gate and places it by removing
+  the gate and writing ``spec.schedulingSpec.clusterScheduling.policyResult.targetCluster``,
+  as that MCAD's dispatcher reads them.
+
+The label wins when an object has both (its gate then stays on the hub object and only keeps
+a hub MCAD away; the copy carries no gate).
 
 The intent is read from the AppWrapper's own metadata over its first wrapped Job's pod
 template (``spec.resources.GenericItems[].generictemplate``, or ``spec.components[].template``
@@ -11,22 +22,30 @@ of the later AppWrapper controller).
 
 from __future__ import annotations
 
+import copy as copying
 from collections.abc import Collection, Mapping
 
-from carbonshift.k8s.keys import DONE_SECONDS, HOLD_GATE, PLACED_CLUSTER
+from carbonshift.k8s.keys import DONE_SECONDS, HOLD_GATE, HUB_LABEL, HUB_UID_LABEL, PLACED_CLUSTER
 from carbonshift.k8s.kinds.base import (
     IntentSource,
     Obj,
     OptIn,
     WorkloadKind,
     api_path,
+    copy_metadata,
     job_intent_source,
     metadata,
 )
+from carbonshift.k8s.kinds.job import copy_template
 
 __all__ = ["APPWRAPPER", "AppWrapperAdapter"]
 
 GROUP_VERSION = "workload.codeflare.dev/v1beta1"
+FINISHED_STATES = ("Completed", "Failed")
+"""``status.state`` of an AppWrapper that has run to its end (tardieu/mcad: ``Succeeded``
+is written ``Completed``)."""
+_HUB_ONLY = ("dispatchingGates", "dispatcherStatus")
+"""``spec`` fields a copy does not carry: our gate, and a hub dispatcher's state."""
 
 
 def _items(aw: Obj) -> list[Obj]:
@@ -72,24 +91,81 @@ class AppWrapperAdapter:
         """``spec.dispatchingGates``: MCAD's ``[]DispatchingGate`` of strings."""
         return [str(g) for g in (obj.get("spec") or {}).get("dispatchingGates") or []]
 
+    def copied(self, obj: Obj) -> bool:
+        """Labelled for the hub (``carbonshift.io/hub: "true"``) and not itself a copy."""
+        labels = metadata(obj).get("labels") or {}
+        return labels.get(HUB_LABEL) == "true" and HUB_UID_LABEL not in labels
+
     def hub_owns(self, obj: Obj, check_names: Collection[str]) -> bool:
-        """Under our dispatching gate, or already planned by the hub."""
+        """Labelled for the hub, under our dispatching gate, or already planned by the hub;
+        never a copy in a spoke (a hub that is also a spoke sees its own copies)."""
+        if HUB_UID_LABEL in (metadata(obj).get("labels") or {}):
+            return False
         notes = metadata(obj).get("annotations") or {}
-        return PLACED_CLUSTER in notes or DONE_SECONDS in notes or self.is_held(obj)
+        return (
+            self.copied(obj)
+            or PLACED_CLUSTER in notes
+            or DONE_SECONDS in notes
+            or HOLD_GATE in self.gates(obj)
+        )
 
     def is_held(self, obj: Obj) -> bool:
+        if self.copied(obj):  # held on the hub until a copy is placed
+            return PLACED_CLUSTER not in (metadata(obj).get("annotations") or {})
         return HOLD_GATE in self.gates(obj)
 
     def is_finished(self, obj: Obj) -> bool:
-        # the dispatcher's phase (spec.dispatcherStatus, as multi-cluster MCAD writes it)
+        # the dispatcher's phase (spec.dispatcherStatus, as multi-cluster MCAD writes it), or
+        # the state tardieu/mcad writes (and the hub mirrors from a finished copy)
         phase = ((obj.get("spec") or {}).get("dispatcherStatus") or {}).get("phase", "")
-        return str(phase) in ("Succeeded", "Failed")
+        state = (obj.get("status") or {}).get("state", "")
+        return str(phase) in ("Succeeded", "Failed") or str(state) in FINISHED_STATES
 
     def runs_on(self, obj: Obj) -> str | None:
         scheduling = (obj.get("spec") or {}).get("schedulingSpec") or {}
         result = (scheduling.get("clusterScheduling") or {}).get("policyResult") or {}
         name = (result.get("targetCluster") or {}).get("name")
+        if not name and self.copied(obj):
+            name = (metadata(obj).get("annotations") or {}).get(PLACED_CLUSTER)
         return str(name) if name else None
+
+    def spoke_copy(self, obj: Obj, cluster: str, remaining_s: int) -> Obj:
+        """The AppWrapper as the spoke's MCAD dispatches it: no gate of ours, no hub
+        dispatcher state or target cluster; each wrapped Job's pods expect ``remaining_s``."""
+        spec = copying.deepcopy(dict(obj.get("spec") or {}))
+        gates = [g for g in self.gates(obj) if g != HOLD_GATE]
+        for key in _HUB_ONLY:
+            spec.pop(key, None)
+        if gates:
+            spec["dispatchingGates"] = gates
+        scheduling = spec.get("schedulingSpec")
+        if isinstance(scheduling, dict):
+            scheduling.pop("clusterScheduling", None)
+        for job in self.jobs({"spec": spec}):
+            job_spec = job.setdefault("spec", {})
+            job_spec["template"] = copy_template(job_spec.get("template") or {}, remaining_s)
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "metadata": copy_metadata(obj, cluster),
+            "spec": spec,
+        }
+
+    def copy_status(self, obj: Obj, copy: Obj) -> Obj:
+        """The copy's status as its MCAD wrote it (same CRD, so the same fields)."""
+        return dict(copy.get("status") or {})
+
+    def succeeded(self, obj: Obj) -> bool:
+        phase = ((obj.get("spec") or {}).get("dispatcherStatus") or {}).get("phase", "")
+        return phase == "Succeeded" or (obj.get("status") or {}).get("state") == "Completed"
+
+    def copy_summary(self, copy: Obj) -> Obj:
+        status = copy.get("status") or {}
+        return {
+            "state": status.get("state", ""),
+            "step": status.get("step", ""),
+            "restarts": status.get("restarts", 0),
+        }
 
     def release_spec(self, obj: Obj, cluster: str) -> Obj:
         """Our gate off and the target cluster on, in one patch."""

@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, Protocol
 
+from carbonshift.k8s.keys import (
+    ANNOTATION_PREFIX,
+    HUB_LABEL,
+    HUB_UID_LABEL,
+    MANAGED_LABEL,
+    PLACED_CLUSTER,
+)
+
 __all__ = [
+    "Copied",
     "Gated",
     "HubKind",
     "IntentSource",
@@ -22,6 +31,7 @@ __all__ = [
     "WorkloadKind",
     "api_path",
     "condition_true",
+    "copy_metadata",
     "job_intent_source",
     "metadata",
 ]
@@ -110,6 +120,34 @@ class HubKind(KindAdapter, Protocol):
         ...
 
 
+class Copied(HubKind, Protocol):
+    """A hub kind the hub may place as a copy it owns in the spoke (a hub Job; an AppWrapper
+    labelled for the hub): the copy is created at release, its status mirrored back, and it
+    is deleted when it is done, suspended, recalled or its hub object is gone."""
+
+    def copied(self, obj: Obj) -> bool:
+        """Whether the hub places ``obj`` by a copy of its own in the spoke."""
+        ...
+
+    def spoke_copy(self, obj: Obj, cluster: str, remaining_s: int) -> Obj:
+        """The copy of ``obj`` to create in spoke ``cluster``: same namespace and name,
+        labelled with ``obj``'s UID (``carbonshift.io/hub-uid``), opted out of a spoke's own
+        carbonshift; its pods expect to run ``remaining_s`` seconds."""
+        ...
+
+    def copy_status(self, obj: Obj, copy: Obj) -> Obj:
+        """The ``status`` of hub object ``obj`` once its ``copy`` has finished."""
+        ...
+
+    def copy_summary(self, copy: Obj) -> Obj:
+        """What the ``carbonshift.io/spoke-status`` annotation says of a running copy."""
+        ...
+
+    def succeeded(self, obj: Obj) -> bool:
+        """Whether ``obj``, finished, succeeded (else it failed)."""
+        ...
+
+
 class Gated(Protocol):
     """A kind the one-cluster controller holds, at admission at the latest (a Pod's gate
     cannot be added later)."""
@@ -169,3 +207,26 @@ def job_intent_source(
     return IntentSource(
         kind, meta, (spec.get("template") or {}).get("spec") or {}, spec.get("parallelism"), opt_in
     )
+
+
+def copy_metadata(obj: Obj, cluster: str) -> Obj:
+    """The metadata of the spoke copy of hub object ``obj`` placed in ``cluster``: its name,
+    namespace and labels (less the hub and managed labels) plus ``hub-uid`` and
+    ``managed: "false"`` (a spoke's own carbonshift must not hold it again), its
+    ``carbonshift.io/`` annotations plus ``placed-cluster``."""
+    meta = metadata(obj)
+    labels = {
+        k: v for k, v in (meta.get("labels") or {}).items() if k not in (MANAGED_LABEL, HUB_LABEL)
+    }
+    labels[HUB_UID_LABEL] = str(meta.get("uid", ""))
+    labels[MANAGED_LABEL] = "false"
+    annotations = {
+        k: v for k, v in (meta.get("annotations") or {}).items() if k.startswith(ANNOTATION_PREFIX)
+    }
+    annotations[PLACED_CLUSTER] = cluster
+    return {
+        "name": meta["name"],
+        "namespace": meta["namespace"],
+        "labels": labels,
+        "annotations": annotations,
+    }

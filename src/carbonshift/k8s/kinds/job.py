@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from carbonshift.k8s.keys import HUB_LABEL, HUB_UID_LABEL, PLACED_CLUSTER
+from carbonshift.k8s.keys import HUB_LABEL, HUB_UID_LABEL, PLACED_CLUSTER, RUNTIME
 from carbonshift.k8s.kinds.base import (
     IntentSource,
     Obj,
@@ -16,12 +16,34 @@ from carbonshift.k8s.kinds.base import (
     WorkloadKind,
     api_path,
     condition_true,
+    copy_metadata,
     job_intent_source,
     metadata,
 )
 from carbonshift.k8s.kinds.kueue import QUEUE_LABEL
 
-__all__ = ["HUB_JOB", "JOB", "JobAdapter"]
+__all__ = ["HUB_JOB", "JOB", "JobAdapter", "copy_template"]
+
+_TEMPLATE_LABELS = (
+    "batch.kubernetes.io/controller-uid",
+    "batch.kubernetes.io/job-name",
+    "controller-uid",
+    "job-name",
+)
+
+
+def copy_template(template: Obj, remaining_s: int) -> Obj:
+    """A Job's pod ``template`` for a copy: the Job controller's labels dropped, the expected
+    runtime set to what is left. New dicts where it differs; the rest is shared with the
+    cached hub object, which nothing writes to (a deep copy per release was a tenth of a
+    pass at 3,000 Jobs)."""
+    out = dict(template)
+    tmeta = out["metadata"] = dict(out.get("metadata") or {})
+    tmeta["labels"] = {
+        k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _TEMPLATE_LABELS
+    }
+    tmeta["annotations"] = {**(tmeta.get("annotations") or {}), RUNTIME: f"{remaining_s}s"}
+    return out
 
 
 class JobAdapter:
@@ -71,6 +93,55 @@ class JobAdapter:
             and QUEUE_LABEL not in labels
             and HUB_UID_LABEL not in labels
         )
+
+    def copied(self, obj: Obj) -> bool:
+        """A hub Job always runs as a copy in its spoke."""
+        return True
+
+    def spoke_copy(self, obj: Obj, cluster: str, remaining_s: int) -> Obj:
+        spec = obj.get("spec") or {}
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "metadata": copy_metadata(obj, cluster),
+            "spec": {
+                **{k: spec[k] for k in ("parallelism", "completions", "backoffLimit") if k in spec},
+                "suspend": False,
+                "template": copy_template(spec.get("template") or {}, remaining_s),
+            },
+        }
+
+    def copy_status(self, obj: Obj, copy: Obj) -> Obj:
+        """The copy's times, counts and conditions beside the hub Job's ``Suspended``
+        condition (the hub Job stays suspended: Kubernetes 1.32 accepts ``Complete`` beside
+        it in a ``/status`` write)."""
+        status = copy.get("status") or {}
+        out = dict(obj.get("status") or {})
+        kept = [c for c in out.get("conditions") or [] if c.get("type") == "Suspended"]
+        out.update(
+            {
+                k: status[k]
+                for k in ("startTime", "completionTime", "succeeded", "failed")
+                if k in status
+            }
+        )
+        out["active"] = 0
+        out["conditions"] = kept + [
+            c for c in status.get("conditions") or [] if c.get("type") != "Suspended"
+        ]
+        return out
+
+    def succeeded(self, obj: Obj) -> bool:
+        return condition_true(obj, "Complete")
+
+    def copy_summary(self, copy: Obj) -> Obj:
+        status = copy.get("status") or {}
+        return {
+            "active": status.get("active", 0),
+            "succeeded": status.get("succeeded", 0),
+            "failed": status.get("failed", 0),
+            "startTime": status.get("startTime"),
+        }
 
     opt_in_switch = "manage_jobs"
 

@@ -7,8 +7,9 @@ hub Job           ``spec.suspend: true``           a copy in the spoke (:mod:`.m
                                                    / the copy deleted
 Kueue Workload    our AdmissionCheck ``Retry``     check ``Ready`` with ``podSetUpdates``
                   with ``requeueAfterSeconds``     and ``nominatedClusterNames`` / Retry
+AppWrapper        not copied (hub label)           a copy in the spoke / the copy deleted
 AppWrapper        our ``dispatchingGates`` entry   gate off, ``targetCluster`` on / gate
-                                                   back on, target cleared
+(gated)                                            back on, target cleared
 ================  ===============================  ===================================
 
 The plan is written on the hub object first (planned cluster and start, reason; on release
@@ -40,7 +41,7 @@ from carbonshift.k8s.keys import (
     State,
 )
 from carbonshift.k8s.kinds import APPWRAPPER, HUB_JOB, WORKLOAD, condition_true
-from carbonshift.k8s.multicluster.mirroring import MirrorPhase
+from carbonshift.k8s.multicluster.mirroring import MirrorPhase, copier
 from carbonshift.k8s.multicluster.plan import Decision, HubRound
 from carbonshift.k8s.multicluster.record import LOG, Obj, stamp
 from carbonshift.k8s.multicluster.workloads import HubWorkload, state_label
@@ -84,12 +85,12 @@ class ActPhase(MirrorPhase):
                 APPWRAPPER.kind: self._keep_appwrapper_held,
             },
             {
-                HUB_JOB.kind: self._release_job,
+                HUB_JOB.kind: self._release_copy,
                 WORKLOAD.kind: self._release_workload,
                 APPWRAPPER.kind: self._release_appwrapper,
             },
             {
-                HUB_JOB.kind: self._suspend_job,
+                HUB_JOB.kind: self._suspend_copy,
                 WORKLOAD.kind: self._suspend_workload,
                 APPWRAPPER.kind: self._suspend_appwrapper,
             },
@@ -174,7 +175,9 @@ class ActPhase(MirrorPhase):
         self.tally("releases", kind=w.kind, cluster=d.cluster or "")
         self._event(now, w.key, "released", d.cluster or "", d.reason, w.uid)
 
-    async def _release_job(self, w: HubWorkload, d: Decision, now: datetime) -> None:
+    async def _release_copy(self, w: HubWorkload, d: Decision, now: datetime) -> None:
+        """Write the plan ahead, then create the copy in the spoke (hub Jobs, AppWrappers
+        labelled for the hub)."""
         cluster = d.cluster or ""
         w = _with_obj(w, await self._annotate(w, self._release_plan(d, now)))  # write-ahead
         self._released(w, d, now)
@@ -194,6 +197,9 @@ class ActPhase(MirrorPhase):
         await self._nominate(w, d.cluster or "", d.reason, now)  # else re-driven next pass
 
     async def _release_appwrapper(self, w: HubWorkload, d: Decision, now: datetime) -> None:
+        if copier(w) is not None:
+            await self._release_copy(w, d, now)
+            return
         plan = self._release_plan(d, now)
         meta = w.obj["metadata"]
         body = {
@@ -282,10 +288,11 @@ class ActPhase(MirrorPhase):
     async def _suspend(self, w: HubWorkload, d: Decision, now: datetime) -> None:
         """Stop interruptible running work the plan moves to later; count what it did.
 
-        Job: the spoke copy is deleted. Kueue Workload: our check goes to ``Retry`` with
-        ``requeueAfterSeconds`` up to the new start, which makes Kueue evict it (MultiKueue
-        removes the worker's copy) and requeue it then. AppWrapper: our dispatching gate goes
-        back on and the target cluster is cleared, so MCAD takes the wrapped resources back.
+        Job, and AppWrapper labelled for the hub: the spoke copy is deleted. Kueue Workload:
+        our check goes to ``Retry`` with ``requeueAfterSeconds`` up to the new start, which
+        makes Kueue evict it (MultiKueue removes the worker's copy) and requeue it then.
+        Gated AppWrapper: our dispatching gate goes back on and the target cluster is
+        cleared, so MCAD takes the wrapped resources back.
         The hub object is written first (``done-seconds``, the new plan), so a restart cut
         between the two writes finishes the hold from the annotations.
         """
@@ -308,17 +315,19 @@ class ActPhase(MirrorPhase):
         self.tally("suspended", cluster=w.placed)
         self._event(now, w.key, "suspended", w.placed, d.reason, w.uid)
 
-    async def _suspend_job(
+    async def _suspend_copy(
         self, w: HubWorkload, plan: Mapping[str, str | None], d: Decision, now: datetime
     ) -> bool:
+        """Write the new plan, then delete the copy in the spoke."""
+        adapter = copier(w)
         spoke = self.spokes.get(w.placed or "")
         spoke_api = spoke.api if spoke is not None else None
-        if spoke_api is None:
+        if spoke_api is None or adapter is None:
             return False  # cannot stop the copy now; planned again next pass
         await self._annotate(w, plan)
         meta = w.obj["metadata"]
         assert spoke is not None
-        await self._delete_copy(spoke, meta["namespace"], meta["name"])
+        await self._delete_copy(spoke, meta["namespace"], meta["name"], adapter)
         return True
 
     async def _suspend_workload(
@@ -336,7 +345,10 @@ class ActPhase(MirrorPhase):
     async def _suspend_appwrapper(
         self, w: HubWorkload, plan: Mapping[str, str | None], d: Decision, now: datetime
     ) -> bool:
-        """Put our dispatching gate back on and clear the target, in one patch."""
+        """Put our dispatching gate back on and clear the target, in one patch (a copy:
+        delete it, as a hub Job's)."""
+        if copier(w) is not None:
+            return await self._suspend_copy(w, plan, d, now)
         meta = w.obj["metadata"]
         body = {
             "metadata": {

@@ -301,16 +301,26 @@ class Spoke:
     forecast_issued_at: datetime | None = None
     down_since: datetime | None = None
     """When the spoke last turned Unreachable (None while it answers)."""
-    copies: Informer | None = None
-    """Its copies of hub Jobs (``hub-uid`` label), kept by a watch on this connection."""
+    kind_copies: dict[str, Informer] = field(default_factory=dict)
+    """Its copies of hub objects (``hub-uid`` label) by kind, each kept by a watch on this
+    connection."""
+    absent_kinds: set[str] = field(default_factory=set)
+    """Kinds of copies it does not serve, or the hub may not list, on this connection."""
     namespaces: set[str] = field(default_factory=set)
     """Namespaces known to be there (created or found) on this connection."""
 
+    @property
+    def copies(self) -> Informer | None:
+        """Its copies of hub Jobs."""
+        return self.kind_copies.get("Job")
+
     async def disconnect(self) -> None:
-        """Stop the watch on the copies and close the client (a new connection starts anew)."""
-        if self.copies is not None:
-            await self.copies.stop()
-            self.copies = None
+        """Stop the watches on the copies and close the client (a new connection starts
+        anew)."""
+        for copies in self.kind_copies.values():
+            await copies.stop()
+        self.kind_copies = {}
+        self.absent_kinds = set()
         self.namespaces = set()
         if self.api is not None:
             await self.api.close()

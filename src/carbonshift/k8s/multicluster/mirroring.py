@@ -1,10 +1,12 @@
-"""Phases 2 and 6 of the hub's pass: the copies of hub Jobs in the spokes.
+"""Phases 2 and 6 of the hub's pass: the copies the hub owns in the spokes.
 
-A hub Job is the one kind whose spoke copy the hub owns (a Kueue Workload's is MultiKueue's,
-an AppWrapper's MCAD's): mirroring creates the copy of a placed hub Job when it is missing
-(adopting one it finds by the ``hub-uid`` label), mirrors the copy's status back and, once
-it finished, writes the hub Job's final status and deletes the copy; it plans again the hub
-Jobs of a spoke that stayed away too long, and cleans up copies whose hub object is gone.
+A hub Job, and an AppWrapper labelled for the hub, run as a copy the hub owns in the spoke
+(a Kueue Workload's is MultiKueue's, a gated AppWrapper's its MCAD's): mirroring creates the
+copy of a placed one when it is missing (adopting one it finds by the ``hub-uid`` label),
+mirrors the copy's status back and, once it finished, writes the hub object's final status
+and deletes the copy; it plans again the copied work of a spoke that stayed away too long,
+and cleans up copies whose hub object is gone. What a copy is, and what its status says,
+comes from the kind's adapter (:class:`carbonshift.k8s.kinds.Copied`).
 """
 
 from __future__ import annotations
@@ -17,122 +19,106 @@ from carbonshift.errors import CarbonshiftError
 from carbonshift.k8s.client import ConflictError, ForbiddenError, NotFoundError
 from carbonshift.k8s.informer import Informer
 from carbonshift.k8s.keys import (
-    ANNOTATION_PREFIX,
-    HUB_LABEL,
     HUB_UID_LABEL,
     LOST_FROM,
-    MANAGED_LABEL,
     PLACED_CLUSTER,
     REASON,
     RELEASED_AT,
-    RUNTIME,
     SPOKE_STATUS,
 )
-from carbonshift.k8s.kinds import HUB_JOB, condition_true
+from carbonshift.k8s.kinds import COPIED_KINDS, HUB_JOB, Copied
 from carbonshift.k8s.multicluster.inventory import Spoke
 from carbonshift.k8s.multicluster.record import LOG, HubState, Obj
-from carbonshift.k8s.multicluster.workloads import JOBS, HubWorkload
+from carbonshift.k8s.multicluster.workloads import HubWorkload
 
-__all__ = ["MirrorPhase"]
+__all__ = ["MirrorPhase", "copier"]
 
-_TEMPLATE_LABELS = (
-    "batch.kubernetes.io/controller-uid",
-    "batch.kubernetes.io/job-name",
-    "controller-uid",
-    "job-name",
-)
+
+def copier(w: HubWorkload) -> Copied | None:
+    """``w``'s adapter when the hub places ``w`` as a copy of its own (None: it does not)."""
+    adapter = COPIED_KINDS.get(w.kind)
+    return adapter if adapter is not None and adapter.copied(w.obj) else None
 
 
 class MirrorPhase(HubState):
-    """Spoke copies of placed hub Jobs: create or adopt, mirror back, recall, clean up."""
+    """Spoke copies of placed hub work: create or adopt, mirror back, recall, clean up."""
 
-    def _spoke_job(self, w: HubWorkload, cluster: str) -> Obj:
-        job = w.obj
-        meta, spec = job["metadata"], job.get("spec") or {}
-        # new dicts where the copy differs; the rest is shared with the cached hub Job, which
-        # nothing writes to (a deep copy per release was a tenth of a pass at 3,000 Jobs)
-        template = dict(spec.get("template") or {})
-        tmeta = template["metadata"] = dict(template.get("metadata") or {})
-        labels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in _TEMPLATE_LABELS}
-        tmeta["labels"] = labels
-        tmeta["annotations"] = {
-            **(tmeta.get("annotations") or {}),
-            RUNTIME: f"{int(w.remaining.total_seconds())}s",
-        }
-        body_labels = {
-            k: v
-            for k, v in (meta.get("labels") or {}).items()
-            if k not in (MANAGED_LABEL, HUB_LABEL)
-        }
-        body_labels[HUB_UID_LABEL] = w.uid
-        body_labels[MANAGED_LABEL] = "false"  # a spoke's own carbonshift must not hold it again
-        annotations = {
-            k: v
-            for k, v in (meta.get("annotations") or {}).items()
-            if k.startswith(ANNOTATION_PREFIX)
-        }
-        annotations[PLACED_CLUSTER] = cluster
-        return {
-            "apiVersion": HUB_JOB.api_version,
-            "kind": HUB_JOB.kind,
-            "metadata": {
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "labels": body_labels,
-                "annotations": annotations,
-            },
-            "spec": {
-                **{k: spec[k] for k in ("parallelism", "completions", "backoffLimit") if k in spec},
-                "suspend": False,
-                "template": template,
-            },
-        }
-
-    async def _spoke_copies(self, spoke: Spoke) -> Informer:
-        """The copies of hub Jobs in ``spoke`` (``hub-uid`` label), as a watch on this
-        connection keeps them: listed once per connection, not read one by one per pass."""
+    async def _spoke_copies(self, spoke: Spoke, adapter: Copied = HUB_JOB) -> Informer | None:
+        """The copies of ``adapter``'s kind in ``spoke`` (``hub-uid`` label), as a watch on
+        this connection keeps them: listed once per connection, not read one by one per pass.
+        None when the spoke does not serve the kind or may not list it (asked again on the
+        next connection, or when work of that kind is placed there)."""
         assert spoke.api is not None
-        copies = spoke.copies
+        copies = spoke.kind_copies.get(adapter.kind)
         if copies is None or copies.source is not spoke.api:
             if copies is not None:
                 await copies.stop()
             copies = Informer(
                 spoke.api,
-                JOBS,
-                kind=HUB_JOB.kind,
-                api_version=HUB_JOB.api_version,
+                adapter.path(),
+                kind=adapter.kind,
+                api_version=adapter.api_version,
                 query={"labelSelector": HUB_UID_LABEL},
             )
-            spoke.copies = copies
+            spoke.kind_copies[adapter.kind] = copies
         if not copies.running or copies.failing:  # the spoke answers now: mend it now
-            await copies.relist()
+            try:
+                await copies.relist()
+            except (NotFoundError, ForbiddenError) as exc:
+                if adapter is HUB_JOB:
+                    raise  # every spoke serves Jobs, and spoke-rbac.yaml grants listing them
+                if adapter.kind not in spoke.absent_kinds:
+                    LOG.warning(
+                        "spoke %s: cannot list %s copies (%s); install the kind there and grant "
+                        "get/list/watch of it (deploy/hub/spoke-rbac.yaml) to place it there",
+                        spoke.spec.name,
+                        adapter.kind,
+                        exc,
+                    )
+                spoke.absent_kinds.add(adapter.kind)
+                return None
+            spoke.absent_kinds.discard(adapter.kind)
             copies.start(self.clock.backoff)
         return copies
 
-    async def _delete_copy(self, spoke: Spoke, namespace: str, name: str) -> bool:
+    async def _delete_copy(
+        self, spoke: Spoke, namespace: str, name: str, adapter: Copied = HUB_JOB
+    ) -> bool:
         """Delete a spoke copy (False: it was gone already); the cache forgets it at once."""
         assert spoke.api is not None
-        deleted = await spoke.api.delete(HUB_JOB.path(namespace, name))
-        if spoke.copies is not None:
-            spoke.copies.forget(f"{namespace}/{name}")
+        deleted = await spoke.api.delete(adapter.path(namespace, name))
+        copies = spoke.kind_copies.get(adapter.kind)
+        if copies is not None:
+            copies.forget(f"{namespace}/{name}")
         return deleted
 
     async def _ensure_copy(self, w: HubWorkload, spoke: Spoke, now: datetime) -> Obj | None:
-        """The spoke copy of hub Job ``w``, created when missing; None when it cannot be."""
+        """The spoke copy of ``w``, created when missing; None when it cannot be."""
         assert spoke.api is not None
+        adapter = copier(w)
+        if adapter is None:
+            return None
         meta = w.obj["metadata"]
-        copies = await self._spoke_copies(spoke)
+        copies = await self._spoke_copies(spoke, adapter)
+        if copies is None:
+            self.tally("errors")
+            fix = (
+                f"spoke {spoke.spec.name} serves no {adapter.kind} the hub may list: install "
+                "it there (MCAD for AppWrappers) and apply deploy/hub/spoke-rbac.yaml"
+            )
+            self._event(now, w.key, "copy-refused", spoke.spec.name, fix, uid=w.uid)
+            return None
         found = copies.items.get(f"{meta['namespace']}/{meta['name']}")
         if found is not None:
             if (found["metadata"].get("labels") or {}).get(HUB_UID_LABEL) == w.uid:
                 return found
             # a copy of an older hub object of the same name: remove it, create next time
-            await self._delete_copy(spoke, meta["namespace"], meta["name"])
+            await self._delete_copy(spoke, meta["namespace"], meta["name"], adapter)
             self._event(now, w.key, "removed-stale-copy", spoke.spec.name, uid=w.uid)
             return None
         if meta["namespace"] not in spoke.namespaces:
             # 409: it exists; 403: the identity may not create namespaces (spoke-rbac.yaml
-            # makes that optional), so the operator creates them: try the Job either way
+            # makes that optional), so the operator creates them: try the copy either way
             with contextlib.suppress(ConflictError, ForbiddenError):
                 await spoke.api.create(
                     "/api/v1/namespaces",
@@ -145,7 +131,8 @@ class MirrorPhase(HubState):
             spoke.namespaces.add(meta["namespace"])
         try:
             created = await spoke.api.create(
-                HUB_JOB.path(meta["namespace"]), self._spoke_job(w, spoke.spec.name)
+                adapter.path(meta["namespace"]),
+                adapter.spoke_copy(w.obj, spoke.spec.name, int(w.remaining.total_seconds())),
             )
         except ConflictError:  # created meanwhile (another hub replica): adopt next time
             self.tally("adopted")
@@ -169,8 +156,10 @@ class MirrorPhase(HubState):
         return created
 
     async def _mirror_jobs(self, now: datetime, workloads: list[HubWorkload]) -> None:
+        """Mirror every placed copy (hub Jobs, AppWrappers labelled for the hub)."""
         for w in workloads:
-            if w.adapter is not HUB_JOB or w.state != "placed" or w.placed is None:
+            adapter = copier(w)
+            if adapter is None or w.state != "placed" or w.placed is None:
                 continue
             spoke = self.spokes.get(w.placed)
             if spoke is None or not spoke.healthy or spoke.api is None:
@@ -179,62 +168,43 @@ class MirrorPhase(HubState):
                 copy_ = await self._ensure_copy(w, spoke, now)
                 if copy_ is None:
                     continue
-                await self._mirror_one(w, spoke, copy_, now)
+                await self._mirror_one(w, adapter, spoke, copy_, now)
             except ConflictError:
                 self.tally("conflicts")
             except CarbonshiftError as exc:
                 self.tally("errors")
                 LOG.warning("mirroring %s from %s failed: %s", w.key, w.placed, exc)
 
-    async def _mirror_one(self, w: HubWorkload, spoke: Spoke, remote: Obj, now: datetime) -> None:
+    async def _mirror_one(
+        self, w: HubWorkload, adapter: Copied, spoke: Spoke, remote: Obj, now: datetime
+    ) -> None:
         assert spoke.api is not None
-        status = remote.get("status") or {}
-        finished = condition_true(remote, "Complete") or condition_true(remote, "Failed")
         meta = w.obj["metadata"]
-        if finished:
-            # the cached hub Job (a stale one answers 409: done again next pass)
-            hub_status = dict(w.obj.get("status") or {})
-            kept = [c for c in hub_status.get("conditions") or [] if c.get("type") == "Suspended"]
-            hub_status.update(
-                {
-                    k: status[k]
-                    for k in ("startTime", "completionTime", "succeeded", "failed")
-                    if k in status
-                }
-            )
-            hub_status["active"] = 0
-            hub_status["conditions"] = kept + [
-                c for c in status.get("conditions") or [] if c.get("type") != "Suspended"
-            ]
-            body = {**w.obj, "status": hub_status}
-            path = HUB_JOB.path(meta["namespace"], meta["name"])
-            self._kept(HUB_JOB, await self.hub.replace(path + "/status", body))
+        if adapter.is_finished(remote):
+            # the cached hub object (a stale one answers 409: done again next pass)
+            body = {**w.obj, "status": adapter.copy_status(w.obj, remote)}
+            path = adapter.path(meta["namespace"], meta["name"])
+            self._kept(adapter, await self.hub.replace(path + "/status", body))
             self.tally("mirrored")
-            outcome = "Complete" if condition_true(remote, "Complete") else "Failed"
-            self._event(now, w.key, f"finished-{outcome.lower()}", spoke.spec.name, uid=w.uid)
-            if await self._delete_copy(spoke, meta["namespace"], meta["name"]):
+            outcome = "complete" if adapter.succeeded(remote) else "failed"
+            self._event(now, w.key, f"finished-{outcome}", spoke.spec.name, uid=w.uid)
+            if await self._delete_copy(spoke, meta["namespace"], meta["name"], adapter):
                 self.tally("cleaned")
             return
         summary = json.dumps(
-            {
-                "cluster": spoke.spec.name,
-                "active": status.get("active", 0),
-                "succeeded": status.get("succeeded", 0),
-                "failed": status.get("failed", 0),
-                "startTime": status.get("startTime"),
-            },
-            sort_keys=True,
+            {"cluster": spoke.spec.name, **adapter.copy_summary(remote)}, sort_keys=True
         )
         if w.annotations.get(SPOKE_STATUS) != summary:
             await self._annotate(w, {SPOKE_STATUS: summary})
 
     async def _recall_lost(self, now: datetime, workloads: list[HubWorkload]) -> None:
-        """Plan again the hub Jobs placed in a spoke that stayed away too long.
+        """Plan again the copied work placed in a spoke that stayed away too long.
 
-        Only Jobs, whose copy the hub owns: MultiKueue does this for Kueue workloads itself
-        (``workerLostTimeout``), and MCAD re-dispatches an AppWrapper only after it has taken
-        the wrapped resources back from the old cluster, which it cannot do while that
-        cluster is away. Whatever ran in the lost spoke is not counted (its progress is
+        Only work whose copy the hub owns (hub Jobs, AppWrappers labelled for the hub):
+        MultiKueue does this for Kueue workloads itself (``workerLostTimeout``), and a
+        multi-cluster MCAD re-dispatches a gated AppWrapper only after it has taken the
+        wrapped resources back from the old cluster, which it cannot do while that cluster
+        is away. Whatever ran in the lost spoke is not counted (its progress is
         unknown); the copy there is deleted when the spoke answers again. Work that was in
         fact still running through the partition therefore runs twice: at least once, as
         MultiKueue.
@@ -242,7 +212,7 @@ class MirrorPhase(HubState):
         if self.config.spoke_lost_timeout_s <= 0:
             return
         for w in workloads:
-            if w.state != "placed" or w.placed is None or w.adapter is not HUB_JOB:
+            if w.state != "placed" or w.placed is None or copier(w) is None:
                 continue
             why = self._lost(w.placed, now)
             if why is None:
@@ -268,26 +238,30 @@ class MirrorPhase(HubState):
             self._event(now, w.key, "recalled", w.placed, plan[REASON] or "", w.uid)
 
     async def _collect_garbage(self, now: datetime, workloads: list[HubWorkload]) -> None:
-        live = {w.uid: w.placed for w in workloads if w.adapter is HUB_JOB and w.state == "placed"}
+        live = {w.uid: w.placed for w in workloads if w.state == "placed" and copier(w)}
+        kinds = [a for a in COPIED_KINDS.values() if a.path() not in self._absent]
         for name, spoke in self._healthy().items():
             if spoke.api is None:
                 continue
-            try:
-                copies = await self._spoke_copies(spoke)
-                for job in list(copies.items.values()):
-                    uid = (job["metadata"].get("labels") or {}).get(HUB_UID_LABEL)
-                    if live.get(str(uid)) == name:
-                        continue
-                    meta = job["metadata"]
-                    if await self._delete_copy(spoke, meta["namespace"], meta["name"]):
-                        self.tally("cleaned")
-                        self._event(
-                            now,
-                            f"Job/{meta['namespace']}/{meta['name']}",
-                            "cleaned",
-                            name,
-                            uid=str(uid or ""),
-                        )
-            except CarbonshiftError as exc:
-                self.tally("errors")
-                LOG.warning("cleaning spoke %s failed: %s", name, exc)
+            for adapter in kinds:
+                if adapter.kind in spoke.absent_kinds:
+                    continue  # not served there on this connection: no copies to clean
+                try:
+                    copies = await self._spoke_copies(spoke, adapter)
+                    for obj in list(copies.items.values()) if copies is not None else []:
+                        uid = (obj["metadata"].get("labels") or {}).get(HUB_UID_LABEL)
+                        if live.get(str(uid)) == name:
+                            continue
+                        meta = obj["metadata"]
+                        if await self._delete_copy(spoke, meta["namespace"], meta["name"], adapter):
+                            self.tally("cleaned")
+                            self._event(
+                                now,
+                                f"{adapter.kind}/{meta['namespace']}/{meta['name']}",
+                                "cleaned",
+                                name,
+                                uid=str(uid or ""),
+                            )
+                except CarbonshiftError as exc:
+                    self.tally("errors")
+                    LOG.warning("cleaning spoke %s failed: %s", name, exc)
