@@ -29,7 +29,7 @@ from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.workloads import HOLD_GATE, QUEUE_LABEL
 from fakekube import FakeKube, FakeKubeConfig, run_fakekube
 from fakekube.plugins import appwrapper_crd, upstream_crds
-from fakekube.plugins.appwrapper import AppWrapperEmulator
+from fakekube.plugins.appwrapper import AppWrapperEmulator, LocalMcadEmulator
 from fakekube.plugins.kueue import KueueEmulator, setup_objects
 from tests.k8s import rbac
 
@@ -59,6 +59,8 @@ class Fleet:
     controller: HubController | None = None
     kueue: KueueEmulator | None = None
     mcad: AppWrapperEmulator | None = None
+    spoke_mcad: LocalMcadEmulator | None = None
+    """tardieu/mcad in each spoke (``real_mcad_crd``): dispatches the AppWrappers there."""
 
     @property
     def kubes(self) -> list[FakeKube]:
@@ -85,7 +87,7 @@ class Fleet:
     async def settle(self) -> None:
         for kube in self.kubes:
             await kube.settle_async()
-        for emulator in (self.kueue, self.mcad):
+        for emulator in (self.kueue, self.mcad, self.spoke_mcad):
             if emulator is not None:
                 await emulator.settle()
                 for kube in self.kubes:
@@ -105,12 +107,10 @@ class Fleet:
                 for informer in controller._caches.values()
                 if informer.running and not informer.failing  # a pass relists a failed one
             ] + [
-                (self.spokes[name], spoke.copies, HUB_UID_LABEL)
+                (self.spokes[name], copies, HUB_UID_LABEL)
                 for name, spoke in controller.spokes.items()
-                if spoke.copies is not None
-                and spoke.copies.running
-                and not spoke.copies.failing
-                and name in self.spokes
+                for copies in spoke.kind_copies.values()
+                if copies.running and not copies.failing and name in self.spokes
             ]
             behind = []
             for kube, informer, label in pairs:
@@ -253,8 +253,11 @@ def appwrapper(
     deadline_h: float = 12,
     interruptible: bool = False,
     overhead: str = "",
+    copied: bool = False,
 ) -> Obj:
-    """An MCAD AppWrapper with one Job item, created behind our dispatching gate."""
+    """An MCAD AppWrapper with one Job item, created behind our dispatching gate, or with
+    ``copied`` labelled for the hub (``carbonshift.io/hub: "true"``, no gate): the hub places
+    a copy in the spoke."""
     job = hub_job(
         name,
         cpu=cpu,
@@ -270,6 +273,9 @@ def appwrapper(
         "spec": job["spec"],
     }
     item["spec"] = {**job["spec"], "suspend": False}
+    spec: Obj = {"resources": {"GenericItems": [{"replicas": 1, "generictemplate": item}]}}
+    if not copied:
+        spec["dispatchingGates"] = [HOLD_GATE]
     return {
         "apiVersion": "workload.codeflare.dev/v1beta1",
         "kind": "AppWrapper",
@@ -277,11 +283,9 @@ def appwrapper(
             "name": name,
             "namespace": "batch",
             "annotations": job["metadata"]["annotations"],
+            **({"labels": {HUB_LABEL: "true"}} if copied else {}),
         },
-        "spec": {
-            "dispatchingGates": [HOLD_GATE],
-            "resources": {"GenericItems": [{"replicas": 1, "generictemplate": item}]},
-        },
+        "spec": spec,
     }
 
 
@@ -308,7 +312,9 @@ async def fleet(
     serves the spokes over HTTPS (the Secrets' kubeconfigs carry their CAs);
     ``spoke_certificates`` (with it) makes the hub's spoke identity a client-certificate
     user instead of a ServiceAccount token. ``real_mcad_crd`` installs tardieu/mcad's own
-    AppWrapper CRD on the hub instead of the emulation's schema."""
+    AppWrapper CRD on the hub instead of the emulation's schema, and on every spoke, where
+    :class:`LocalMcadEmulator` (``f.spoke_mcad``) dispatches the AppWrappers created there;
+    the hub runs no MCAD then."""
     spokes = spokes or SPOKES
     with contextlib.ExitStack() as stack:
         hub = stack.enter_context(
@@ -324,7 +330,14 @@ async def fleet(
         kubes = {
             name: stack.enter_context(
                 run_fakekube(
-                    FakeKubeConfig(nodes=nodes, cpu=cpu, start=start, seed=i + 1, rbac=True),
+                    FakeKubeConfig(
+                        nodes=nodes,
+                        cpu=cpu,
+                        start=start,
+                        seed=i + 1,
+                        rbac=True,
+                        custom_resources=spoke_crds(real_mcad_crd=real_mcad_crd),
+                    ),
                     tls=spoke_tls,
                 )
             )
@@ -358,6 +371,8 @@ async def fleet(
         f.kueue = KueueEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
         if not real_mcad_crd:  # the emulation writes its own MCAD's status, not tardieu's
             f.mcad = AppWrapperEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
+        else:
+            f.spoke_mcad = LocalMcadEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
         for obj in kueue_setup(list(spokes)):
             await f.create(hub, obj)
         try:
@@ -365,8 +380,9 @@ async def fleet(
         finally:
             await f.stop_controller()
             await f.kueue.close()
-            if f.mcad is not None:
-                await f.mcad.close()
+            for mcad in (f.mcad, f.spoke_mcad):
+                if mcad is not None:
+                    await mcad.close()
             for kube in f.kubes:
                 errors = kube.cluster.controller_errors
                 assert not errors, f"a fake cluster's emulated controllers failed: {errors}"
@@ -390,6 +406,13 @@ def hub_crds(*, real_mcad_crd: bool = False) -> tuple[Obj, ...]:
         mcad = tuple(c for c in upstream_crds("mcad") if c["spec"]["names"]["kind"] == "AppWrapper")
         return (*upstream_crds("kueue"), carboncluster_crd(), *mcad)
     return (*upstream_crds("kueue"), carboncluster_crd(), appwrapper_crd())
+
+
+def spoke_crds(*, real_mcad_crd: bool = False) -> tuple[Obj, ...]:
+    """A spoke's CRDs: none, or with ``real_mcad_crd`` tardieu/mcad's own AppWrapper CRD."""
+    if not real_mcad_crd:
+        return ()
+    return tuple(c for c in upstream_crds("mcad") if c["spec"]["names"]["kind"] == "AppWrapper")
 
 
 def kueue_setup(workers: list[str], *, quota_cpu: int = 64) -> list[Obj]:

@@ -39,6 +39,10 @@ the hub reads ``spec.dispatcherStatus.phase``.
 Not emulated: wrapped kinds other than Jobs, MCAD's queueing, quota, priorities and
 ``maxNumRequeuings`` on failure, the runner in the spoke (collapsed into the dispatcher),
 ``schedulingSpec`` fields other than the target cluster.
+
+:class:`LocalMcadEmulator` is the other shape: tardieu/mcad under its own CRD (no gates, no
+target cluster, state in ``status``) running in each spoke and dispatching the AppWrappers
+created there into that spoke (what a hub that copies AppWrappers to spokes relies on).
 """
 
 from __future__ import annotations
@@ -50,10 +54,16 @@ from typing import Any
 
 from fakekube._time import parse_utc
 from fakekube.clock import format_time
-from fakekube.plugins._client import Emulator, TransientError, api_path
+from fakekube.plugins._client import Emulator, FakeClient, TransientError, api_path
 from fakekube.plugins.crds import APPWRAPPER_API
 
-__all__ = ["APPWRAPPER_LABEL", "AppWrapperEmulator", "target_cluster", "wrapped_jobs"]
+__all__ = [
+    "APPWRAPPER_LABEL",
+    "AppWrapperEmulator",
+    "LocalMcadEmulator",
+    "target_cluster",
+    "wrapped_jobs",
+]
 
 Obj = dict[str, Any]
 APPWRAPPER_LABEL = "workload.codeflare.dev/appwrapper"
@@ -239,3 +249,97 @@ class AppWrapperEmulator(Emulator):
         await self._phase(aw, phase, now, leg_over=True)
         for job in remote:
             await worker.delete(f"/apis/batch/v1/namespaces/{ns}/jobs/{job['metadata']['name']}")
+
+
+class LocalMcadEmulator(Emulator):
+    """tardieu/mcad in each worker, dispatching that worker's own AppWrappers into it.
+
+    Emulated kind: ``AppWrapper`` as tardieu/mcad's own CRD serves it (``upstream/mcad``):
+    no dispatching gates and no target cluster; the state lives in ``status``: ``state``
+    (``Pending`` / ``Running`` / ``Completed`` / ``Failed``; empty when new), ``step``,
+    ``restarts`` (required by the CRD), ``dispatchTimestamp`` and ``transitions`` (``time``,
+    ``state``, ``step``). Per pass over each worker's AppWrappers:
+
+    - new (no state): every wrapped ``batch/v1`` Job is created in the AppWrapper's namespace
+      (label ``workload.codeflare.dev/appwrapper: <name>``, owned by the AppWrapper, so that
+      deleting the AppWrapper deletes them, as MCAD's finalizer does), ``state: Running``,
+      ``step: created``, ``dispatchTimestamp`` now; :attr:`dispatches` + 1 and
+      :attr:`created` counts the Jobs per ``namespace/name``;
+    - ``Running`` and every wrapped Job finished: ``Completed`` (``Failed`` if one failed),
+      ``step: idle``; the Jobs are left to the AppWrapper's deletion.
+
+    Not emulated: MCAD's queueing, quota, priorities, requeuing and retries, wrapped kinds
+    other than Jobs. The hub client (``hub_url``) is not used: every cluster is a worker.
+    """
+
+    def __init__(
+        self,
+        hub_url: str,
+        workers: Mapping[str, str],
+        tokens: Mapping[str, str] | None = None,
+        ca_files: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(hub_url, workers, tokens, ca_files)
+        self.dispatches = 0
+
+    async def reconcile(self) -> int:
+        before = self.writes()
+        for worker in self.workers.values():
+            try:
+                now = await worker.now()
+                for aw in await worker.list(api_path(APPWRAPPER_API, "appwrappers")):
+                    await self._one(worker, aw, now)
+            except TransientError:  # this worker waits (e.g. it is down); not the others
+                self.failures += 1
+        return self.writes() - before
+
+    async def _status(
+        self, worker: FakeClient, aw: Obj, state: str, step: str, now: datetime
+    ) -> None:
+        meta, status = aw["metadata"], dict(aw.get("status") or {})
+        status.update({"state": state, "step": step, "restarts": status.get("restarts", 0)})
+        if state == "Running":
+            status["dispatchTimestamp"] = format_time(now)
+        status["transitions"] = [
+            *(status.get("transitions") or []),
+            {"time": format_time(now), "state": state, "step": step},
+        ]
+        status["transitionCount"] = len(status["transitions"])
+        path = api_path(APPWRAPPER_API, "appwrappers", meta["namespace"], meta["name"])
+        await worker.patch(f"{path}/status", {"status": status})
+
+    async def _one(self, worker: FakeClient, aw: Obj, now: datetime) -> None:
+        meta = aw["metadata"]
+        ns = meta["namespace"]
+        state = str((aw.get("status") or {}).get("state") or "")
+        if state in ("Completed", "Failed"):
+            return
+        jobs = f"/apis/batch/v1/namespaces/{ns}/jobs"
+        if state in ("", "Pending"):
+            for job in wrapped_jobs(aw):
+                job_meta = job.setdefault("metadata", {})
+                job_meta["namespace"] = ns
+                job_meta.setdefault("labels", {})[APPWRAPPER_LABEL] = meta["name"]
+                job_meta["ownerReferences"] = [
+                    {
+                        "apiVersion": APPWRAPPER_API,
+                        "kind": "AppWrapper",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ]
+                if await worker.create(jobs, job):
+                    key = f"{ns}/{meta['name']}"
+                    self.created[key] = self.created.get(key, 0) + 1
+            self.dispatches += 1
+            await self._status(worker, aw, "Running", "created", now)
+            return
+        remote = await worker.list(jobs, labelSelector=f"{APPWRAPPER_LABEL}={meta['name']}")
+        if len(remote) < len(wrapped_jobs(aw)):
+            return
+        if not all(_true(j, "Complete") or _true(j, "Failed") for j in remote):
+            return
+        failed = any(_true(j, "Failed") for j in remote)
+        await self._status(worker, aw, "Failed" if failed else "Completed", "idle", now)
