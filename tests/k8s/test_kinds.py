@@ -11,7 +11,14 @@ import yaml
 
 from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import Intent, NotHeld, read_intent, read_intent_from
-from carbonshift.k8s.keys import HOLD_GATE, HUB_LABEL, MANAGED_LABEL, PLACED_CLUSTER
+from carbonshift.k8s.keys import (
+    HOLD_GATE,
+    HUB_LABEL,
+    HUB_UID_LABEL,
+    MANAGED_LABEL,
+    PLACED_CLUSTER,
+    RUNTIME,
+)
 from carbonshift.k8s.kinds import (
     ADAPTERS,
     APPWRAPPER,
@@ -59,7 +66,15 @@ def workload(*, owner_uid: str = "uid-j1", admitted: bool = False, finished: boo
     }
 
 
-def appwrapper(*, gated: bool = True, target: str | None = None, phase: str = "") -> Obj:
+def appwrapper(
+    *,
+    gated: bool = True,
+    target: str | None = None,
+    phase: str = "",
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    state: str = "",
+) -> Obj:
     spec: Obj = {
         "resources": {
             "GenericItems": [
@@ -89,9 +104,11 @@ def appwrapper(*, gated: bool = True, target: str | None = None, phase: str = ""
             "namespace": "batch",
             "uid": "uid-aw",
             "creationTimestamp": NOW,
-            "annotations": {"carbonshift.io/deadline": "12h"},
+            "labels": labels or {},
+            "annotations": {"carbonshift.io/deadline": "12h", **(annotations or {})},
         },
         "spec": spec,
+        **({"status": {"state": state, "restarts": 0}} if state else {}),
     }
 
 
@@ -172,6 +189,27 @@ def test_a_custom_kind_is_addressed_at_a_version_its_real_crd_serves(
             "west",
             id="dispatched-appwrapper",
         ),
+        pytest.param(
+            APPWRAPPER,
+            appwrapper(gated=False, labels={HUB_LABEL: "true"}),
+            True,
+            False,
+            None,
+            id="appwrapper-labelled-for-the-hub-not-yet-copied",
+        ),
+        pytest.param(
+            APPWRAPPER,
+            appwrapper(
+                gated=False,
+                labels={HUB_LABEL: "true"},
+                annotations={PLACED_CLUSTER: "east"},
+                state="Completed",
+            ),
+            False,
+            True,
+            "east",
+            id="appwrapper-copied-to-east-and-completed-there",
+        ),
     ],
 )
 def test_each_adapter_reads_held_finished_and_where_from_its_own_fields(
@@ -221,6 +259,39 @@ def test_the_appwrapper_adapter_swaps_its_gate_for_a_target_and_back() -> None:
     assert held["dispatchingGates"] == ["other", HOLD_GATE]
     assert held["schedulingSpec"]["clusterScheduling"]["policyResult"] is None
     assert APPWRAPPER.spoke_jobs(appwrapper()) == {("batch", "inner")}
+
+
+def test_an_appwrapper_labelled_for_the_hub_is_copied_without_the_hubs_own_fields() -> None:
+    hub_aw = appwrapper(target="west", phase="Queued", labels={HUB_LABEL: "true", "team": "a"})
+    assert APPWRAPPER.copied(hub_aw)
+    assert APPWRAPPER.hub_owns(hub_aw, ())
+    copy_ = APPWRAPPER.spoke_copy(hub_aw, "east", 5400)
+    meta, spec = copy_["metadata"], copy_["spec"]
+    assert (meta["name"], meta["namespace"]) == ("aw1", "batch")
+    want_labels = {"team": "a", HUB_UID_LABEL: "uid-aw", MANAGED_LABEL: "false"}
+    assert meta["labels"] == want_labels
+    assert meta["annotations"] == {"carbonshift.io/deadline": "12h", PLACED_CLUSTER: "east"}
+    assert spec["dispatchingGates"] == ["other"]  # ours stays on the hub object
+    assert "dispatcherStatus" not in spec
+    assert "clusterScheduling" not in spec["schedulingSpec"]
+    inner = spec["resources"]["GenericItems"][0]["generictemplate"]["spec"]
+    assert inner["template"]["metadata"]["annotations"][RUNTIME] == "5400s"
+    assert inner["parallelism"] == 2
+    # the hub object is not changed by copying it
+    assert hub_aw["spec"]["dispatchingGates"] == ["other", HOLD_GATE]
+    assert (
+        "metadata"
+        not in hub_aw["spec"]["resources"]["GenericItems"][0]["generictemplate"]["spec"]["template"]
+    )
+    # a copy is never the hub's own (a hub that is also a spoke sees its copies)
+    assert not APPWRAPPER.copied(copy_)
+    assert not APPWRAPPER.hub_owns(copy_, ())
+    assert APPWRAPPER.copy_status(hub_aw, {"status": {"state": "Completed", "restarts": 0}}) == {
+        "state": "Completed",
+        "restarts": 0,
+    }
+    assert APPWRAPPER.succeeded(appwrapper(state="Completed"))
+    assert not APPWRAPPER.succeeded(appwrapper(state="Failed"))
 
 
 def test_a_workload_reads_its_intent_from_its_owner_job_and_runs_its_pod_sets() -> None:

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from carbonshift.k8s.keys import (
     HUB_LABEL,
     HUB_UID_LABEL,
+    LOST_FROM,
     MANAGED_LABEL,
     PLACED_CLUSTER,
     PLANNED_CLUSTER,
@@ -23,6 +24,7 @@ from carbonshift.k8s.keys import (
 )
 from carbonshift.k8s.multicluster import HubConfig
 from carbonshift.units import parse_utc
+from fakekube import Fault
 from fakekube.plugins.appwrapper import APPWRAPPER_LABEL
 from tests.multicluster.harness import HOLD_OFF, Fleet, appwrapper, fleet
 
@@ -130,3 +132,40 @@ async def test_deleting_the_hub_appwrapper_deletes_its_copy_and_what_it_runs() -
         assert [e.what for e in controller.events if e.key == "AppWrapper/batch/gone"][-1] == (
             "cleaned"
         )
+
+
+async def test_a_copy_in_a_spoke_that_stays_away_is_recalled_and_placed_again() -> None:
+    # as a hub Job's (docs/multicluster.md): after spoke_lost_timeout_s (15 min) the hub
+    # plans it again on the healthy spokes, and deletes the stale copy when the spoke is back
+    async with fleet(START, config=FLUIDOS, real_mcad_crd=True) as f:
+        await f.create(f.hub, appwrapper("now", cpu=2, runtime_h=3, deadline_h=3, copied=True))
+        controller = await f.start_controller()
+        await f.step(0)
+        hub = await f.get(f.hub, "AppWrapper", "now", "batch", AW)
+        lost = hub["metadata"]["annotations"][PLACED_CLUSTER]
+        assert [c["metadata"]["name"] for c in (await copies(f))[lost]] == ["now"]
+        f.spokes[lost].add_fault(Fault(code=503))
+        await f.step(15)  # away, but not for long enough: still placed there
+        hub = await f.get(f.hub, "AppWrapper", "now", "batch", AW)
+        assert hub["metadata"]["annotations"][PLACED_CLUSTER] == lost
+        await f.step(15)  # 30 min away: planned again elsewhere
+        hub = await f.get(f.hub, "AppWrapper", "now", "batch", AW)
+        notes = hub["metadata"]["annotations"]
+        assert notes[LOST_FROM] == lost
+        moved_to = notes[PLACED_CLUSTER]
+        assert moved_to != lost
+        assert [c["metadata"]["name"] for c in (await copies(f))[moved_to]] == ["now"]
+        f.spokes[lost].clear_faults()  # back: its stale copy is deleted, never mirrored
+        await f.step(15)
+        assert (await copies(f))[lost] == []
+        assert (await wrapped(f))[lost] == []
+        for _ in range(4 * 4):
+            await f.step(15)
+            hub = await f.get(f.hub, "AppWrapper", "now", "batch", AW)
+            if (hub.get("status") or {}).get("state") == "Completed":
+                break
+        assert hub["status"]["state"] == "Completed"
+        mine = [e for e in controller.events if e.key == "AppWrapper/batch/now"]
+        assert [e.cluster for e in mine if e.what == "released"] == [lost, moved_to]
+        assert [e.cluster for e in mine if e.what == "recalled"] == [lost]
+        assert [e.cluster for e in mine if e.what == "finished-complete"] == [moved_to]

@@ -1,6 +1,7 @@
 """The hub beside tardieu/mcad's own AppWrapper CRD (../shared/k8s-crds/mcad), which has no
 ``spec.dispatchingGates``: the API server drops the hold gate at creation, so the hub cannot
-hold the AppWrapper, and it says so on the object instead of leaving it silently to MCAD."""
+hold a gated AppWrapper, and it says so on the object (pointing to the hub label, which the
+hub places by a copy: test_hub_appwrapper_copies.py) instead of leaving it silently to MCAD."""
 
 from __future__ import annotations
 

@@ -43,6 +43,7 @@ from carbonshift.k8s.keys import (
     CRITICAL,
     DEADLINE,
     HOLD_GATE,
+    HUB_LABEL,
     REASON,
     RUNTIME,
     STATE,
@@ -605,19 +606,21 @@ class InventoryPhase(HubState):
 
     async def _note_ungated(self, aw: Obj, now: datetime) -> None:
         """An AppWrapper that asks for carbon-aware placement (a ``carbonshift.io/``
-        intent annotation) without the hold gate is MCAD's to dispatch: say so on it, once.
-        The usual cause on a real hub: its AppWrapper CRD has no ``spec.dispatchingGates``
-        (tardieu/mcad v1beta1 has none), so the server dropped the gate at creation."""
+        intent annotation) with neither the hub label nor the hold gate is MCAD's to
+        dispatch: say so on it, once. The usual cause on a real hub: its AppWrapper CRD has
+        no ``spec.dispatchingGates`` (tardieu/mcad v1beta1 has none), so the server dropped
+        the gate at creation; the hub label is the way there."""
         meta = aw.get("metadata") or {}
         notes = meta.get("annotations") or {}
         if not any(key in notes for key in INTENT_KEYS) or notes.get(STATE) == State.NOT_HELD:
             return
         reason = (
-            f"{HOLD_GATE} is not in spec.dispatchingGates, so MCAD dispatches this "
-            "AppWrapper as it decides and the hub does not plan it; create it with that gate. "
-            "If you did, this hub's AppWrapper CRD has no spec.dispatchingGates (tardieu/mcad "
-            "v1beta1 has none) and the API server dropped it: carbonshift cannot hold "
-            "AppWrappers there"
+            f'neither label {HUB_LABEL}: "true" nor {HOLD_GATE} in spec.dispatchingGates, so '
+            "MCAD dispatches this AppWrapper as it decides and the hub does not plan it. "
+            f'Label it {HUB_LABEL}: "true" (on a hub that runs no MCAD for it) to have the '
+            "hub hold it and place a copy in a spoke; the gate works only where the "
+            "AppWrapper CRD has spec.dispatchingGates (tardieu/mcad v1beta1 has no "
+            "spec.dispatchingGates, and the API server drops it)"
         )
         annotations = {STATE: str(State.NOT_HELD), REASON: reason}
         body = {
