@@ -57,8 +57,9 @@ ANNOTATION_PREFIX = f"{API_GROUP}/"
 MANAGED_LABEL = f"{API_GROUP}/managed"
 """Label: ``"true"`` opts a workload in, ``"false"`` opts it out of an opted-in namespace."""
 HUB_LABEL = f"{API_GROUP}/hub"
-"""``"true"`` on a hub Job: the multi-cluster hub's, never this controller's or its webhook's
-(the two may run on one cluster; Kueue Workloads and AppWrappers are the hub's by kind)."""
+"""``"true"`` on a hub Job or AppWrapper: the multi-cluster hub's, never this controller's or
+its webhook's (the two may run on one cluster; Kueue Workloads are the hub's by kind, gated
+AppWrappers by the gate)."""
 DEADLINE = f"{API_GROUP}/deadline"
 RUNTIME = f"{API_GROUP}/expected-runtime"
 CRITICAL = f"{API_GROUP}/critical"

@@ -3,9 +3,10 @@
 A hub controller reads its spokes from ``CarbonCluster`` objects, plans every held
 workload of every kind on every healthy spoke in one call per period, and places each in
 the chosen spoke at the chosen time: batch/v1 Jobs by copying them, Kueue Workloads through
-an AdmissionCheck and MultiKueue's ``nominatedClusterNames``, MCAD AppWrappers through
-``dispatchingGates`` and ``targetCluster``. :class:`HubObserver` turns what the hub did into
-Events and Prometheus metrics; :class:`HubRunner` runs it under leader election.
+an AdmissionCheck and MultiKueue's ``nominatedClusterNames``, MCAD AppWrappers by copying
+them (label ``carbonshift.io/hub``) or through ``dispatchingGates`` and ``targetCluster``.
+:class:`HubObserver` turns what the hub did into Events and Prometheus metrics;
+:class:`HubRunner` runs it under leader election.
 """
 
 from carbonshift.k8s.multicluster.config import HubConfig

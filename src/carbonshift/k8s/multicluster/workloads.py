@@ -7,6 +7,8 @@ batch/v1 Job              ``spec.suspend: true`` on the hub        a copy create
 Kueue Workload            our AdmissionCheck in state Retry,       our check Ready with
 (``kueue.x-k8s.io``)      with ``requeueAfterSeconds``             ``podSetUpdates``, and
                                                                    ``status.nominatedClusterNames``
+MCAD AppWrapper,          not copied yet (no MCAD on the hub)      a copy created in the spoke
+label ``carbonshift.io/hub``
 MCAD AppWrapper           our gate in ``spec.dispatchingGates``    gate removed and
 (``workload.codeflare                                              ``...policyResult.targetCluster``
 .dev/v1beta1``)
