@@ -302,6 +302,7 @@ async def fleet(
     spoke_tls: bool = False,
     spoke_certificates: bool = False,
     real_mcad_crd: bool = False,
+    mcad_spokes: tuple[str, ...] | None = None,
 ) -> AsyncIterator[Fleet]:
     """A hub (no nodes, every CRD) and spokes (``nodes`` x ``cpu``), all at ``start``.
 
@@ -314,7 +315,7 @@ async def fleet(
     user instead of a ServiceAccount token. ``real_mcad_crd`` installs tardieu/mcad's own
     AppWrapper CRD on the hub instead of the emulation's schema, and on every spoke, where
     :class:`LocalMcadEmulator` (``f.spoke_mcad``) dispatches the AppWrappers created there;
-    the hub runs no MCAD then."""
+    the hub runs no MCAD then. ``mcad_spokes`` (default: all) names the spokes that have it."""
     spokes = spokes or SPOKES
     with contextlib.ExitStack() as stack:
         hub = stack.enter_context(
@@ -336,7 +337,10 @@ async def fleet(
                         start=start,
                         seed=i + 1,
                         rbac=True,
-                        custom_resources=spoke_crds(real_mcad_crd=real_mcad_crd),
+                        custom_resources=spoke_crds(
+                            real_mcad_crd=real_mcad_crd
+                            and (mcad_spokes is None or name in mcad_spokes)
+                        ),
                     ),
                     tls=spoke_tls,
                 )
@@ -372,7 +376,10 @@ async def fleet(
         if not real_mcad_crd:  # the emulation writes its own MCAD's status, not tardieu's
             f.mcad = AppWrapperEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
         else:
-            f.spoke_mcad = LocalMcadEmulator(hub.base_url, workers, tokens=tokens, ca_files=cas)
+            with_mcad = {
+                n: u for n, u in workers.items() if mcad_spokes is None or n in mcad_spokes
+            }
+            f.spoke_mcad = LocalMcadEmulator(hub.base_url, with_mcad, tokens=tokens, ca_files=cas)
         for obj in kueue_setup(list(spokes)):
             await f.create(hub, obj)
         try:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
+import pytest
+
 from carbonshift.k8s.keys import (
     HUB_LABEL,
     HUB_UID_LABEL,
@@ -169,3 +171,22 @@ async def test_a_copy_in_a_spoke_that_stays_away_is_recalled_and_placed_again() 
         assert [e.cluster for e in mine if e.what == "released"] == [lost, moved_to]
         assert [e.cluster for e in mine if e.what == "recalled"] == [lost]
         assert [e.cluster for e in mine if e.what == "finished-complete"] == [moved_to]
+
+
+@pytest.mark.parametrize("with_mcad", ["ca-on", "de"])
+async def test_a_copy_goes_only_to_spokes_that_run_mcad(with_mcad: str) -> None:
+    async with fleet(START, config=FLUIDOS, real_mcad_crd=True, mcad_spokes=(with_mcad,)) as f:
+        await f.create(f.hub, appwrapper("sim", cpu=4, runtime_h=2, deadline_h=16, copied=True))
+        controller = await f.start_controller()
+        await f.step(0)
+        hub = await f.get(f.hub, "AppWrapper", "sim", "batch", AW)
+        assert hub["metadata"]["annotations"][PLANNED_CLUSTER] == with_mcad
+        for _ in range(4 * 16):
+            await f.step(15)
+            hub = await f.get(f.hub, "AppWrapper", "sim", "batch", AW)
+            if (hub.get("status") or {}).get("state") == "Completed":
+                break
+        assert hub["status"]["state"] == "Completed"
+        released = [e.cluster for e in controller.events if e.what == "released"]
+        assert released == [with_mcad]
+        assert not [e for e in controller.events if e.what == "copy-refused"]

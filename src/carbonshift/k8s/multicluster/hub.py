@@ -52,6 +52,7 @@ from carbonshift.k8s.multicluster.api import HubApi, connect_kubeconfig_text
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.inventory import InventoryPhase, Spoke, others_requests
 from carbonshift.k8s.multicluster.metrics import HubMetrics
+from carbonshift.k8s.multicluster.mirroring import copier
 from carbonshift.k8s.multicluster.plan import (
     Decision,
     HubRound,
@@ -195,9 +196,15 @@ class HubController(InventoryPhase, ActPhase):
             except InputError:
                 pod = None  # read_intent accepted it; the spoke's scheduler will say
         self._demands_now[version] = pod
-        if pod is None:
-            return None
-        fits = frozenset(n for n, s in healthy.items() if not s.nodes or fits_a_node(pod, s.nodes))
+        # a copy goes only to spokes that serve its kind (an AppWrapper: those running MCAD)
+        serving = (
+            {n: s for n, s in healthy.items() if w.kind not in s.absent_kinds}
+            if copier(w) is not None
+            else healthy
+        )
+        fits = frozenset(
+            n for n, s in serving.items() if pod is None or not s.nodes or fits_a_node(pod, s.nodes)
+        )
         return None if len(fits) == len(healthy) else fits
 
     def _placed(

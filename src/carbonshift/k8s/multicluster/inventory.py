@@ -305,8 +305,9 @@ class Spoke:
     kind_copies: dict[str, Informer] = field(default_factory=dict)
     """Its copies of hub objects (``hub-uid`` label) by kind, each kept by a watch on this
     connection."""
-    absent_kinds: set[str] = field(default_factory=set)
-    """Kinds of copies it does not serve, or the hub may not list, on this connection."""
+    absent_kinds: dict[str, datetime] = field(default_factory=dict)
+    """Kinds of copies it does not serve, or the hub may not list, and since when (asked
+    again after ``ABSENT_RETRY_S``, and on a new connection); no copy of them goes there."""
     namespaces: set[str] = field(default_factory=set)
     """Namespaces known to be there (created or found) on this connection."""
 
@@ -321,7 +322,7 @@ class Spoke:
         for copies in self.kind_copies.values():
             await copies.stop()
         self.kind_copies = {}
-        self.absent_kinds = set()
+        self.absent_kinds = {}
         self.namespaces = set()
         if self.api is not None:
             await self.api.close()

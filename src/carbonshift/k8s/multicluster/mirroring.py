@@ -31,7 +31,10 @@ from carbonshift.k8s.multicluster.inventory import Spoke
 from carbonshift.k8s.multicluster.record import LOG, HubState, Obj
 from carbonshift.k8s.multicluster.workloads import HubWorkload
 
-__all__ = ["MirrorPhase", "copier"]
+__all__ = ["ABSENT_RETRY_S", "MirrorPhase", "copier"]
+
+ABSENT_RETRY_S = 900.0
+"""Seconds after which the hub asks a spoke again for a kind of copies it did not serve."""
 
 
 def copier(w: HubWorkload) -> Copied | None:
@@ -43,11 +46,17 @@ def copier(w: HubWorkload) -> Copied | None:
 class MirrorPhase(HubState):
     """Spoke copies of placed hub work: create or adopt, mirror back, recall, clean up."""
 
+    def _serves(self, spoke: Spoke, kind: str) -> bool:
+        """Whether to ask ``spoke`` for its copies of ``kind`` now: not found absent there,
+        or found so more than :data:`ABSENT_RETRY_S` ago (MCAD may have been installed)."""
+        since = spoke.absent_kinds.get(kind)
+        return since is None or (self.clock.now() - since).total_seconds() >= ABSENT_RETRY_S
+
     async def _spoke_copies(self, spoke: Spoke, adapter: Copied = HUB_JOB) -> Informer | None:
         """The copies of ``adapter``'s kind in ``spoke`` (``hub-uid`` label), as a watch on
         this connection keeps them: listed once per connection, not read one by one per pass.
-        None when the spoke does not serve the kind or may not list it (asked again on the
-        next connection, or when work of that kind is placed there)."""
+        None when the spoke does not serve the kind or may not list it (it is then noted in
+        ``spoke.absent_kinds``, and no copy of that kind is planned there)."""
         assert spoke.api is not None
         copies = spoke.kind_copies.get(adapter.kind)
         if copies is None or copies.source is not spoke.api:
@@ -67,19 +76,37 @@ class MirrorPhase(HubState):
             except (NotFoundError, ForbiddenError) as exc:
                 if adapter is HUB_JOB:
                     raise  # every spoke serves Jobs, and spoke-rbac.yaml grants listing them
+                # no such kind there (a spoke without MCAD: normal where AppWrappers are
+                # gated), or no grant: say so once, at info or as a misconfiguration
+                log = LOG.warning if isinstance(exc, ForbiddenError) else LOG.info
                 if adapter.kind not in spoke.absent_kinds:
-                    LOG.warning(
-                        "spoke %s: cannot list %s copies (%s); install the kind there and grant "
-                        "get/list/watch of it (deploy/hub/spoke-rbac.yaml) to place it there",
+                    log(
+                        "spoke %s: cannot list %s there (%s): no copy of one goes there; "
+                        "install it there and grant get/list/watch of it "
+                        "(deploy/hub/spoke-rbac.yaml) to place copies of it there",
                         spoke.spec.name,
-                        adapter.kind,
+                        adapter.plural,
                         exc,
                     )
-                spoke.absent_kinds.add(adapter.kind)
+                spoke.absent_kinds[adapter.kind] = self.clock.now()
                 return None
-            spoke.absent_kinds.discard(adapter.kind)
+            spoke.absent_kinds.pop(adapter.kind, None)
             copies.start(self.clock.backoff)
         return copies
+
+    async def _probe_copies(self) -> None:
+        """Start the copies' caches of every copied kind the hub serves in every healthy
+        spoke, so that the plan knows which spokes serve which kind before it places any."""
+        kinds = [a for a in COPIED_KINDS.values() if a.path() not in self._absent]
+        for name, spoke in self._healthy().items():
+            for adapter in kinds:
+                if spoke.api is None or not self._serves(spoke, adapter.kind):
+                    continue
+                try:
+                    await self._spoke_copies(spoke, adapter)
+                except CarbonshiftError as exc:
+                    self.tally("errors")
+                    LOG.warning("listing %s copies in spoke %s failed: %s", adapter.kind, name, exc)
 
     async def _delete_copy(
         self, spoke: Spoke, namespace: str, name: str, adapter: Copied = HUB_JOB
@@ -157,6 +184,7 @@ class MirrorPhase(HubState):
 
     async def _mirror_jobs(self, now: datetime, workloads: list[HubWorkload]) -> None:
         """Mirror every placed copy (hub Jobs, AppWrappers labelled for the hub)."""
+        await self._probe_copies()
         for w in workloads:
             adapter = copier(w)
             if adapter is None or w.state != "placed" or w.placed is None:
@@ -244,8 +272,8 @@ class MirrorPhase(HubState):
             if spoke.api is None:
                 continue
             for adapter in kinds:
-                if adapter.kind in spoke.absent_kinds:
-                    continue  # not served there on this connection: no copies to clean
+                if not self._serves(spoke, adapter.kind):
+                    continue  # not served there: no copies to clean
                 try:
                     copies = await self._spoke_copies(spoke, adapter)
                     for obj in list(copies.items.values()) if copies is not None else []:
