@@ -266,7 +266,11 @@ class LocalMcadEmulator(Emulator):
       ``step: created``, ``dispatchTimestamp`` now; :attr:`dispatches` + 1 and
       :attr:`created` counts the Jobs per ``namespace/name``;
     - ``Running`` and every wrapped Job finished: ``Completed`` (``Failed`` if one failed),
-      ``step: idle``; the Jobs are left to the AppWrapper's deletion.
+      step Idle (``""``, omitted); the Jobs are left to the AppWrapper's deletion.
+
+    State and step names are tardieu/mcad's (``api/v1beta1/appwrapper_types.go``: ``Queued``
+    is written ``Pending``, ``Succeeded`` ``Completed``); its dispatcher's intermediate steps
+    (``dispatching``, ``accepting``, ``creating``) are collapsed into one write.
 
     Not emulated: MCAD's queueing, quota, priorities, requeuing and retries, wrapped kinds
     other than Jobs. The hub client (``hub_url``) is not used: every cluster is a worker.
@@ -297,12 +301,15 @@ class LocalMcadEmulator(Emulator):
         self, worker: FakeClient, aw: Obj, state: str, step: str, now: datetime
     ) -> None:
         meta, status = aw["metadata"], dict(aw.get("status") or {})
-        status.update({"state": state, "step": step, "restarts": status.get("restarts", 0)})
+        status.update({"state": state, "restarts": status.get("restarts", 0)})
+        status.pop("step", None)
+        if step:  # the Idle step is "" and omitted, as Go's omitempty writes it
+            status["step"] = step
         if state == "Running":
             status["dispatchTimestamp"] = format_time(now)
         status["transitions"] = [
             *(status.get("transitions") or []),
-            {"time": format_time(now), "state": state, "step": step},
+            {"time": format_time(now), "state": state, **({"step": step} if step else {})},
         ]
         status["transitionCount"] = len(status["transitions"])
         path = api_path(APPWRAPPER_API, "appwrappers", meta["namespace"], meta["name"])
@@ -342,4 +349,4 @@ class LocalMcadEmulator(Emulator):
         if not all(_true(j, "Complete") or _true(j, "Failed") for j in remote):
             return
         failed = any(_true(j, "Failed") for j in remote)
-        await self._status(worker, aw, "Failed" if failed else "Completed", "idle", now)
+        await self._status(worker, aw, "Failed" if failed else "Completed", "", now)
