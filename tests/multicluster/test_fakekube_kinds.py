@@ -15,9 +15,9 @@ from carbonshift.k8s.owned import owned_fields
 from carbonshift.units import parse_utc
 from fakekube import FakeKube, FakeKubeConfig, run_fakekube
 from fakekube.faults import Fault
-from fakekube.plugins import KUEUE_API, all_crds
+from fakekube.plugins import KUEUE_API, all_crds, upstream_crds
 from fakekube.plugins._client import FakeClient, api_path
-from fakekube.plugins.appwrapper import AppWrapperEmulator
+from fakekube.plugins.appwrapper import AppWrapperEmulator, LocalMcadEmulator
 from fakekube.plugins.kueue import (
     WORKER_LOST_SINCE,
     KueueEmulator,
@@ -533,3 +533,37 @@ async def test_a_gate_put_back_takes_an_appwrapper_back_and_a_release_redispatch
         assert [j["metadata"]["name"] for j in w2.list("Job", "batch", "batch/v1")] == ["aw"]
         assert mcad.dispatches == 2
         await mcad.close()
+
+
+async def test_mcad_in_a_spoke_runs_its_own_appwrappers_under_the_real_crd() -> None:
+    mcad_crds = tuple(
+        c for c in upstream_crds("mcad") if c["spec"]["names"]["kind"] == "AppWrapper"
+    )
+    config = FakeKubeConfig(nodes=1, cpu="16", start=START, custom_resources=mcad_crds)
+    with run_fakekube(config) as spoke:
+        client = FakeClient(spoke.base_url)
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "batch"}}
+        await client.create("/api/v1/namespaces", namespace)
+        mcad = LocalMcadEmulator(spoke.base_url, {"s1": spoke.base_url})
+        path = api_path(AW, "appwrappers", "batch")
+        await client.create(path, appwrapper("aw", cpu=2, runtime_h=1, copied=True))
+        await mcad.settle()
+        await spoke.settle_async()
+        aw = await workload(client, f"{path}/aw")
+        assert (aw["status"]["state"], aw["status"]["step"]) == ("Running", "created")
+        assert aw["status"]["restarts"] == 0
+        jobs = spoke.list("Job", "batch", "batch/v1")
+        assert [j["metadata"]["name"] for j in jobs] == ["aw"]
+        assert jobs[0]["metadata"]["ownerReferences"][0]["uid"] == aw["metadata"]["uid"]
+        await spoke.advance_async(hours=1)
+        await mcad.settle()
+        aw = await workload(client, f"{path}/aw")
+        assert aw["status"]["state"] == "Completed"
+        assert "step" not in aw["status"]  # Idle
+        assert [t["state"] for t in aw["status"]["transitions"]] == ["Running", "Completed"]
+        assert mcad.dispatches == 1
+        assert await client.delete(f"{path}/aw")
+        await spoke.settle_async()
+        assert spoke.list("Job", "batch", "batch/v1") == []  # deleted with their AppWrapper
+        await mcad.close()
+        await client.close()

@@ -302,9 +302,8 @@ class LocalMcadEmulator(Emulator):
     ) -> None:
         meta, status = aw["metadata"], dict(aw.get("status") or {})
         status.update({"state": state, "restarts": status.get("restarts", 0)})
-        status.pop("step", None)
-        if step:  # the Idle step is "" and omitted, as Go's omitempty writes it
-            status["step"] = step
+        # the Idle step is "" and omitted, as Go's omitempty writes it (null: merge-patched out)
+        status["step"] = step or None
         if state == "Running":
             status["dispatchTimestamp"] = format_time(now)
         status["transitions"] = [
