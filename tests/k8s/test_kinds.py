@@ -274,11 +274,17 @@ def test_an_appwrapper_labelled_for_the_hub_is_copied_without_the_hubs_own_field
     assert spec["dispatchingGates"] == ["other"]  # ours stays on the hub object
     assert "dispatcherStatus" not in spec
     assert "clusterScheduling" not in spec["schedulingSpec"]
-    inner = spec["resources"]["GenericItems"][0]["generictemplate"]["spec"]
+    wrapped = spec["resources"]["GenericItems"][0]["generictemplate"]
+    assert wrapped["metadata"]["labels"] == {MANAGED_LABEL: "false"}
+    inner = wrapped["spec"]
     assert inner["template"]["metadata"]["annotations"][RUNTIME] == "5400s"
     assert inner["parallelism"] == 2
     # the hub object is not changed by copying it
     assert hub_aw["spec"]["dispatchingGates"] == ["other", HOLD_GATE]
+    assert (
+        "labels"
+        not in hub_aw["spec"]["resources"]["GenericItems"][0]["generictemplate"]["metadata"]
+    )
     assert (
         "metadata"
         not in hub_aw["spec"]["resources"]["GenericItems"][0]["generictemplate"]["spec"]["template"]

@@ -25,7 +25,14 @@ from __future__ import annotations
 import copy as copying
 from collections.abc import Collection, Mapping
 
-from carbonshift.k8s.keys import DONE_SECONDS, HOLD_GATE, HUB_LABEL, HUB_UID_LABEL, PLACED_CLUSTER
+from carbonshift.k8s.keys import (
+    DONE_SECONDS,
+    HOLD_GATE,
+    HUB_LABEL,
+    HUB_UID_LABEL,
+    MANAGED_LABEL,
+    PLACED_CLUSTER,
+)
 from carbonshift.k8s.kinds.base import (
     IntentSource,
     Obj,
@@ -131,7 +138,8 @@ class AppWrapperAdapter:
 
     def spoke_copy(self, obj: Obj, cluster: str, remaining_s: int) -> Obj:
         """The AppWrapper as the spoke's MCAD dispatches it: no gate of ours, no hub
-        dispatcher state or target cluster; each wrapped Job's pods expect ``remaining_s``."""
+        dispatcher state or target cluster; each wrapped Job labelled
+        ``carbonshift.io/managed: "false"`` and its pods expecting ``remaining_s``."""
         spec = copying.deepcopy(dict(obj.get("spec") or {}))
         gates = [g for g in self.gates(obj) if g != HOLD_GATE]
         for key in _HUB_ONLY:
@@ -144,6 +152,8 @@ class AppWrapperAdapter:
         for job in self.jobs({"spec": spec}):
             job_spec = job.setdefault("spec", {})
             job_spec["template"] = copy_template(job_spec.get("template") or {}, remaining_s)
+            # what MCAD creates from it is placed already: a spoke's own carbonshift keeps off
+            job.setdefault("metadata", {}).setdefault("labels", {})[MANAGED_LABEL] = "false"
         return {
             "apiVersion": self.api_version,
             "kind": self.kind,
