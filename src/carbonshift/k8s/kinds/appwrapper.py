@@ -162,8 +162,9 @@ class AppWrapperAdapter:
         }
 
     def copy_status(self, obj: Obj, copy: Obj) -> Obj:
-        """The copy's status as its MCAD wrote it (same CRD, so the same fields)."""
-        return dict(copy.get("status") or {})
+        """The copy's status as its MCAD wrote it (same CRD, so the same fields), with
+        ``restarts`` 0 if it left it out (tardieu/mcad's CRD requires it in a status)."""
+        return {"restarts": 0, **(copy.get("status") or {})}
 
     def succeeded(self, obj: Obj) -> bool:
         phase = ((obj.get("spec") or {}).get("dispatcherStatus") or {}).get("phase", "")
