@@ -23,7 +23,9 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -474,6 +476,75 @@ def _ruin_recreate(
     return kept
 
 
+def _place_making_room(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    placer: _Placer,
+    j: int,
+    options: Iterable[tuple[int, int]],
+    back: Callable[[int], tuple[int, int] | None],
+    max_moved: int,
+) -> bool:
+    """Place job ``j`` (not placed) at the first of ``options`` (cluster, start) where it
+    fits once the non-critical jobs in its way (at most ``max_moved``) are taken out, and
+    each of them goes back where ``back`` says (largest first); undone unless all go back.
+    The one ejection move of both repairs."""
+    state = placer.s
+    runtime = arrays.runtime_slots
+    r = int(runtime[j])
+    for m, s in options:
+        way = np.flatnonzero(
+            (state.cluster == m)
+            & (state.start < s + r)
+            & (state.start + runtime > s)
+            & ~arrays.critical
+        )
+        if way.size > max_moved:
+            continue
+        olds = [(int(k), int(state.cluster[k]), int(state.start[k])) for k in way]
+        for k in way:
+            placer.remove(int(k))
+        if bool(placer.room(j, s, s)[m, 0]):
+            placer.place(j, (m, s))
+            all_back = True
+            for k in way[np.argsort(-(classes.weight[way] * runtime[way]), kind="stable")]:
+                where = back(int(k))
+                if where is None:
+                    all_back = False
+                    break
+                placer.place(int(k), where)
+            if all_back:
+                return True
+            for k in way:
+                if state.cluster[k] >= 0:
+                    placer.remove(int(k))
+            placer.remove(j)
+        for kk, mk, sk in olds:
+            placer.place(kk, (mk, sk))
+    return False
+
+
+def _blocked(arrays: InstanceArrays, state: _State, j: int, lo: int, hi: int) -> FloatArray:
+    """The most demand already in the way over the run of each start ``lo .. hi`` of job
+    ``j`` on each cluster (summed over resources): ``(m, hi-lo+1)``, ``inf`` where ``j`` may
+    not run."""
+    r = int(arrays.runtime_slots[j])
+    used = arrays.free_units[:, :, lo : hi + r] - state.free[:, :, lo : hi + r]
+    most = -_window_min(-used.sum(axis=1), r, hi - lo + 1)
+    return np.where(arrays.allowed[j][:, None], most, np.inf)
+
+
+def _options(blocked: FloatArray, lo: int, order: IntArray, tries: int) -> list[tuple[int, int]]:
+    """The first ``tries`` (cluster, start) of ``order`` (flat indices into ``blocked``)
+    where the job may run."""
+    width = blocked.shape[1]
+    return [
+        (int(flat // width), lo + int(flat % width))
+        for flat in order[:tries]
+        if np.isfinite(blocked.flat[flat])
+    ]
+
+
 def _repair_lateness(
     arrays: InstanceArrays,
     classes: JobClasses,
@@ -496,48 +567,13 @@ def _repair_lateness(
         j = int(j)
         if not classes.on_time[j] or arrays.critical[j]:
             continue
-        lo, hi, r = int(classes.lo[j]), int(classes.hi[j]), int(runtime[j])
+        lo, hi = int(classes.lo[j]), int(classes.hi[j])
         old_j = (int(state.cluster[j]), int(state.start[j]))
         placer.remove(j)
-        # demand already in the way of each on-time option (first resource's shortfall)
-        used = arrays.free_units[:, :, lo : hi + r] - state.free[:, :, lo : hi + r]
-        blocked = _window_min(-used.sum(axis=1), r, hi - lo + 1)  # -(max use in the run)
-        blocked = np.where(arrays.allowed[j][:, None], -blocked, np.inf)
-        done = False
-        for flat in np.argsort(blocked, axis=None, kind="stable")[:tries]:
-            m, s = int(flat // (hi - lo + 1)), lo + int(flat % (hi - lo + 1))
-            if not np.isfinite(blocked.flat[flat]):
-                break
-            way = np.flatnonzero(
-                (state.cluster == m)
-                & (state.start < s + r)
-                & (state.start + runtime > s)
-                & ~arrays.critical
-            )
-            if way.size > max_moved:
-                continue
-            olds = [(int(k), int(state.cluster[k]), int(state.start[k])) for k in way]
-            for k in way:
-                placer.remove(int(k))
-            if bool(placer.room(j, s, s)[m, 0]):
-                placer.place(j, (m, s))
-                back = True
-                for k in way[np.argsort(-(classes.weight[way] * runtime[way]), kind="stable")]:
-                    where = placer.cheapest(int(k), guide)
-                    if where is None:
-                        back = False
-                        break
-                    placer.place(int(k), where)
-                if back:
-                    done = True
-                    break
-                for k in way:
-                    if state.cluster[k] >= 0:
-                        placer.remove(int(k))
-                placer.remove(j)
-            for kk, mk, sk in olds:
-                placer.place(kk, (mk, sk))
-        if done:
+        blocked = _blocked(arrays, state, j, lo, hi)
+        options = _options(blocked, lo, np.argsort(blocked, axis=None, kind="stable"), tries)
+        on_time = partial(placer.cheapest, table=guide)
+        if _place_making_room(arrays, classes, placer, j, options, on_time, max_moved):
             fixed += 1
         else:
             placer.place(j, old_j)
@@ -562,51 +598,23 @@ def _repair_unplaced(
     placer = _Placer(arrays, classes, state)
     runtime = arrays.runtime_slots
     placed_now = 0
+
+    def anywhere(k: int) -> tuple[int, int] | None:
+        return placer.cheapest(k, guide) or placer.earliest(k, true)
+
     out = np.flatnonzero(state.cluster < 0)
     for j in out[np.argsort(-(classes.weight[out] * runtime[out]), kind="stable")]:
         j = int(j)
-        lo, r = int(arrays.release_slot[j]), int(runtime[j])
-        hi = arrays.horizon_slots - r
+        lo = int(arrays.release_slot[j])
+        hi = arrays.horizon_slots - int(runtime[j])
         if hi < lo or not arrays.allowed[j].any():
             continue
-        used = arrays.free_units[:, :, lo : hi + r] - state.free[:, :, lo : hi + r]
-        blocked = -_window_min(-used.sum(axis=1), r, hi - lo + 1)  # max use in the run
-        blocked = np.where(arrays.allowed[j][:, None], blocked, np.inf)
-        late = np.maximum(0, np.arange(lo, hi + 1) + r - int(arrays.deadline_slot[j]))
+        blocked = _blocked(arrays, state, j, lo, hi)
+        late = np.maximum(0, np.arange(lo, hi + 1) + runtime[j] - arrays.deadline_slot[j])
         order = np.lexsort((np.broadcast_to(late, blocked.shape).ravel(), blocked.ravel()))
-        for flat in order[:tries]:
-            if not np.isfinite(blocked.flat[flat]):
-                break
-            m, s = int(flat // (hi - lo + 1)), lo + int(flat % (hi - lo + 1))
-            way = np.flatnonzero(
-                (state.cluster == m)
-                & (state.start < s + r)
-                & (state.start + runtime > s)
-                & ~arrays.critical
-            )
-            if way.size > max_moved:
-                continue
-            olds = [(int(k), int(state.cluster[k]), int(state.start[k])) for k in way]
-            for k in way:
-                placer.remove(int(k))
-            if bool(placer.room(j, s, s)[m, 0]):
-                placer.place(j, (m, s))
-                back = True
-                for k in way[np.argsort(-(classes.weight[way] * runtime[way]), kind="stable")]:
-                    where = placer.cheapest(int(k), guide) or placer.earliest(int(k), true)
-                    if where is None:
-                        back = False
-                        break
-                    placer.place(int(k), where)
-                if back:
-                    placed_now += 1
-                    break
-                for k in way:
-                    if state.cluster[k] >= 0:
-                        placer.remove(int(k))
-                placer.remove(j)
-            for kk, mk, sk in olds:
-                placer.place(kk, (mk, sk))
+        options = _options(blocked, lo, order, tries)
+        if _place_making_room(arrays, classes, placer, j, options, anywhere, max_moved):
+            placed_now += 1
     return placed_now
 
 
