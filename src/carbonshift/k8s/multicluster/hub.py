@@ -38,6 +38,7 @@ and reads no copy one by one. A write that would change nothing is not sent.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
@@ -94,7 +95,7 @@ class HubController(InventoryPhase, ActPhase):
         hub: HubApi,
         clock: Clock,
         *,
-        connector: Connector = connect_kubeconfig_text,
+        connector: Connector | None = None,
         series: Mapping[str, CarbonSeries] | None = None,
         metrics: HubMetrics | None = None,
     ) -> None:
@@ -103,7 +104,11 @@ class HubController(InventoryPhase, ActPhase):
         self.clock = clock
         self.metrics = metrics or HubMetrics()
         """Where the controller records what it times (the observer may hand its own)."""
-        self._connector = connector
+        limit = config.client_connection
+        #: each spoke's client: its own bucket of the hub's client_connection size
+        self._connector = connector or functools.partial(
+            connect_kubeconfig_text, qps=limit.qps, burst=limit.burst
+        )
         self._series = dict(series or {})
         self._cconfig = config.controller_config()
         self.spokes: dict[str, Spoke] = {}
