@@ -157,6 +157,7 @@ def apply_hold_rule(
     # 1. hysteresis: keep an earlier planned start unless the new one pays enough more
     if rule.has_hysteresis:
         keep: list[tuple[JobId, int, int, int, int, int]] = []
+        blocked: list[tuple[JobId, int, int, str]] = []  # (job, earlier cluster, start, why)
         for job_id, (m, s) in starts.items():
             before = previous.get(job_id)
             if before is None or before[0] not in cluster_index:
@@ -180,8 +181,15 @@ def apply_hold_rule(
                 rule.replan_min_improvement_pct,
                 "replan_min_improvement",
             )
-            if why is not None and move(job_id, pm, ps):
+            if why is None:
+                continue
+            if move(job_id, pm, ps):
                 reasons[job_id] = f"kept its planned start: the new plan's saving {why}"
+            else:
+                blocked.append((job_id, pm, ps, why))
+        # jobs that swapped starts block each other one at a time: move them back together
+        for job_id, why in _move_back_together(ledger, arrays, job_index, starts, blocked):
+            reasons[job_id] = f"kept its planned start: the new plan's saving {why}"
     # 2. minimum saving: start now unless holding saves enough
     if rule.holds_on_saving:
         later = [
@@ -248,6 +256,75 @@ def _unplace(
 ) -> None:
     """Give back what :meth:`CapacityLedger.place` took."""
     ledger.free_units[m, :, s : s + runtime] += demand[:, None]
+
+
+def _move_back_together(
+    ledger: CapacityLedger,
+    arrays: InstanceArrays,
+    job_index: Mapping[JobId, int],
+    starts: dict[JobId, tuple[int, int]],
+    blocked: list[tuple[JobId, int, int, str]],
+    *,
+    tries: int = 4,
+) -> list[tuple[JobId, str]]:
+    """Move ``blocked`` jobs (job, earlier cluster, earlier start, why) back to their earlier
+    starts as one batch: each, alone, found its earlier start taken by another that the new
+    plan moved there (two jobs that swapped starts, or a longer ring).
+
+    All leave the ledger, each goes back where it fits, the rest return to the new plan's
+    start. When one of the rest finds that start taken by a job that went back, the batch is
+    undone and tried again without the jobs that took it (at most ``tries`` times), so
+    capacity holds and every job keeps a start. Answers the (job, why) that moved back;
+    ``starts`` and ``ledger`` follow.
+    """
+    runtime = arrays.runtime_slots
+    inside = ledger.free_units.shape[2]
+
+    def fits_horizon(j: int, s: int) -> bool:
+        return s >= 0 and s + int(runtime[j]) <= inside
+
+    batch = list(blocked)
+    for _ in range(tries):
+        if not batch:
+            return []
+        saved_units = ledger.free_units.copy()
+        saved = {job_id: starts[job_id] for job_id, _, _, _ in batch}
+        for job_id, (m, s) in saved.items():
+            j = job_index[job_id]
+            if fits_horizon(j, s):
+                _unplace(ledger, arrays.demand_units[j], m, s, int(runtime[j]))
+        back: list[tuple[JobId, str]] = []
+        for job_id, pm, ps, why in batch:
+            j = job_index[job_id]
+            if ledger.fits(j, pm, ps):
+                ledger.place(j, pm, ps)
+                starts[job_id] = (pm, ps)
+                back.append((job_id, why))
+        moved_back = {job_id for job_id, _ in back}
+        stuck: list[tuple[int, int, int]] = []  # (cluster, first slot, end slot) not kept
+        for job_id, (m, s) in saved.items():
+            j = job_index[job_id]
+            if job_id in moved_back or not fits_horizon(j, s):
+                continue
+            if ledger.fits(j, m, s):
+                ledger.place(j, m, s)
+            else:
+                stuck.append((m, s, s + int(runtime[j])))
+        if not stuck:
+            return back
+        ledger.free_units[...] = saved_units  # undo, and leave out whoever took those starts
+        starts.update(saved)
+        takers = {
+            job_id
+            for job_id, pm, ps, _ in batch
+            if job_id in moved_back
+            and any(
+                pm == m and ps < end and first < ps + int(runtime[job_index[job_id]])
+                for m, first, end in stuck
+            )
+        }
+        batch = [b for b in batch if b[0] not in takers]
+    return []
 
 
 def _place_all(
