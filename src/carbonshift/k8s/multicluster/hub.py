@@ -154,6 +154,7 @@ class HubController(InventoryPhase, ActPhase):
             workloads, key=lambda w: (w.state != "placed", w.intent.created, w.intent.name, w.key)
         )
         healthy = self._healthy()
+        fitting: dict[tuple[tuple[str, float], ...], frozenset[str] | None] = {}
         for w in ordered:
             if w.state in ("held", "suspended"):
                 pending.append(
@@ -163,14 +164,14 @@ class HubController(InventoryPhase, ActPhase):
                         w.remaining,
                         w.intent.deadline,
                         w.intent.created,
-                        allowed=self._fitting(w, healthy),
+                        allowed=self._fitting(w, healthy, fitting),
                     )
                 )
             elif (
                 w.state == "placed"
                 and w.interruptible
                 and w.released_at is not None
-                and w.placed in self._healthy()
+                and w.placed in healthy
             ):
                 end = w.expected_end
                 assert end is not None
@@ -189,8 +190,15 @@ class HubController(InventoryPhase, ActPhase):
         self._demands = self._demands_now
         return pending
 
-    def _fitting(self, w: HubWorkload, healthy: Mapping[str, Spoke]) -> frozenset[str] | None:
-        """The healthy spokes with a node big enough for one pod of ``w`` (None: all)."""
+    def _fitting(
+        self,
+        w: HubWorkload,
+        healthy: Mapping[str, Spoke],
+        known: dict[tuple[tuple[str, float], ...], frozenset[str] | None],
+    ) -> frozenset[str] | None:
+        """The healthy spokes with a node big enough for one pod of ``w`` (None: all);
+        ``known`` keeps the answer for each pod size seen in this pass (the nodes do not
+        change within it), so the spokes' nodes are searched once per size, not per pod."""
         version = (w.uid, str(w.obj["metadata"].get("resourceVersion")))
         if version in self._demands:  # the same version asks the same (parsed once)
             pod = self._demands[version]
@@ -202,8 +210,13 @@ class HubController(InventoryPhase, ActPhase):
         self._demands_now[version] = pod
         if pod is None:
             return None
-        fits = frozenset(n for n, s in healthy.items() if not s.nodes or fits_a_node(pod, s.nodes))
-        return None if len(fits) == len(healthy) else fits
+        size = tuple(sorted(pod.items()))
+        if size not in known:
+            fits = frozenset(
+                n for n, s in healthy.items() if not s.nodes or fits_a_node(pod, s.nodes)
+            )
+            known[size] = None if len(fits) == len(healthy) else fits
+        return known[size]
 
     def _placed(
         self, now: datetime, workloads: list[HubWorkload], moving: set[str]
