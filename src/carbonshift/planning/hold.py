@@ -206,9 +206,11 @@ def apply_hold_rule(
             if int(arrays.runtime_slots[j]) > arrays.horizon_slots:
                 continue
             # the clusters where it could start now, least grams first (ties: listed first)
+            fits_now = ledger.fitting_starts_everywhere(j)[:, 0]
+            fits_now[m] = True
             for c in np.lexsort((np.arange(arrays.n_clusters), now_g)):
                 c = int(c)
-                if not arrays.allowed[j, c] or not (c == m or ledger.fits(j, c, 0)):
+                if not (arrays.allowed[j, c] and fits_now[c]):
                     continue
                 why = _below(
                     float(now_g[c] - planned_g),
