@@ -7,7 +7,8 @@ keeps a later start only when it pays, in this order:
 1. **Hysteresis.** A job that an earlier round planned to start at slot ``p`` keeps ``p``
    unless the new plan saves at least ``replan_min_improvement_g`` grams AND
    ``replan_min_improvement_pct`` % against it (and ``p`` is still on time and fits).
-   Re-plans therefore do not move a planned start back and forth for crumbs.
+   Re-plans therefore do not move a planned start back and forth for crumbs. Jobs that the
+   new plan swapped (each alone finds its ``p`` taken by the other) go back together.
 2. **Minimum saving.** A job planned later than slot 0 is held only when its planned saving
    against starting now (on the allowed cluster where it emits least now and fits) reaches
    BOTH ``min_saving_g`` and ``min_saving_pct``; otherwise it starts now, with a reason
