@@ -11,8 +11,10 @@ clock one 60-min slot.
 
 Per reconcile: the controller process's CPU seconds (``time.process_time``), wall seconds,
 API requests by cluster (hub / spokes) and verb (counted at ``ApiKube._send``; a watch is one
-request however long it streams), workloads released to spokes; peak RSS of the process
-after creating the Jobs (the driver's share), after each reconcile and after the run.
+request however long it streams), workloads released to spokes, the wall seconds of the last
+pass's phases and of its planning call (``HubController.last_phase_s`` / ``last_plan_s``);
+peak RSS of the process after creating the Jobs (the driver's share), after each reconcile
+and after the run.
 
 Run: ``.venv/bin/python bench/bench_hub_live.py --jobs 10000 --spokes 10 --periods 2``.
 Recorded in bench/hub.md. ``python -m bench hub_live`` runs a small default (200 Jobs, 3
@@ -184,6 +186,9 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                     if round_ is None
                     else sum(1 for d in round_.decisions.values() if d.start_now),
                     "peak_rss_mb_so_far": _peak_rss_mb(),
+                    # wall seconds of the last pass's phases and of its planning call
+                    "phase_wall_s": {k: round(v, 2) for k, v in controller.last_phase_s.items()},
+                    "plan_wall_s": round(controller.last_plan_s or 0.0, 2),
                 }
                 rows.append(row)
                 _progress(f"{row['name']}: {row}")

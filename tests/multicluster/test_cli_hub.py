@@ -115,6 +115,14 @@ def test_run_mode_serves_metrics_leads_and_gives_the_lease_up_on_ctrl_c(tmp_path
             lease = hub.get("Lease", "carbonshift-hub", HUB_NS, "coordination.k8s.io/v1")
             assert lease["spec"]["holderIdentity"] == "hub-0"
             assert hub_events(hub, "urgent") == ["CarbonReleased", "CreatedInSpoke"]
+            # the hub's own client has the default limiter (50 / 100), its waits observed
+            waits = [
+                float(line.split()[-1])
+                for line in text.splitlines()
+                if line.startswith("carbonshift_client_rate_limiter_wait_seconds_count")
+            ]
+            assert waits, text
+            assert waits[0] > 0, text
         finally:
             process.send_signal(signal.SIGINT)
             output, _ = process.communicate(timeout=30)

@@ -115,6 +115,61 @@ def test_replans_do_not_flap(
     assert ("kept its planned start" in got.reasons.get(JobId("a"), "")) is want_kept
 
 
+REPLAN = HoldRule(replan_min_improvement_g=5.0, replan_min_improvement_pct=5.0)
+
+
+@pytest.mark.parametrize(
+    ("new", "previous", "want", "want_kept"),
+    [
+        pytest.param(
+            # one slot each; a re-plan swaps them for 1 g: each alone finds its earlier
+            # start taken by the other, so they go back together
+            {"a": 2, "b": 1},
+            {"a": 1, "b": 2},
+            {"a": 1, "b": 2},
+            {"a", "b"},
+            id="two-jobs-that-swapped-crumb-starts-both-keep-theirs",
+        ),
+        pytest.param(
+            {"a": 3, "b": 1, "c": 2},
+            {"a": 1, "b": 2, "c": 3},
+            {"a": 1, "b": 2, "c": 3},
+            {"a", "b", "c"},
+            id="a-ring-of-three-keeps-its-starts",
+        ),
+        pytest.param(
+            # c is new and took a's earlier slot 1: a cannot go back, so b, which would
+            # take a's new slot 2, stays where the new plan put it too
+            {"a": 2, "b": 3, "c": 1},
+            {"a": 1, "b": 2},
+            {"a": 2, "b": 3, "c": 1},
+            set(),
+            id="a-job-that-cannot-go-back-keeps-the-others-from-taking-its-new-start",
+        ),
+    ],
+)
+def test_jobs_blocked_one_by_one_move_back_together(
+    new: dict[str, int], previous: dict[str, int], want: dict[str, int], want_kept: set[str]
+) -> None:
+    """Capacity 1 gpu, 1-gpu jobs of one slot, a forecast that wobbles by 1 g/kWh: crumbs."""
+    inst = instance(
+        [job(k, deadline=4) for k in sorted(new)],
+        [cluster(gpu=1.0)],
+        {"c1": [400.0, 100.0, 101.0, 100.5]},
+    )
+    got = apply_hold_rule(
+        inst,
+        None,
+        plan_of(*new.items()),
+        REPLAN,
+        previous={k: ("c1", s) for k, s in previous.items()},
+    )
+    assert starts(got.plan) == want
+    assert set(got.reasons) == want_kept
+    assert all("kept its planned start" in why for why in got.reasons.values())
+    assert check_feasibility(inst, got.plan) == []
+
+
 def test_a_round_by_round_replan_does_not_flap() -> None:
     """Forecasts that wobble by 1 g/kWh between two slots: without hysteresis the planned
     start flips every round; with it, it stays."""

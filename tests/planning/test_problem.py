@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from carbonshift.domain import Instance, job_carbon_g
 from carbonshift.errors import InputError
+from carbonshift.planning.ledger import CapacityLedger
 from carbonshift.planning.problem import (
     arrays_of,
     build_problem,
@@ -155,3 +157,22 @@ def test_objective_length_must_match_columns() -> None:
     problem = build_problem(arrays_of(inst), on_time_only=False)
     with pytest.raises(InputError, match="coefficients"):
         linear_program(problem, np.zeros(len(problem.starts) + 1))
+
+
+@given(instances(), st.data())
+@settings(max_examples=60, deadline=None)
+def test_fitting_starts_everywhere_is_every_clusters_fitting_starts(
+    inst: Instance, data: st.DataObject
+) -> None:
+    """The ledger's all-clusters fit (FLUIDOS asks it once a job) against one cluster at a
+    time, on a ledger part filled by placing some jobs where they fit."""
+    arrays = arrays_of(inst)
+    ledger = CapacityLedger(arrays)
+    for j in range(arrays.n_jobs):
+        m = data.draw(st.integers(0, arrays.n_clusters - 1))
+        s = data.draw(st.integers(0, arrays.horizon_slots - 1))
+        if ledger.fits(j, m, s):
+            ledger.place(j, m, s)
+    for j in range(arrays.n_jobs):
+        want = np.stack([ledger.fitting_starts(j, m) for m in range(arrays.n_clusters)])
+        assert np.array_equal(ledger.fitting_starts_everywhere(j), want)

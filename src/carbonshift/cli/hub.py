@@ -57,6 +57,8 @@ async def _serve(controller: HubController, kube: ApiKube, resync_s: float) -> N
     config, clock = controller.config, controller.clock
     identity = _identity(config)
     metrics = HubMetrics()
+    if kube.limiter is not None:
+        kube.limiter.observe = metrics.rate_limit_wait.observe
     observer = HubObserver(controller, metrics, identity=identity)
     elector: LeaderElector | None = None
     served: Served | None = None
@@ -109,7 +111,8 @@ async def _run(
 ) -> dict[str, object]:
     ScrubSecrets.install()  # no credential in the logs, even at debug level
     clock = SystemClock()
-    kube = await connect(kubeconfig, clock)
+    limit = config.client_connection
+    kube = await connect(kubeconfig, clock, qps=limit.qps, burst=limit.burst)
     hub = HubApi(kube)
     controller = HubController(config, hub, clock)
     try:

@@ -6,7 +6,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from carbonshift.carbon.freshness import Freshness, freshness_gauges
 
-__all__ = ["Metrics"]
+__all__ = ["RATE_LIMIT_WAIT_BUCKETS_S", "Metrics"]
 
 _DELAY_BUCKETS_S = (
     0,
@@ -21,7 +21,8 @@ _DELAY_BUCKETS_S = (
     48 * 3600,
 )
 
-_WAIT_BUCKETS_S = (0, 0.005, 0.025, 0.1, 0.25, 1, 4, 15, 60, 300, 900)
+RATE_LIMIT_WAIT_BUCKETS_S = (0, 0.005, 0.025, 0.1, 0.25, 1, 4, 15, 60, 300, 900)
+"""Buckets of one request's wait for the client-side rate limit, s (the hub's too)."""
 
 
 class Metrics:
@@ -88,7 +89,7 @@ class Metrics:
             "carbonshift_client_rate_limiter_wait_seconds",
             "Seconds each API request waited for the client-side rate limit "
             "(client_connection.qps / .burst; as client-go's rest_client_rate_limiter_duration)",
-            buckets=_WAIT_BUCKETS_S,
+            buckets=RATE_LIMIT_WAIT_BUCKETS_S,
             registry=r,
         )
         self.rate_limited = Gauge(

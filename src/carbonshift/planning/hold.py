@@ -7,7 +7,8 @@ keeps a later start only when it pays, in this order:
 1. **Hysteresis.** A job that an earlier round planned to start at slot ``p`` keeps ``p``
    unless the new plan saves at least ``replan_min_improvement_g`` grams AND
    ``replan_min_improvement_pct`` % against it (and ``p`` is still on time and fits).
-   Re-plans therefore do not move a planned start back and forth for crumbs.
+   Re-plans therefore do not move a planned start back and forth for crumbs. Jobs that the
+   new plan swapped (each alone finds its ``p`` taken by the other) go back together.
 2. **Minimum saving.** A job planned later than slot 0 is held only when its planned saving
    against starting now (on the allowed cluster where it emits least now and fits) reaches
    BOTH ``min_saving_g`` and ``min_saving_pct``; otherwise it starts now, with a reason
@@ -34,7 +35,7 @@ import numpy.typing as npt
 from carbonshift.domain import Assignment, ClusterName, Instance, JobId, Plan, job_carbon_g
 from carbonshift.errors import InputError
 from carbonshift.planning.ledger import CapacityLedger
-from carbonshift.planning.problem import arrays_of
+from carbonshift.planning.problem import InstanceArrays, Starts, arrays_of, carbon_g
 from carbonshift.planning.types import PlanContext
 
 __all__ = ["HoldOutcome", "HoldRule", "apply_hold_rule"]
@@ -111,7 +112,11 @@ def apply_hold_rule(
     """Apply ``rule`` to ``plan`` (module doc). ``previous`` maps a job id to the cluster and
     start slot (relative to this round's slot 0) that an earlier round planned; ``exempt``
     jobs (running work planned again) do not count against the release limit;
-    ``released_this_slot`` is what earlier passes in the same slot already released."""
+    ``released_this_slot`` is what earlier passes in the same slot already released.
+
+    Every gram it compares comes from one vectorised call per rule
+    (:func:`carbonshift.planning.problem.carbon_g`, the policies' ``c_ijs``); the loops over
+    jobs only move jobs, in plan order, through the capacity ledger."""
     previous = previous or {}
     if not (rule.holds_on_saving or rule.has_hysteresis or rule.max_releases_per_slot):
         return HoldOutcome(plan, {})
@@ -125,13 +130,12 @@ def apply_hold_rule(
         if j is None or m is None:
             continue
         starts[a.job] = (m, a.start_slot)
-        if 0 <= a.start_slot <= arrays.horizon_slots - int(arrays.runtime_slots[j]):
-            ledger.place(j, m, a.start_slot)
+    _place_all(ledger, arrays, [(job_index[k], m, s) for k, (m, s) in starts.items()])
     reasons: dict[JobId, str] = {}
 
-    def grams(j: int, m: int, s: int) -> float:
-        job = instance.jobs[j]
-        return job_carbon_g(instance, job, instance.clusters[m], s)
+    def grams(triples: list[tuple[int, int, int]]) -> npt.NDArray[np.float64]:
+        """Grams of each (job, cluster, start slot) (see the function doc)."""
+        return _grams(instance, arrays, triples)
 
     def placed(j: int, s: int) -> bool:
         return s >= 0 and s + int(arrays.runtime_slots[j]) <= arrays.horizon_slots
@@ -153,7 +157,9 @@ def apply_hold_rule(
     on_time = arrays.latest_on_time_start
     # 1. hysteresis: keep an earlier planned start unless the new one pays enough more
     if rule.has_hysteresis:
-        for job_id, (m, s) in list(starts.items()):
+        keep: list[tuple[JobId, int, int, int, int, int]] = []
+        blocked: list[tuple[JobId, int, int, str]] = []  # (job, earlier cluster, start, why)
+        for job_id, (m, s) in starts.items():
             before = previous.get(job_id)
             if before is None or before[0] not in cluster_index:
                 continue
@@ -165,35 +171,54 @@ def apply_hold_rule(
                 continue  # the earlier start is before release, or would now be late
             if ps + int(arrays.runtime_slots[j]) > arrays.horizon_slots:
                 continue
-            g_prev, g_new = grams(j, pm, ps), grams(j, m, s)
+            keep.append((job_id, j, pm, ps, m, s))
+        g_prev = grams([(j, pm, ps) for _, j, pm, ps, _, _ in keep])
+        g_new = grams([(j, m, s) for _, j, _, _, m, s in keep])
+        for (job_id, _, pm, ps, _, _), before_g, new_g in zip(keep, g_prev, g_new, strict=True):
             why = _below(
-                g_prev - g_new,
-                g_prev,
+                float(before_g - new_g),
+                float(before_g),
                 rule.replan_min_improvement_g,
                 rule.replan_min_improvement_pct,
                 "replan_min_improvement",
             )
-            if why is not None and move(job_id, pm, ps):
+            if why is None:
+                continue
+            if move(job_id, pm, ps):
                 reasons[job_id] = f"kept its planned start: the new plan's saving {why}"
+            else:
+                blocked.append((job_id, pm, ps, why))
+        # jobs that swapped starts block each other one at a time: move them back together
+        for job_id, why in _move_back_together(ledger, arrays, job_index, starts, blocked):
+            reasons[job_id] = f"kept its planned start: the new plan's saving {why}"
     # 2. minimum saving: start now unless holding saves enough
     if rule.holds_on_saving:
-        for job_id, (m, s) in list(starts.items()):
-            j = job_index[job_id]
-            if s <= 0 or arrays.critical[j] or arrays.release_slot[j] > 0:
-                continue  # starts now, is critical (already earliest), or cannot start now
-            now_options = [
-                (grams(j, int(c), 0), int(c))
-                for c in range(arrays.n_clusters)
-                if arrays.allowed[j, c]
-                and int(arrays.runtime_slots[j]) <= arrays.horizon_slots
-                and (ledger.fits(j, int(c), 0) or int(c) == m)
-            ]
-            if not now_options:
+        later = [
+            (job_id, job_index[job_id], m, s)
+            for job_id, (m, s) in starts.items()
+            if s > 0
+            and not arrays.critical[job_index[job_id]]
+            and arrays.release_slot[job_index[job_id]] <= 0
+        ]  # else it starts now, is critical (already earliest), or cannot start now
+        g_planned = grams([(j, m, s) for _, j, m, s in later])
+        rows = np.asarray([j for _, j, _, _ in later], dtype=np.int64)
+        g_now = _grams_now(instance, arrays)[rows]  # (jobs of ``later``, clusters)
+        for (job_id, j, m, _), planned_g, now_g in zip(later, g_planned, g_now, strict=True):
+            if int(arrays.runtime_slots[j]) > arrays.horizon_slots:
                 continue
-            g_planned = grams(j, m, s)
-            for g_now, c in sorted(now_options):
+            # the clusters where it could start now, least grams first (ties: listed first)
+            fits_now = ledger.fitting_starts_everywhere(j)[:, 0]
+            fits_now[m] = True
+            for c in np.lexsort((np.arange(arrays.n_clusters), now_g)):
+                c = int(c)
+                if not (arrays.allowed[j, c] and fits_now[c]):
+                    continue
                 why = _below(
-                    g_now - g_planned, g_now, rule.min_saving_g, rule.min_saving_pct, "min_saving"
+                    float(now_g[c] - planned_g),
+                    float(now_g[c]),
+                    rule.min_saving_g,
+                    rule.min_saving_pct,
+                    "min_saving",
                 )
                 if why is None:
                     break  # holding pays against the cleanest start now
@@ -234,3 +259,130 @@ def _unplace(
 ) -> None:
     """Give back what :meth:`CapacityLedger.place` took."""
     ledger.free_units[m, :, s : s + runtime] += demand[:, None]
+
+
+def _move_back_together(
+    ledger: CapacityLedger,
+    arrays: InstanceArrays,
+    job_index: Mapping[JobId, int],
+    starts: dict[JobId, tuple[int, int]],
+    blocked: list[tuple[JobId, int, int, str]],
+    *,
+    tries: int = 4,
+) -> list[tuple[JobId, str]]:
+    """Move ``blocked`` jobs (job, earlier cluster, earlier start, why) back to their earlier
+    starts as one batch: each, alone, found its earlier start taken by another that the new
+    plan moved there (two jobs that swapped starts, or a longer ring).
+
+    All leave the ledger, each goes back where it fits, the rest return to the new plan's
+    start. When one of the rest finds that start taken by a job that went back, the batch is
+    undone and tried again without the jobs that took it (at most ``tries`` times), so
+    capacity holds and every job keeps a start. Answers the (job, why) that moved back;
+    ``starts`` and ``ledger`` follow.
+    """
+    runtime = arrays.runtime_slots
+    inside = ledger.free_units.shape[2]
+
+    def fits_horizon(j: int, s: int) -> bool:
+        return s >= 0 and s + int(runtime[j]) <= inside
+
+    batch = list(blocked)
+    for _ in range(tries):
+        if not batch:
+            return []
+        saved_units = ledger.free_units.copy()
+        saved = {job_id: starts[job_id] for job_id, _, _, _ in batch}
+        for job_id, (m, s) in saved.items():
+            j = job_index[job_id]
+            if fits_horizon(j, s):
+                _unplace(ledger, arrays.demand_units[j], m, s, int(runtime[j]))
+        back: list[tuple[JobId, str]] = []
+        for job_id, pm, ps, why in batch:
+            j = job_index[job_id]
+            if ledger.fits(j, pm, ps):
+                ledger.place(j, pm, ps)
+                starts[job_id] = (pm, ps)
+                back.append((job_id, why))
+        moved_back = {job_id for job_id, _ in back}
+        stuck: list[tuple[int, int, int]] = []  # (cluster, first slot, end slot) not kept
+        for job_id, (m, s) in saved.items():
+            j = job_index[job_id]
+            if job_id in moved_back or not fits_horizon(j, s):
+                continue
+            if ledger.fits(j, m, s):
+                ledger.place(j, m, s)
+            else:
+                stuck.append((m, s, s + int(runtime[j])))
+        if not stuck:
+            return back
+        ledger.free_units[...] = saved_units  # undo, and leave out whoever took those starts
+        starts.update(saved)
+        takers = {
+            job_id
+            for job_id, pm, ps, _ in batch
+            if job_id in moved_back
+            and any(
+                pm == m and ps < end and first < ps + int(runtime[job_index[job_id]])
+                for m, first, end in stuck
+            )
+        }
+        batch = [b for b in batch if b[0] not in takers]
+    return []
+
+
+def _place_all(
+    ledger: CapacityLedger, arrays: InstanceArrays, triples: list[tuple[int, int, int]]
+) -> None:
+    """:meth:`CapacityLedger.place` every (job, cluster, start slot) whose run fits the
+    horizon, at once (a difference array summed over slots, not one call per job)."""
+    runtime = arrays.runtime_slots
+    keep = [(j, m, s) for j, m, s in triples if 0 <= s <= arrays.horizon_slots - int(runtime[j])]
+    if not keep:
+        return
+    job, cluster, start = (np.asarray(x, dtype=np.int64) for x in zip(*keep, strict=True))
+    n_clusters, n_resources, horizon = ledger.free_units.shape
+    change = np.zeros((n_clusters, horizon + 1, n_resources))
+    demand = arrays.demand_units[job]
+    np.add.at(change, (cluster, start), demand)
+    np.add.at(change, (cluster, start + runtime[job]), -demand)
+    ledger.free_units -= np.cumsum(change, axis=1)[:, :horizon, :].transpose(0, 2, 1)
+
+
+def _grams(
+    instance: Instance, arrays: InstanceArrays, triples: list[tuple[int, int, int]]
+) -> npt.NDArray[np.float64]:
+    """Grams of each (job, cluster, start slot): ``c_ijs`` of the policies, in one call."""
+    if not triples:
+        return np.zeros(0)
+    job, cluster, start = (np.asarray(x, dtype=np.int64) for x in zip(*triples, strict=True))
+    return _grams_of(instance, arrays, job, cluster, start)
+
+
+def _grams_of(
+    instance: Instance,
+    arrays: InstanceArrays,
+    job: npt.NDArray[np.int64],
+    cluster: npt.NDArray[np.int64],
+    start: npt.NDArray[np.int64],
+) -> npt.NDArray[np.float64]:
+    """:func:`_grams` on parallel arrays; a run past the horizon counts the slots inside it,
+    as :func:`job_carbon_g`."""
+    out = np.zeros(job.shape[0])
+    inside = (start >= 0) & (start + arrays.runtime_slots[job] <= arrays.horizon_slots)
+    out[inside] = carbon_g(arrays, Starts(job[inside], cluster[inside], start[inside]))
+    for i in np.flatnonzero(~inside):
+        out[i] = job_carbon_g(
+            instance,
+            instance.jobs[int(job[i])],
+            instance.clusters[int(cluster[i])],
+            max(0, int(start[i])),
+        )
+    return out
+
+
+def _grams_now(instance: Instance, arrays: InstanceArrays) -> npt.NDArray[np.float64]:
+    """Grams of every job started at slot 0 on every cluster, shape (jobs, clusters)."""
+    n, m = arrays.n_jobs, arrays.n_clusters
+    job = np.repeat(np.arange(n, dtype=np.int64), m)
+    cluster = np.tile(np.arange(m, dtype=np.int64), n)
+    return _grams_of(instance, arrays, job, cluster, np.zeros(n * m, dtype=np.int64)).reshape(n, m)

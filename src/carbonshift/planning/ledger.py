@@ -43,17 +43,26 @@ class CapacityLedger:
     def fitting_starts(self, job: int, cluster: int) -> BoolArray:
         """Boolean over start slots ``0 .. horizon - 1``: where the job would fit (ignores
         release and deadline; a start whose run passes the horizon never fits)."""
-        horizon = self.free_units.shape[2]
+        row: BoolArray = self._fitting(job, self.free_units[cluster : cluster + 1])[0]
+        return row
+
+    def fitting_starts_everywhere(self, job: int) -> BoolArray:
+        """:meth:`fitting_starts` of every cluster at once, shape (clusters, horizon)."""
+        return self._fitting(job, self.free_units)
+
+    def _fitting(self, job: int, free_units: npt.NDArray[np.float64]) -> BoolArray:
+        n_clusters, _, horizon = free_units.shape
         runtime = int(self._arrays.runtime_slots[job])
         resources, amount = self._needs(job)
         short = np.any(
-            self.free_units[cluster, resources, :] + CAPACITY_TOLERANCE < amount[:, None], axis=0
+            free_units[:, resources, :] + CAPACITY_TOLERANCE < amount[None, :, None], axis=1
         )
-        prefix = np.concatenate([[0], np.cumsum(short)])
-        ok = np.zeros(horizon, dtype=bool)
+        prefix = np.zeros((n_clusters, horizon + 1), dtype=np.int64)
+        np.cumsum(short, axis=1, out=prefix[:, 1:])
+        ok = np.zeros((n_clusters, horizon), dtype=bool)
         last = horizon - runtime
         if last >= 0:
-            ok[: last + 1] = (prefix[runtime : horizon + 1] - prefix[: last + 1]) == 0
+            ok[:, : last + 1] = (prefix[:, runtime : horizon + 1] - prefix[:, : last + 1]) == 0
         return ok
 
     def place(self, job: int, cluster: int, start_slot: int) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from carbonshift.k8s.client import APPLY_PATCH, ApiKube, NotFoundError
 from carbonshift.k8s.clock import Clock
+from carbonshift.k8s.flowcontrol import TokenBucket
 
 __all__ = ["APPLY_PATCH", "HubApi", "connect_kubeconfig_text"]
 
@@ -70,12 +71,19 @@ class HubApi:
 
 
 async def connect_kubeconfig_text(
-    text: str, clock: Clock, *, retries: int = 1, allow_insecure_tls: bool = True
+    text: str,
+    clock: Clock,
+    *,
+    retries: int = 1,
+    allow_insecure_tls: bool = True,
+    qps: float = 0.0,
+    burst: int = 0,
 ) -> HubApi:
     """A client from kubeconfig text (as stored in a Secret), with few retries.
 
     A spoke that does not answer must be noticed within one reconcile, so spokes get one
-    retry where the hub's own client gets six.
+    retry where the hub's own client gets six. ``qps`` > 0 limits its requests to ``qps``
+    per second with bursts of ``burst`` (:class:`~carbonshift.k8s.flowcontrol.TokenBucket`).
     """
     from kubernetes_asyncio import config
 
@@ -86,4 +94,5 @@ async def connect_kubeconfig_text(
     # hub checks insecure-skip-tls-verify against the CarbonCluster before it calls this).
     check_spoke_kubeconfig(parsed, allow_insecure_tls=allow_insecure_tls)
     api_client = await config.new_client_from_config_dict(config_dict=parsed)
-    return HubApi(ApiKube(api_client, clock, retries=retries, first_backoff_s=0.2))
+    limiter = TokenBucket(qps, burst) if qps > 0 else None
+    return HubApi(ApiKube(api_client, clock, retries=retries, first_backoff_s=0.2, limiter=limiter))

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from carbonshift.errors import InputError
 from carbonshift.k8s.config import (
+    ClientConnectionSection,
     ClusterSection,
     ControllerConfig,
     DefaultsSection,
@@ -82,6 +83,12 @@ class HubConfig(BaseModel):
         default_factory=lambda: HubLeaderSection(),
         description="Lease election among hub replicas (without --once); only the leader "
         "reconciles",
+    )
+    client_connection: ClientConnectionSection = Field(
+        default_factory=lambda: ClientConnectionSection(),
+        description="client-side rate limit of the hub's API requests, as the controller's "
+        "(qps requests/s on average, bursts of burst; watches are not limited): one bucket "
+        "for the hub cluster's client and one of the same size for each spoke's",
     )
     spoke_lost_timeout_s: int = Field(
         900,

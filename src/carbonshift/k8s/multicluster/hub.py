@@ -38,6 +38,7 @@ and reads no copy one by one. A write that would change nothing is not sent.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
@@ -85,6 +86,10 @@ __all__ = [
 PHASES = ("inventory", "collect", "mirror", "plan", "act", "cleanup", "status")
 """The phases of one pass, in order (the ``phase`` label of the phase-duration histogram)."""
 
+_FitKey = tuple[str | None, tuple[tuple[str, float], ...] | None]
+"""What decides the spokes a pending workload fits: the kind it is copied as (None: not a
+copy) and its pod's size (None: unknown)."""
+
 
 class HubController(InventoryPhase, ActPhase):
     """Places opted-in hub workloads in spokes (see the module doc)."""
@@ -95,7 +100,7 @@ class HubController(InventoryPhase, ActPhase):
         hub: HubApi,
         clock: Clock,
         *,
-        connector: Connector = connect_kubeconfig_text,
+        connector: Connector | None = None,
         series: Mapping[str, CarbonSeries] | None = None,
         metrics: HubMetrics | None = None,
     ) -> None:
@@ -104,7 +109,11 @@ class HubController(InventoryPhase, ActPhase):
         self.clock = clock
         self.metrics = metrics or HubMetrics()
         """Where the controller records what it times (the observer may hand its own)."""
-        self._connector = connector
+        limit = config.client_connection
+        #: each spoke's client: its own bucket of the hub's client_connection size
+        self._connector = connector or functools.partial(
+            connect_kubeconfig_text, qps=limit.qps, burst=limit.burst
+        )
         self._series = dict(series or {})
         self._cconfig = config.controller_config()
         self.spokes: dict[str, Spoke] = {}
@@ -150,6 +159,7 @@ class HubController(InventoryPhase, ActPhase):
             workloads, key=lambda w: (w.state != "placed", w.intent.created, w.intent.name, w.key)
         )
         healthy = self._healthy()
+        fitting: dict[_FitKey, frozenset[str] | None] = {}
         for w in ordered:
             if w.state in ("held", "suspended"):
                 pending.append(
@@ -159,14 +169,14 @@ class HubController(InventoryPhase, ActPhase):
                         w.remaining,
                         w.intent.deadline,
                         w.intent.created,
-                        allowed=self._fitting(w, healthy),
+                        allowed=self._fitting(w, healthy, fitting),
                     )
                 )
             elif (
                 w.state == "placed"
                 and w.interruptible
                 and w.released_at is not None
-                and w.placed in self._healthy()
+                and w.placed in healthy
             ):
                 end = w.expected_end
                 assert end is not None
@@ -185,8 +195,16 @@ class HubController(InventoryPhase, ActPhase):
         self._demands = self._demands_now
         return pending
 
-    def _fitting(self, w: HubWorkload, healthy: Mapping[str, Spoke]) -> frozenset[str] | None:
-        """The healthy spokes with a node big enough for one pod of ``w`` (None: all)."""
+    def _fitting(
+        self,
+        w: HubWorkload,
+        healthy: Mapping[str, Spoke],
+        known: dict[_FitKey, frozenset[str] | None],
+    ) -> frozenset[str] | None:
+        """The healthy spokes with a node big enough for one pod of ``w`` that serve its kind
+        if it is placed as a copy (None: all); ``known`` keeps the answer for each (copied
+        kind, pod size) seen in this pass (the nodes do not change within it), so the
+        spokes' nodes are searched once per size, not per pod."""
         version = (w.uid, str(w.obj["metadata"].get("resourceVersion")))
         if version in self._demands:  # the same version asks the same (parsed once)
             pod = self._demands[version]
@@ -197,15 +215,17 @@ class HubController(InventoryPhase, ActPhase):
                 pod = None  # read_intent accepted it; the spoke's scheduler will say
         self._demands_now[version] = pod
         # a copy goes only to spokes that serve its kind (an AppWrapper: those running MCAD)
-        serving = (
-            {n: s for n, s in healthy.items() if w.kind not in s.absent_kinds}
-            if copier(w) is not None
-            else healthy
-        )
-        fits = frozenset(
-            n for n, s in serving.items() if pod is None or not s.nodes or fits_a_node(pod, s.nodes)
-        )
-        return None if len(fits) == len(healthy) else fits
+        kind = w.kind if copier(w) is not None else None
+        key = (kind, None if pod is None else tuple(sorted(pod.items())))
+        if key not in known:
+            fits = frozenset(
+                n
+                for n, s in healthy.items()
+                if (kind is None or kind not in s.absent_kinds)
+                and (pod is None or not s.nodes or fits_a_node(pod, s.nodes))
+            )
+            known[key] = None if len(fits) == len(healthy) else fits
+        return known[key]
 
     def _placed(
         self, now: datetime, workloads: list[HubWorkload], moving: set[str]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from carbonshift.carbon.freshness import freshness_gauges
+from carbonshift.k8s.metrics import RATE_LIMIT_WAIT_BUCKETS_S
 
 __all__ = ["PHASE_BUCKETS_S", "PLAN_BUCKETS_S", "HubMetrics"]
 
@@ -91,6 +92,14 @@ class HubMetrics:
             "carbonshift.k8s.multicluster.hub.PHASES), recorded as each phase ends",
             ["phase"],
             buckets=PHASE_BUCKETS_S,
+            registry=r,
+        )
+        self.rate_limit_wait = Histogram(
+            "carbonshift_client_rate_limiter_wait_seconds",
+            "Seconds each request of the hub's own client waited for the client-side rate "
+            "limit (client_connection.qps / .burst; as client-go's "
+            "rest_client_rate_limiter_duration)",
+            buckets=RATE_LIMIT_WAIT_BUCKETS_S,
             registry=r,
         )
         self.reconcile_duration = Histogram(

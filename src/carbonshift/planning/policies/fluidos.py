@@ -42,10 +42,7 @@ def fluidos(
         lo, hi = int(bounds[i]), int(bounds[i + 1])
         cluster = starts.cluster[lo:hi]
         start = starts.start_slot[lo:hi]
-        fit = np.zeros(hi - lo, dtype=bool)
-        for c in np.unique(cluster):
-            mask = cluster == c
-            fit[mask] = ledger.fitting_starts(i, int(c))[start[mask]]
+        fit = ledger.fitting_starts_everywhere(i)[cluster, start]
         on_time = start <= arrays.latest_on_time_start[i]
         candidates = np.flatnonzero(fit & on_time)
         if candidates.size:
