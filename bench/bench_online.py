@@ -26,7 +26,7 @@ and hourly slots, so the instance's grams and the simulator's grams measure the 
 (the static asap plan's grams are printed beside the simulated asap as a check).
 
 Run: ``.venv/bin/python bench/bench_online.py [--seeds 1,2,3] [--jobs 200] [--policy NAME]
-[--reserve W --demand-forecast oracle|moving-average|seasonal-day]``
+[--reserve W --demand-forecast oracle|moving-average|seasonal-day] [--param KEY=NUMBER]``
 (a table), or ``.venv/bin/python -m bench online`` (JSON rows).
 """
 
@@ -117,11 +117,14 @@ def one_seed(
     demand_forecast: str | None = None,
 ) -> dict[str, Any]:
     began = time.perf_counter()
+    began_cpu = time.process_time()
     params = params or {}
     exp = experiment(seed, n_jobs, policy, demand_forecast)
     prepared = prepare(exp)
     asap = run_metrics(simulate_policy(exp, prepared, "asap", {}))
+    online_cpu = time.process_time()
     online = run_metrics(simulate_policy(exp, prepared, policy, params))
+    online_cpu = time.process_time() - online_cpu
     inst = clairvoyant_instance(exp)
     static = run_policy(policy, inst)
     bound = run_policy("carbonshift", inst).bound if policy != "carbonshift" else static.bound
@@ -142,6 +145,7 @@ def one_seed(
         "asap_deadline_met_pct": asap["deadline_met_pct"],
         "clairvoyant_deadline_met_pct": 100.0 * static_scores.on_time / max(1, len(inst.jobs)),
         "clairvoyant_solve_s": static.plan.solve_seconds,
+        "online_cpu_s": online_cpu,
     }
     row["kept_pct"] = _kept(row["asap_kg"], row["online_kg"], row["clairvoyant_kg"])
     row["kept_of_bound_pct"] = _kept(row["asap_kg"], row["online_kg"], row["lower_bound_kg"])
@@ -156,6 +160,7 @@ def one_seed(
         )
         row[f"noisy{mae:g}_deadline_met_pct"] = metrics["deadline_met_pct"]
     row["wall_s"] = time.perf_counter() - began
+    row["cpu_s"] = time.process_time() - began_cpu
     return row
 
 
@@ -199,9 +204,24 @@ def main(argv: list[str]) -> int:
         default=None,
         help="the rounds' future_demand: seasonal-day, moving-average, zero or oracle",
     )
+    parser.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="another parameter of the online policy (a number), e.g. polish_steps=0",
+    )
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    params = {"reserve_future_demand": args.reserve} if args.reserve else {}
+    params: dict[str, Any] = {"reserve_future_demand": args.reserve} if args.reserve else {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        try:
+            params[key] = float(value) if "." in value else int(value)
+        except ValueError:
+            parser.error(f"--param {item!r}: give KEY=NUMBER, e.g. polish_steps=0")
+        if not sep or not key:
+            parser.error(f"--param {item!r}: give KEY=NUMBER, e.g. polish_steps=0")
     rows = []
     for seed in seeds:
         row = one_seed(seed, args.jobs, args.policy, params, args.demand_forecast)
@@ -221,6 +241,8 @@ def main(argv: list[str]) -> int:
         "noisy25_deadline_met_pct",
         "noisy75_kept_pct",
         "noisy75_deadline_met_pct",
+        "online_cpu_s",
+        "cpu_s",
     )
     print(f"\n{args.policy}, {args.jobs} jobs, seeds {args.seeds}: mean (min-max)")
     for key in keys:

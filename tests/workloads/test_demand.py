@@ -109,22 +109,79 @@ def test_oracle_and_zero() -> None:
     ),
     method=st.sampled_from(["seasonal-day", "moving-average"]),
     now=st.sampled_from([12.0, 30.0, 49.0]),
+    end=st.sampled_from([None, 20.0, 40.5]),
 )
 def test_forecasts_never_read_jobs_submitted_at_or_after_now(
-    future: list[tuple[float, float]], method: str, now: float
+    future: list[tuple[float, float]], method: str, now: float, end: float | None
 ) -> None:
     base = forecast_demand(
-        PAST, resource="gpu", now_h=now, slot_minutes=60, horizon_slots=30, method=method
+        PAST,
+        resource="gpu",
+        now_h=now,
+        slot_minutes=60,
+        horizon_slots=30,
+        method=method,
+        arrivals_end_h=end,
     )
     past_part = [(s, g) for s, g in zip(PAST.submit_h, PAST.demand["gpu"], strict=True) if s < now]
     extra = [(now + offset, g) for offset, g in future]
     changed = _workload([s for s, _ in past_part + extra], [g for _, g in past_part + extra])
 
     got = forecast_demand(
-        changed, resource="gpu", now_h=now, slot_minutes=60, horizon_slots=30, method=method
+        changed,
+        resource="gpu",
+        now_h=now,
+        slot_minutes=60,
+        horizon_slots=30,
+        method=method,
+        arrivals_end_h=end,
     )
 
     np.testing.assert_allclose(got, base)
+
+
+# 3 jobs of 2 GPUs in every hour from 0 h to 20 h: 6 GPUs arrive per hourly slot
+STEADY = _workload([h + f for h in range(20) for f in (0.1, 0.4, 0.7)], [2.0] * 60)
+
+
+@pytest.mark.parametrize(
+    ("arrivals_end_h", "want"),
+    [
+        pytest.param(None, [6.0] * 8, id="arrivals-never-stop"),
+        pytest.param(14.0, [6.0] * 4 + [0.0] * 4, id="stop-at-a-slot-boundary"),
+        pytest.param(13.5, [6.0] * 3 + [3.0] + [0.0] * 4, id="stop-inside-a-slot"),
+        pytest.param(8.0, [0.0] * 8, id="already-stopped"),
+    ],
+)
+def test_moving_average_learns_a_steady_rate_and_stops_with_the_arrivals(
+    arrivals_end_h: float | None, want: list[float]
+) -> None:
+    got = forecast_demand(
+        STEADY,
+        resource="gpu",
+        now_h=10.0,
+        slot_minutes=60,
+        horizon_slots=8,
+        method="moving-average",
+        arrivals_end_h=arrivals_end_h,
+    )
+
+    np.testing.assert_allclose(got, want)
+
+
+@pytest.mark.parametrize("arrivals_end_h", [-1.0, float("nan"), float("inf")])
+def test_a_bad_arrival_end_is_refused_in_one_line(arrivals_end_h: float) -> None:
+    with pytest.raises(InputError, match=r"arrivals_end_h is .* h; give the hour") as caught:
+        forecast_demand(
+            STEADY,
+            resource="gpu",
+            now_h=10.0,
+            slot_minutes=60,
+            horizon_slots=8,
+            arrivals_end_h=arrivals_end_h,
+        )
+
+    assert "\n" not in str(caught.value)
 
 
 def test_error_report_is_zero_for_the_oracle_and_positive_otherwise() -> None:

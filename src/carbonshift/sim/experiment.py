@@ -171,7 +171,11 @@ def simulate_policy(
 
 
 def _demand_fn(exp: Experiment) -> DemandFn | None:
-    """The workload's own demand forecast (``demand_forecast`` method), or None."""
+    """The workload's own demand forecast (``demand_forecast`` method), or None.
+
+    It reads only the jobs that arrived before each round, and knows the run's declared
+    arrival span (``hours``): nothing is forecast to arrive after it (workloads/demand.py).
+    """
     method = exp.demand_forecast
     if method is None or method == "none":
         return None
@@ -187,6 +191,7 @@ def _demand_fn(exp: Experiment) -> DemandFn | None:
             slot_minutes=slot_minutes,
             horizon_slots=horizon,
             method=method,
+            arrivals_end_h=exp.config.hours,
         )
 
     forecast_demand(  # validate the method name before the run

@@ -16,6 +16,13 @@ the workload's start; slot ``k`` of the forecast covers
 - ``oracle``: the demand that actually arrives (reads the future; an upper bound on what a
   forecast can give, for comparison only).
 
+``arrivals_end_h``, when given, is the hour after which nothing arrives (a simulation's
+arrival window, ``[simulation] hours``: part of the experiment's definition, not an
+observation of its arrivals); the forecast is 0 from there on, and a slot that straddles it
+keeps the share of its value before it. Without it a forecast keeps expecting the recent rate
+after the last arrival, and work planned around that phantom demand gives up clean room for
+nothing (bench/online.md).
+
 :func:`demand_forecast_error` replays a method over a span of planning times and reports
 MAE and MAPE against what actually arrived.
 """
@@ -83,13 +90,41 @@ def forecast_demand(
     method: str = "seasonal-day",
     days: int = 7,
     window_slots: int | None = None,
+    arrivals_end_h: float | None = None,
 ) -> FloatArray:
     """Forecast demand of ``resource`` arriving in each of ``horizon_slots`` slots from ``now_h``.
 
     Only jobs submitted before ``now_h`` are read (except by ``oracle``). See the module
-    docstring for the methods.
+    docstring for the methods and ``arrivals_end_h``.
     """
     slot_h = _check(workload, resource, slot_minutes, horizon_slots)
+    if arrivals_end_h is not None and not (math.isfinite(arrivals_end_h) and arrivals_end_h >= 0):
+        raise InputError(
+            f"arrivals_end_h is {arrivals_end_h!r} h; give the hour after which no job arrives "
+            "(>= 0, on the clock of now_h) or None when arrivals never stop"
+        )
+    forecast = _forecast(
+        workload, resource, now_h, slot_minutes, slot_h, horizon_slots, method, days, window_slots
+    )
+    if arrivals_end_h is None:
+        return forecast
+    slot_start_h = now_h + slot_h * np.arange(horizon_slots)
+    share_before_end = np.clip((arrivals_end_h - slot_start_h) / slot_h, 0.0, 1.0)
+    return np.asarray(forecast * share_before_end, dtype=np.float64)
+
+
+def _forecast(
+    workload: Workload,
+    resource: str,
+    now_h: float,
+    slot_minutes: int,
+    slot_h: float,
+    horizon_slots: int,
+    method: str,
+    days: int,
+    window_slots: int | None,
+) -> FloatArray:
+    """:func:`forecast_demand` without the arrival window."""
     if method not in DEMAND_FORECASTS:
         raise InputError(
             f"demand forecast {method!r} is not known; {did_you_mean(method, DEMAND_FORECASTS)}"
