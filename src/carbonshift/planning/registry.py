@@ -240,6 +240,10 @@ POLICIES: dict[str, PolicySpec] = {
                     polish_nodes=p.get_int("polish_nodes"),
                     polish_lp_iterations=p.get_int("polish_lp_iterations"),
                     polish_cpu_s=p.get_float("polish_cpu_s"),
+                    late_repair_jobs=p.get_int("late_repair_jobs"),
+                    late_repair_columns=p.get_int("late_repair_columns"),
+                    late_repair_nodes=p.get_int("late_repair_nodes"),
+                    late_repair_cpu_s=p.get_float("late_repair_cpu_s"),
                 ),
             ),
             (
@@ -313,6 +317,33 @@ POLICIES: dict[str, PolicySpec] = {
                     float,
                     10.0,
                     "guard on the neighbourhood search's CPU seconds (where it binds, the plan "
+                    "depends on the machine)",
+                    0.001,
+                ),
+                ParamSpec(
+                    "late_repair_jobs",
+                    int,
+                    30,
+                    "up to 3,000 jobs, solve the class LP whatever its size and re-plan its "
+                    "rounding's late jobs with their neighbours by sub-MILPs of at most this "
+                    "many jobs (0: off)",
+                    0,
+                ),
+                ParamSpec(
+                    "late_repair_columns", int, 1600, "most on-time starts per late-job sub-MILP", 2
+                ),
+                ParamSpec(
+                    "late_repair_nodes",
+                    int,
+                    20,
+                    "HiGHS branch-and-bound nodes per late-job sub-MILP",
+                    1,
+                ),
+                ParamSpec(
+                    "late_repair_cpu_s",
+                    float,
+                    30.0,
+                    "guard on the late-job repair's CPU seconds (where it binds, the plan "
                     "depends on the machine)",
                     0.001,
                 ),

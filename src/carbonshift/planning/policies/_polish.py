@@ -37,12 +37,20 @@ from carbonshift.planning.lagrangian import JobClasses
 from carbonshift.planning.problem import (
     CAPACITY_TOLERANCE,
     InstanceArrays,
+    LinearProgram,
     build_problem,
     on_time_program,
 )
 from carbonshift.planning.types import SolveStatus
 
-__all__ = ["PolishStats", "polish", "resolve_jobs", "sub_milp_options"]
+__all__ = [
+    "LateRepairStats",
+    "PolishStats",
+    "polish",
+    "repair_late",
+    "resolve_jobs",
+    "sub_milp_options",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -364,3 +372,168 @@ def _round(
         elif work < STEP_TARGET // 2:
             size = min(max_jobs, size + max(1, size // 4))
     return False
+
+
+@dataclass(frozen=True, slots=True)
+class LateRepairStats:
+    """What :func:`repair_late` did: sub-MILPs solved, slots of lateness removed, HiGHS's LP
+    iterations and CPU seconds."""
+
+    steps: int
+    slots_removed: int
+    lp_iterations: int
+    cpu_seconds: float
+
+
+def _late_key(
+    arrays: InstanceArrays, job: IntArray, cluster: IntArray, start: IntArray
+) -> IntArray:
+    late: IntArray = np.maximum(0, start + arrays.runtime_slots[job] - arrays.deadline_slot[job])
+    return late
+
+
+def _resolve_late(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    free: FloatArray,
+    cluster: IntArray,
+    start: IntArray,
+    freed: IntArray,
+    options: SolveOptions,
+) -> tuple[int, int]:
+    """Re-plan the placed jobs ``freed`` (``free`` already holds their room) over their
+    on-time starts and each one's current start, least lateness (slots) then least grams.
+    Applied when (lateness, grams) falls. Returns the slots of lateness removed (0: no
+    change or only grams fell) and HiGHS's LP iterations."""
+    sub = replace(
+        arrays,
+        demand_units=arrays.demand_units[freed],
+        runtime_slots=arrays.runtime_slots[freed],
+        release_slot=arrays.release_slot[freed],
+        deadline_slot=arrays.deadline_slot[freed],
+        critical=np.zeros(freed.shape[0], dtype=bool),
+        allowed=arrays.allowed[freed],
+        free_units=np.maximum(free, 0.0),
+    )
+    problem = build_problem(sub, on_time_only=False)
+    starts = problem.starts
+    job = freed[starts.job]
+    late = _late_key(arrays, job, starts.cluster, starts.start_slot)
+    current = (starts.cluster == cluster[job]) & (starts.start_slot == start[job])
+    if int(current.sum()) != freed.shape[0]:
+        return 0, 0  # some freed job is not at a start of the horizon: not ours to move
+    keep = np.flatnonzero((late == 0) | current)
+    grams = table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
+    # lexicographic by weights: every plan's grams, scaled, stay under one slot of lateness
+    scale = 1.0 / (2.0 * freed.shape[0] * float(np.abs(grams[keep]).max()) + 1.0)
+    n_cap = problem.capacity_key.shape[0]
+    lower = np.full(problem.row_upper.shape[0], -np.inf)
+    lower[n_cap : n_cap + freed.shape[0]] = 1.0
+    program = LinearProgram(
+        objective=grams[keep] * scale + late[keep],
+        matrix=problem.matrix[:, keep],
+        row_upper=problem.row_upper,
+        maximise=False,
+        n_integer=keep.shape[0],
+        row_lower=lower,
+    )
+    solution = solve(program, options, start=current[keep].astype(np.float64))
+    work = solution.lp_iterations
+    if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+        return 0, work
+    chosen = keep[np.flatnonzero(solution.values > 0.5)]
+    if not np.array_equal(np.sort(starts.job[chosen]), np.arange(freed.shape[0])):
+        return 0, work
+    before = (int(late[current].sum()), float(grams[current].sum()))
+    after = (int(late[chosen].sum()), float(grams[chosen].sum()))
+    if not (after[0] < before[0] or (after[0] == before[0] and after[1] < before[1] - 1e-9)):
+        return 0, work
+    trial = free.copy()
+    for col in chosen:
+        j, m, s = int(job[col]), int(starts.cluster[col]), int(starts.start_slot[col])
+        if not _fits(arrays, trial, j, m, s):
+            return 0, work
+        _use(arrays, trial, j, m, s, -1.0)
+    cluster[job[chosen]] = starts.cluster[chosen]
+    start[job[chosen]] = starts.start_slot[chosen]
+    return before[0] - after[0], work
+
+
+def repair_late(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    free: FloatArray,
+    cluster: IntArray,
+    start: IntArray,
+    *,
+    max_jobs: int,
+    max_columns: int,
+    max_nodes: int,
+    rounds: int,
+    cpu_limit_s: float,
+    seed: int,
+) -> LateRepairStats:
+    """Put late jobs on time by re-planning each with its neighbours exactly, on the plan
+    ``free`` / ``cluster`` / ``start`` (changed in place; ``table`` as in :func:`polish`).
+
+    For each late job (non-critical, with an on-time start; the largest first) a window of
+    it and the on-time movable jobs whose spans overlap its span most (:func:`_window`, at
+    most ``max_jobs`` jobs and ``max_columns`` starts) is freed and solved by a sub-MILP
+    (``max_nodes`` nodes, no presolve, the current starts as its first incumbent) whose
+    columns are the window's on-time starts and the late job's current start, least
+    lateness (slots) then least grams. Rounds go on while they remove lateness; after a
+    round that removes none, one more with windows twice as large (jobs, starts and nodes),
+    up to ``rounds`` rounds in all, or ``cpu_limit_s`` seconds of CPU (a guard). Every
+    change keeps capacity and never raises (lateness, grams) of the freed jobs; a job on
+    time stays on time."""
+    began = time.process_time()
+    rng = np.random.default_rng(seed)
+    runtime = arrays.runtime_slots
+    steps = removed = work = 0
+    wide = False
+    for _ in range(max(0, rounds)):
+        late = np.flatnonzero((cluster >= 0) & (start + runtime > arrays.deadline_slot))
+        late = late[classes.on_time[late] & ~arrays.critical[late]]
+        if late.shape[0] == 0:
+            break
+        scale = 2 if wide else 1
+        progress = False
+        for j in late[np.argsort(-(classes.weight[late] * runtime[late]), kind="stable")]:
+            j = int(j)
+            if start[j] + runtime[j] <= arrays.deadline_slot[j]:
+                continue  # put on time by an earlier window
+            left = cpu_limit_s - (time.process_time() - began)
+            if left <= 0:
+                return LateRepairStats(steps, removed, work, time.process_time() - began)
+            placed = cluster >= 0
+            movable = placed & (start + runtime <= arrays.deadline_slot) & ~arrays.critical
+            movable &= classes.on_time
+            movable[j] = True
+            chosen = _window(
+                arrays, classes, movable, j, rng, scale * max_jobs, scale * max_columns
+            )
+            if not np.any(chosen == j):
+                chosen = np.sort(np.append(chosen, j))
+            options = sub_milp_options(left, scale * max_nodes, False)
+            for k in chosen:
+                _use(arrays, free, int(k), int(cluster[k]), int(start[k]), +1.0)
+            try:
+                gained, spent = _resolve_late(
+                    arrays, classes, table, free, cluster, start, chosen, options
+                )
+            except (InputError, SolverError):
+                gained, spent = 0, 0  # the plan so far stands
+            finally:  # the freed jobs' cells are held again, at their old or new starts
+                for k in chosen:
+                    _use(arrays, free, int(k), int(cluster[k]), int(start[k]), -1.0)
+            steps += 1
+            work += spent
+            removed += gained
+            progress = progress or gained > 0
+        if not progress:
+            if wide:
+                break
+            wide = True
+    return LateRepairStats(steps, removed, work, time.process_time() - began)

@@ -49,7 +49,7 @@ from carbonshift.planning.lagrangian import (
     unit_grams,
 )
 from carbonshift.planning.policies._common import result_of
-from carbonshift.planning.policies._polish import polish
+from carbonshift.planning.policies._polish import polish, repair_late
 from carbonshift.planning.problem import (
     CAPACITY_TOLERANCE,
     InstanceArrays,
@@ -86,6 +86,17 @@ _SEARCH_JOBS = 1000
 #: on 9, by less than the spread between seeds; kept for the caspian family (0.27-0.81 %
 #: against 0.32-0.86 %), a wash elsewhere.
 _POLISH_ROUNDS = 3
+
+#: The late-job repair after the LP's rounding stops after this many rounds over the late
+#: jobs (ten-zone 1,000 seeds 0-4 needed 2-12 sub-MILPs in at most 4 rounds).
+_LATE_REPAIR_ROUNDS = 8
+
+#: ... and runs only when the rounding's grams are within this share of the LP optimum:
+#: ten-zone 1,000 and 3,000 round to 0.6-2.3 % above it and the repair keeps most of that
+#: (plans 1.6-2.1 % above the bound, against 4.5-6.6 %); ten-zone 300 rounds to 9.5-9.8 %
+#: above it, and the repaired rounding led to a plan better on seed 0 by 0.8 points and
+#: worse on seed 1 by 1.9 (bench/planner.md, 2026-11-26, late-job repair).
+_LATE_REPAIR_NEAR = 0.05
 
 
 @dataclass(slots=True)
@@ -840,6 +851,10 @@ def carbonshift(
     polish_nodes: int = 20,
     polish_lp_iterations: int = 15_000,
     polish_cpu_s: float = 10.0,
+    late_repair_jobs: int = 30,
+    late_repair_columns: int = 1600,
+    late_repair_nodes: int = 20,
+    late_repair_cpu_s: float = 30.0,
 ) -> PolicyResult:
     """The least operational + embodied grams (docs/formats.md scores; ``objective =
     operational``: operational grams only) with every deadline kept as a hard constraint,
@@ -859,7 +874,13 @@ def carbonshift(
     at most ``polish_jobs`` jobs and ``polish_columns`` starts (HiGHS, ``polish_nodes``
     nodes), until they have spent ``polish_lp_iterations`` simplex iterations, within
     ``polish_cpu_s`` seconds of CPU (a guard: the plan depends on the machine only where it
-    binds).
+    binds). Up to 3,000 jobs the class LP is solved whatever its size (in flow form where it
+    has more columns than the limits above), and when its first rounding leaves jobs late
+    with grams within 5 % of the LP optimum, those jobs are re-planned with their
+    neighbours by sub-MILPs (:func:`._polish.repair_late`: windows of at most
+    ``late_repair_jobs`` jobs and ``late_repair_columns`` starts, ``late_repair_nodes``
+    nodes, least lateness then grams, within ``late_repair_cpu_s`` seconds of CPU, a guard;
+    ``late_repair_jobs = 0``: off, and the LP only within the limits).
     The bound is the larger of the LP's (the dual value at its prices: the LP optimum up
     to the solver's tolerances) and the best dual value (``bound``: ``auto``
     both, ``lagrangian`` the dual only, ``lp`` the LP whatever its size, ``none``). When no
@@ -899,20 +920,25 @@ def carbonshift(
     lower: float | None = None  # a bound on the planning objective's grams
     lp: _ClassLp | None = None
     columns = class_columns(classes) if all_on_time_possible else None
+    within = columns is not None and len(columns) <= max(
+        lp_max_columns, lp_columns_per_job * arrays.n_jobs
+    )
+    # up to 3,000 jobs the LP is also solved beyond the limits when its rounding's lateness
+    # is to be repaired (ten-zone 1,000: 69k columns, about 3 s of CPU in flow form)
+    late_repair = small and late_repair_jobs > 0
     use_lp = (
         columns is not None
         and bound in ("auto", "lp")
-        and (
-            bound == "lp" or len(columns) <= max(lp_max_columns, lp_columns_per_job * arrays.n_jobs)
-        )
+        and (bound == "lp" or within or late_repair)
         and bool(np.any(base > 0))
     )
     if use_lp and columns is not None:
-        # the same LP in two forms: the flow form is the faster above 3,000 jobs; up to that
-        # the row form is fast enough and keeps its plans (another optimal vertex rounds
-        # differently: caspian and cjps-small moved by -0.6 to +1.4 points of gap)
+        # the same LP in two forms: the flow form is the faster above 3,000 jobs and on the
+        # LPs beyond the limits; within them up to 3,000 jobs the row form is fast enough and
+        # keeps its plans (another optimal vertex rounds differently: caspian and cjps-small
+        # moved by -0.6 to +1.4 points of gap)
         lp = _solve_class_lp(
-            arrays, classes, base, true_table, columns, lp_time_limit_s, flow=not small
+            arrays, classes, base, true_table, columns, lp_time_limit_s, flow=not (small and within)
         )
         stats["lp_seconds"] = lp.seconds
         if lp.optimum_g is not None:
@@ -922,6 +948,26 @@ def carbonshift(
             stats["lp_bound_g"] = lp.bound_g
     if lp is not None and lp.optimum_g is not None:
         best = _place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table)
+        near = _grams(arrays, classes, best, true_table) <= (1 + _LATE_REPAIR_NEAR) * lp.optimum_g
+        if late_repair and near and _lateness_slots(arrays, best):
+            # the rounding is near the LP but late: re-plan the late jobs exactly
+            fixed = repair_late(
+                arrays,
+                classes,
+                true_table,
+                best.free,
+                best.cluster,
+                best.start,
+                max_jobs=max(2, late_repair_jobs),
+                max_columns=late_repair_columns,
+                max_nodes=late_repair_nodes,
+                rounds=_LATE_REPAIR_ROUNDS,
+                cpu_limit_s=late_repair_cpu_s,
+                seed=search_seed,
+            )
+            stats["late_repair_steps"] = float(fixed.steps)
+            stats["late_repair_slots"] = float(fixed.slots_removed)
+            stats["late_repair_cpu_seconds"] = fixed.cpu_seconds
         repair(best, true_table)
         _improve(arrays, classes, best, true_table, own, passes)
     else:
