@@ -167,13 +167,22 @@ def congested() -> Instance:
         pytest.param({"lp_max_columns": 0, "lp_columns_per_job": 100}, True, id="per-job"),
         pytest.param({"lp_max_columns": 1000, "lp_columns_per_job": 0}, True, id="max-columns"),
         pytest.param({"lp_max_columns": 0, "lp_columns_per_job": 0.5}, False, id="too-many"),
+        # up to 3,000 jobs the late-job repair (on by default) has the LP solved whatever
+        # its size; the limits hold with it off
+        pytest.param(
+            {"lp_max_columns": 0, "lp_columns_per_job": 0, "late_repair_jobs": 30},
+            True,
+            id="late-repair",
+        ),
     ],
 )
 def test_the_class_lp_is_solved_up_to_its_column_limits(
     params: dict[str, float], want_lp: bool
 ) -> None:
     inst = congested()
-    result = run_policy("carbonshift", inst, {"exact_max_starts": 0, **params})
+    result = run_policy(
+        "carbonshift", inst, {"exact_max_starts": 0, "late_repair_jobs": 0, **params}
+    )
     assert ("lp_bound_g" in result.stats) is want_lp
     optimum = job_lp_optimum(inst)
     assert optimum is not None

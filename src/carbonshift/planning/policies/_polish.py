@@ -483,9 +483,9 @@ def repair_late(
     most ``max_jobs`` jobs and ``max_columns`` starts) is freed and solved by a sub-MILP
     (``max_nodes`` nodes, no presolve, the current starts as its first incumbent) whose
     columns are the window's on-time starts and the late job's current start, least
-    lateness (slots) then least grams. Rounds go on while they remove lateness; after a
-    round that removes none, one more with windows twice as large (jobs, starts and nodes),
-    up to ``rounds`` rounds in all, or ``cpu_limit_s`` seconds of CPU (a guard). Every
+    lateness (slots) then least grams. Rounds go on while they remove lateness; once one
+    removes none, with windows twice as large (jobs, starts and nodes) while they do, up
+    to ``rounds`` rounds in all, or ``cpu_limit_s`` seconds of CPU (a guard). Every
     change keeps capacity and never raises (lateness, grams) of the freed jobs; a job on
     time stays on time."""
     began = time.process_time()
