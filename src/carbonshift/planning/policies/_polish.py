@@ -38,6 +38,7 @@ from carbonshift.planning.problem import (
     CAPACITY_TOLERANCE,
     InstanceArrays,
     LinearProgram,
+    Starts,
     build_problem,
     on_time_program,
 )
@@ -117,6 +118,44 @@ def resolve_jobs(
             _use(arrays, free, int(j), int(cluster[j]), int(start[j]), -1.0)
 
 
+def _freed_arrays(arrays: InstanceArrays, free: FloatArray, freed: IntArray) -> InstanceArrays:
+    """The sub-problem of the jobs ``freed`` on the room ``free`` the others leave (none of
+    them critical: a sub-MILP moves them freely)."""
+    return replace(
+        arrays,
+        demand_units=arrays.demand_units[freed],
+        runtime_slots=arrays.runtime_slots[freed],
+        release_slot=arrays.release_slot[freed],
+        deadline_slot=arrays.deadline_slot[freed],
+        critical=np.zeros(freed.shape[0], dtype=bool),
+        allowed=arrays.allowed[freed],
+        free_units=np.maximum(free, 0.0),
+    )
+
+
+def _take(
+    arrays: InstanceArrays,
+    free: FloatArray,
+    cluster: IntArray,
+    start: IntArray,
+    job: IntArray,
+    starts: Starts,
+    chosen: IntArray,
+) -> bool:
+    """Move the freed jobs to a sub-MILP's ``chosen`` columns (``job`` and ``starts`` as
+    the sub-problem numbers them) if every new start fits ``free`` by our own tolerance;
+    False, and nothing changed, otherwise."""
+    trial = free.copy()
+    for col in chosen:
+        j, m, s = int(job[col]), int(starts.cluster[col]), int(starts.start_slot[col])
+        if not _fits(arrays, trial, j, m, s):
+            return False
+        _use(arrays, trial, j, m, s, -1.0)
+    cluster[job[chosen]] = starts.cluster[chosen]
+    start[job[chosen]] = starts.start_slot[chosen]
+    return True
+
+
 def _resolve(
     arrays: InstanceArrays,
     classes: JobClasses,
@@ -127,17 +166,7 @@ def _resolve(
     freed: IntArray,
     options: SolveOptions,
 ) -> tuple[float, int, bool]:
-    sub = replace(
-        arrays,
-        demand_units=arrays.demand_units[freed],
-        runtime_slots=arrays.runtime_slots[freed],
-        release_slot=arrays.release_slot[freed],
-        deadline_slot=arrays.deadline_slot[freed],
-        critical=np.zeros(freed.shape[0], dtype=bool),
-        allowed=arrays.allowed[freed],
-        free_units=np.maximum(free, 0.0),
-    )
-    problem = build_problem(sub, on_time_only=True)
+    problem = build_problem(_freed_arrays(arrays, free, freed), on_time_only=True)
     starts = problem.starts
     job = freed[starts.job]
     grams = table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
@@ -156,15 +185,8 @@ def _resolve(
     gain = before - float(grams[chosen].sum())
     if not gain > 1e-9 * max(before, 1.0):
         return 0.0, work, proved
-    # check every new start against our own tolerance before taking it
-    trial = free.copy()
-    for col in chosen:
-        j, m, s = int(job[col]), int(starts.cluster[col]), int(starts.start_slot[col])
-        if not _fits(arrays, trial, j, m, s):
-            return 0.0, work, proved
-        _use(arrays, trial, j, m, s, -1.0)
-    cluster[job[chosen]] = starts.cluster[chosen]
-    start[job[chosen]] = starts.start_slot[chosen]
+    if not _take(arrays, free, cluster, start, job, starts, chosen):
+        return 0.0, work, proved
     return gain, work, proved
 
 
@@ -406,17 +428,7 @@ def _resolve_late(
     on-time starts and each one's current start, least lateness (slots) then least grams.
     Applied when (lateness, grams) falls. Returns the slots of lateness removed (0: no
     change or only grams fell) and HiGHS's LP iterations."""
-    sub = replace(
-        arrays,
-        demand_units=arrays.demand_units[freed],
-        runtime_slots=arrays.runtime_slots[freed],
-        release_slot=arrays.release_slot[freed],
-        deadline_slot=arrays.deadline_slot[freed],
-        critical=np.zeros(freed.shape[0], dtype=bool),
-        allowed=arrays.allowed[freed],
-        free_units=np.maximum(free, 0.0),
-    )
-    problem = build_problem(sub, on_time_only=False)
+    problem = build_problem(_freed_arrays(arrays, free, freed), on_time_only=False)
     starts = problem.starts
     job = freed[starts.job]
     late = _late_key(arrays, job, starts.cluster, starts.start_slot)
@@ -449,14 +461,8 @@ def _resolve_late(
     after = (int(late[chosen].sum()), float(grams[chosen].sum()))
     if not (after[0] < before[0] or (after[0] == before[0] and after[1] < before[1] - 1e-9)):
         return 0, work
-    trial = free.copy()
-    for col in chosen:
-        j, m, s = int(job[col]), int(starts.cluster[col]), int(starts.start_slot[col])
-        if not _fits(arrays, trial, j, m, s):
-            return 0, work
-        _use(arrays, trial, j, m, s, -1.0)
-    cluster[job[chosen]] = starts.cluster[chosen]
-    start[job[chosen]] = starts.start_slot[chosen]
+    if not _take(arrays, free, cluster, start, job, starts, chosen):
+        return 0, work
     return before[0] - after[0], work
 
 
