@@ -176,7 +176,7 @@ def _plot_cumulative(
     top.plot(h0, c0, label=f"baseline ({baseline})", color="tab:gray")
     top.plot(h1, c1, label=f"policy ({policy})", color="tab:green")
     top.set_ylabel("cumulative kg CO2e")
-    top.legend()
+    top.legend(loc="upper left")  # the curves rise to the right; "best" is slow on long runs
     top.grid(alpha=0.3)
     grid = np.union1d(h0, h1)
     diff = np.interp(grid, h0, c0, left=0) - np.interp(grid, h1, c1, left=0)
@@ -289,7 +289,7 @@ def _plot_allocation(
             ax.axhline(capacity[name], color=f"C{i}", ls=":", lw=1)
     ax.set_xlabel("hours since start")
     ax.set_ylabel(f"{resource} in use")
-    ax.legend()
+    ax.legend(loc="upper right", framealpha=0.8)  # "best" is slow on long runs
     ax.grid(alpha=0.3)
     caption = f"{resource} in use per cluster under {policy} (slot averages)" + (
         "; dotted lines are each cluster's capacity." if capacity else "."
