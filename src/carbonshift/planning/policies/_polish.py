@@ -25,7 +25,8 @@ HiGHS's simplex iterations, so the plan is deterministic for a seed; only the CP
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -109,12 +110,22 @@ def resolve_jobs(
     on-time starts. Applied to ``free`` / ``cluster`` / ``start`` when the sub-MILP finds
     fewer grams. Returns the grams saved (0: nothing changed), HiGHS's LP iterations, and
     whether HiGHS proved its answer optimal."""
-    for j in freed:
+    with _freed(arrays, free, cluster, start, freed):
+        return _resolve(arrays, classes, table, free, cluster, start, freed, options)
+
+
+@contextmanager
+def _freed(
+    arrays: InstanceArrays, free: FloatArray, cluster: IntArray, start: IntArray, jobs: IntArray
+) -> Iterator[None]:
+    """The cells of ``jobs`` given back to ``free`` for a sub-MILP, and held again after it
+    (at their old starts, or the new ones it took), whatever happens."""
+    for j in jobs:
         _use(arrays, free, int(j), int(cluster[j]), int(start[j]), +1.0)
     try:
-        return _resolve(arrays, classes, table, free, cluster, start, freed, options)
-    finally:  # the freed jobs' cells are held again, at their old or new starts
-        for j in freed:
+        yield
+    finally:
+        for j in jobs:
             _use(arrays, free, int(j), int(cluster[j]), int(start[j]), -1.0)
 
 
@@ -407,9 +418,8 @@ class LateRepairStats:
     cpu_seconds: float
 
 
-def _late_key(
-    arrays: InstanceArrays, job: IntArray, cluster: IntArray, start: IntArray
-) -> IntArray:
+def _late_slots(arrays: InstanceArrays, job: IntArray, start: IntArray) -> IntArray:
+    """Slots of lateness of each ``job`` started at ``start``."""
     late: IntArray = np.maximum(0, start + arrays.runtime_slots[job] - arrays.deadline_slot[job])
     return late
 
@@ -431,7 +441,7 @@ def _resolve_late(
     problem = build_problem(_freed_arrays(arrays, free, freed), on_time_only=False)
     starts = problem.starts
     job = freed[starts.job]
-    late = _late_key(arrays, job, starts.cluster, starts.start_slot)
+    late = _late_slots(arrays, job, starts.start_slot)
     current = (starts.cluster == cluster[job]) & (starts.start_slot == start[job])
     if int(current.sum()) != freed.shape[0]:
         return 0, 0  # some freed job is not at a start of the horizon: not ours to move
@@ -523,17 +533,13 @@ def repair_late(
             if not np.any(chosen == j):
                 chosen = np.sort(np.append(chosen, j))
             options = sub_milp_options(left, scale * max_nodes, False)
-            for k in chosen:
-                _use(arrays, free, int(k), int(cluster[k]), int(start[k]), +1.0)
             try:
-                gained, spent = _resolve_late(
-                    arrays, classes, table, free, cluster, start, chosen, options
-                )
+                with _freed(arrays, free, cluster, start, chosen):
+                    gained, spent = _resolve_late(
+                        arrays, classes, table, free, cluster, start, chosen, options
+                    )
             except (InputError, SolverError):
                 gained, spent = 0, 0  # the plan so far stands
-            finally:  # the freed jobs' cells are held again, at their old or new starts
-                for k in chosen:
-                    _use(arrays, free, int(k), int(cluster[k]), int(start[k]), -1.0)
             steps += 1
             work += spent
             removed += gained

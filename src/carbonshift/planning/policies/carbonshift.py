@@ -560,7 +560,6 @@ def _repair_lateness(
     arrays: InstanceArrays,
     classes: JobClasses,
     state: _State,
-    true: FloatArray,
     guide: FloatArray,
     tries: int = 8,
     max_moved: int = 24,
@@ -913,7 +912,7 @@ def carbonshift(
         if small and np.any(trial.cluster < 0):
             _repair_unplaced(arrays, classes, trial, true_table, guide)
         if small and _lateness_slots(arrays, trial):
-            _repair_lateness(arrays, classes, trial, true_table, guide)
+            _repair_lateness(arrays, classes, trial, guide)
 
     small = arrays.n_jobs <= _SMALL_JOBS
     passes = improve_passes
