@@ -33,7 +33,13 @@ from carbonshift.planning.backends.highs import LpMethod, SolveOptions
 from carbonshift.planning.lagrangian import JobClasses
 from carbonshift.planning.problem import InstanceArrays, LinearProgram
 
-__all__ = ["ClassColumns", "ClassProgram", "class_columns", "class_program"]
+__all__ = [
+    "ClassColumns",
+    "ClassProgram",
+    "class_columns",
+    "class_program",
+    "column_index",
+]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -50,6 +56,10 @@ class ClassColumns:
     def __len__(self) -> int:
         return int(self.klass.shape[0])
 
+    def subset(self, keep: IntArray) -> ClassColumns:
+        """The columns ``keep`` (indices, ascending: the class order is kept)."""
+        return ClassColumns(self.klass[keep], self.cluster[keep], self.start_slot[keep])
+
 
 def class_columns(classes: JobClasses) -> ClassColumns:
     """One column per class, allowed cluster and start in the class's window."""
@@ -61,6 +71,22 @@ def class_columns(classes: JobClasses) -> ClassColumns:
     first = np.cumsum(per) - per
     offset = np.arange(int(per.sum()), dtype=np.int64) - np.repeat(first, per)
     return ClassColumns(klass=klass, cluster=cluster, start_slot=classes.class_lo[klass] + offset)
+
+
+def column_index(
+    classes: JobClasses, klass: IntArray, cluster: IntArray, start_slot: IntArray
+) -> IntArray:
+    """The index in :func:`class_columns` of each (class, allowed cluster, start in the
+    class's window); the caller checks those conditions. Columns run class by class, then
+    over the class's allowed clusters in order, then over its window."""
+    width = classes.class_hi - classes.class_lo + 1
+    per_class = classes.class_allowed.sum(axis=1) * width
+    first = np.cumsum(per_class) - per_class
+    rank = np.cumsum(classes.class_allowed, axis=1) - 1  # a cluster's place among the allowed
+    index: IntArray = (
+        first[klass] + rank[klass, cluster] * width[klass] + start_slot - classes.class_lo[klass]
+    )
+    return index
 
 
 @dataclass(frozen=True, slots=True, eq=False)

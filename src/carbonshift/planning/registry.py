@@ -244,6 +244,8 @@ POLICIES: dict[str, PolicySpec] = {
                     late_repair_columns=p.get_int("late_repair_columns"),
                     late_repair_nodes=p.get_int("late_repair_nodes"),
                     late_repair_cpu_s=p.get_float("late_repair_cpu_s"),
+                    core_columns=p.get_int("core_columns"),
+                    core_max_jobs=p.get_int("core_max_jobs"),
                 ),
             ),
             (
@@ -346,6 +348,22 @@ POLICIES: dict[str, PolicySpec] = {
                     "guard on the late-job repair's CPU seconds (where it binds, the plan "
                     "depends on the machine)",
                     0.001,
+                ),
+                ParamSpec(
+                    "core_columns",
+                    int,
+                    3,
+                    "above 3,000 jobs where the class LP is too large: solve its core (this "
+                    "many columns of least priced grams per class, and the best plan's "
+                    "starts), round it and repair its late jobs (0: off)",
+                    0,
+                ),
+                ParamSpec(
+                    "core_max_jobs",
+                    int,
+                    50_000,
+                    "the core LP only up to this many jobs (ten-zone 100,000: 2-6 s of CPU more)",
+                    0,
                 ),
                 ParamSpec(
                     "reserve_future_demand",

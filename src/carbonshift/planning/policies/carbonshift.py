@@ -37,6 +37,7 @@ from carbonshift.planning.aggregate import (
     class_columns,
     class_lp_options,
     class_program,
+    column_index,
 )
 from carbonshift.planning.backends.highs import SolveOptions, solve
 from carbonshift.planning.lagrangian import (
@@ -721,6 +722,38 @@ def _place_from_lp(
     return state
 
 
+def _core_columns(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    columns: ClassColumns,
+    guide: FloatArray,
+    state: _State,
+    per_class: int,
+) -> IntArray:
+    """The core of the class LP (as in the core problems of large set covering, Balas and
+    Carrera 1996): per class, its ``per_class`` columns of least ``guide`` cost (grams plus
+    the Lagrangian prices of the cells a run occupies: at near-optimal prices the LP's
+    support has reduced costs near 0), and the column of every on-time start of ``state``,
+    so that the restricted LP is feasible when that plan puts every job on time. Returns
+    the indices kept, ascending."""
+    priced = guide[classes.class_shape[columns.klass], columns.cluster, columns.start_slot]
+    order = np.lexsort((priced, columns.klass))  # by class (already sorted), then cost
+    first = np.searchsorted(columns.klass, np.arange(classes.class_shape.shape[0]))
+    rank = np.empty(len(columns), dtype=np.int64)
+    rank[order] = np.arange(len(columns)) - first[columns.klass[order]]
+    keep = rank < per_class
+    on_time = (
+        (state.cluster >= 0)
+        & (state.start + arrays.runtime_slots <= arrays.deadline_slot)
+        & (classes.klass >= 0)
+        & classes.on_time
+    )
+    j = np.flatnonzero(on_time)
+    keep[column_index(classes, classes.klass[j], state.cluster[j], state.start[j])] = True
+    result: IntArray = np.flatnonzero(keep)
+    return result
+
+
 def _exact_plan(
     arrays: InstanceArrays, base: FloatArray, time_limit_s: float, *, on_time: bool
 ) -> _State | None:
@@ -854,6 +887,8 @@ def carbonshift(
     late_repair_columns: int = 1600,
     late_repair_nodes: int = 20,
     late_repair_cpu_s: float = 30.0,
+    core_columns: int = 3,
+    core_max_jobs: int = 50_000,
 ) -> PolicyResult:
     """The least operational + embodied grams (docs/formats.md scores; ``objective =
     operational``: operational grams only) with every deadline kept as a hard constraint,
@@ -945,18 +980,19 @@ def carbonshift(
         if lp.bound_g is not None:
             lower = lp.bound_g
             stats["lp_bound_g"] = lp.bound_g
-    if lp is not None and lp.optimum_g is not None:
-        best = _place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table)
-        near = _grams(arrays, classes, best, true_table) <= (1 + _LATE_REPAIR_NEAR) * lp.optimum_g
-        if late_repair and near and _lateness_slots(arrays, best):
-            # the rounding is near the LP but late: re-plan the late jobs exactly
+
+    def repair_rounding(trial: _State, lp_g: float) -> None:
+        """When an LP's rounding is near the LP (``lp_g`` grams) but late: re-plan the
+        late jobs with their neighbours exactly."""
+        near = _grams(arrays, classes, trial, true_table) <= (1 + _LATE_REPAIR_NEAR) * lp_g
+        if late_repair_jobs > 0 and near and _lateness_slots(arrays, trial):
             fixed = repair_late(
                 arrays,
                 classes,
                 true_table,
-                best.free,
-                best.cluster,
-                best.start,
+                trial.free,
+                trial.cluster,
+                trial.start,
                 max_jobs=max(2, late_repair_jobs),
                 max_columns=late_repair_columns,
                 max_nodes=late_repair_nodes,
@@ -967,6 +1003,11 @@ def carbonshift(
             stats["late_repair_steps"] = float(fixed.steps)
             stats["late_repair_slots"] = float(fixed.slots_removed)
             stats["late_repair_cpu_seconds"] = fixed.cpu_seconds
+
+    if lp is not None and lp.optimum_g is not None:
+        best = _place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table)
+        if late_repair:
+            repair_rounding(best, lp.optimum_g)
         repair(best, true_table)
         _improve(arrays, classes, best, true_table, own, passes)
     else:
@@ -1007,6 +1048,7 @@ def carbonshift(
 
     dual_done = 0
     lp_rounded = False
+    ascent_guide: FloatArray | None = None  # the last ascent's priced grams
     # above 3,000 jobs, once the LP is solved its capacity prices are optimal Lagrangian
     # prices: no ascent, neither for the bound nor for a guide (a second rounding guided by
     # them gained 3 g of 122,739 on trace 10,000 for a quarter of the time)
@@ -1042,6 +1084,7 @@ def carbonshift(
             prices, resume = dual.prices, dual.resume
             lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
             guide = shape_costs(classes, base + prices.transpose(1, 0, 2))
+            ascent_guide = guide
             if lp is not None and lp.optimum_g is not None and not lp_rounded:
                 # the LP's starts, and the prices where they have no room
                 consider(_place_from_lp(arrays, classes, lp.columns, lp.share, true_table, guide))
@@ -1055,6 +1098,32 @@ def carbonshift(
             else shape_costs(classes, base + lp_prices.transpose(1, 0, 2))
         )
     stats["dual_iterations"] = float(dual_done)
+
+    if (
+        not small
+        and core_columns > 0
+        and arrays.n_jobs <= core_max_jobs
+        and lp is None
+        and columns is not None
+        and ascent_guide is not None
+    ):
+        # above 3,000 jobs where the class LP is too large: its core, rounded and repaired
+        keep = _core_columns(arrays, classes, columns, ascent_guide, best, core_columns)
+        core = _solve_class_lp(
+            arrays, classes, base, true_table, columns.subset(keep), lp_time_limit_s
+        )
+        stats["core_columns"] = float(keep.shape[0])
+        stats["core_lp_seconds"] = core.seconds
+        if core.optimum_g is not None:
+            # the restricted LP's optimum bounds nothing; L at its prices does
+            if core.bound_g is not None:
+                stats["core_bound_g"] = core.bound_g
+                lower = core.bound_g if lower is None else max(lower, core.bound_g)
+            trial = _place_from_lp(
+                arrays, classes, core.columns, core.share, true_table, ascent_guide
+            )
+            repair_rounding(trial, core.optimum_g)
+            consider(trial)
 
     if small and search_factor > 0 and complete_on_time() and not close_enough():
         # a bounded search; above 3,000 jobs the 1 s target leaves no room for it
