@@ -130,7 +130,8 @@ def test_the_core_path_is_feasible_and_never_worse_than_without_it(inst: Instanc
 
 def test_the_core_path_runs_and_gains_on_a_spread_instance() -> None:
     """On ten-zone in small the core LP is solved, its rounding put on time, and the plan
-    has fewer grams than without it, every job on time in both; the bound stays below."""
+    has fewer grams than without it, every job on time in both; the bound stays below the
+    plan and below the whole class LP's optimum."""
     inst = _spread(150, 0)
     on = _plan(inst)
     off = _plan(inst, core_columns=0)
@@ -143,6 +144,14 @@ def test_the_core_path_runs_and_gains_on_a_spread_instance() -> None:
     assert on.bound is not None
     assert on.bound.lower_bound_g is not None
     assert on.bound.lower_bound_g <= want_on[2]
+    # a bound on every on-time plan, so at most the whole class LP's optimum
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    table = shape_costs(classes, base)
+    whole = cs._solve_class_lp(arrays, classes, base, table, class_columns(classes), 60.0)
+    assert whole.optimum_g is not None
+    assert on.bound.lower_bound_g <= whole.optimum_g * (1 + 1e-9)
 
 
 def test_the_core_path_stays_off_above_its_size_limit() -> None:

@@ -1124,6 +1124,19 @@ def carbonshift(
             )
             repair_rounding(trial, core.optimum_g)
             consider(trial)
+            if core.prices is not None and complete_on_time():
+                # the bound: an ascent from the core's prices towards this much better plan
+                # (Polyak's steps aim at the plan's grams: ten-zone 10,000, 0.1 % higher)
+                dual = dual_ascent(
+                    classes,
+                    base,
+                    free,
+                    upper_g=best_key[2],
+                    iterations=dual_iterations,
+                    prices=core.prices,
+                )
+                stats["dual_iterations"] += float(dual.iterations)
+                lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
 
     if small and search_factor > 0 and complete_on_time() and not close_enough():
         # a bounded search; above 3,000 jobs the 1 s target leaves no room for it
