@@ -362,7 +362,8 @@ POLICIES: dict[str, PolicySpec] = {
                     "core_max_jobs",
                     int,
                     50_000,
-                    "the core LP only up to this many jobs (ten-zone 100,000: about 4 s of CPU more)",
+                    "the core LP only up to this many jobs (ten-zone 100,000: about 4 s of "
+                    "CPU more)",
                     0,
                 ),
                 ParamSpec(
