@@ -29,7 +29,12 @@ from carbonshift.planning.backends.highs import LpMethod
 from carbonshift.planning.critical import critical_first
 from carbonshift.planning.lookahead import planned_with_reserve
 from carbonshift.planning.policies.asap import asap
-from carbonshift.planning.policies.carbonshift import BOUND_METHODS, OBJECTIVES, carbonshift
+from carbonshift.planning.policies.carbonshift import (
+    BOUND_METHODS,
+    CORE_LP_METHODS,
+    OBJECTIVES,
+    carbonshift,
+)
 from carbonshift.planning.policies.caspian import caspian
 from carbonshift.planning.policies.cjps import EXACT_OBJECTIVES, exact, rr, srr
 from carbonshift.planning.policies.fluidos import fluidos
@@ -246,6 +251,9 @@ POLICIES: dict[str, PolicySpec] = {
                     late_repair_cpu_s=p.get_float("late_repair_cpu_s"),
                     core_columns=p.get_int("core_columns"),
                     core_max_jobs=p.get_int("core_max_jobs"),
+                    core_small_jobs=p.get_int("core_small_jobs"),
+                    core_lp_method=p.get_str("core_lp_method"),
+                    core_fallback_last=p.get_bool("core_fallback_last"),
                 ),
             ),
             (
@@ -353,18 +361,42 @@ POLICIES: dict[str, PolicySpec] = {
                     "core_columns",
                     int,
                     3,
-                    "above 3,000 jobs where the class LP is too large: solve its core (this "
-                    "many columns of least priced grams per class, and the best plan's "
+                    "above core_small_jobs where the class LP is too large: solve its core "
+                    "(this many columns of least priced grams per class, and the best plan's "
                     "starts), round it and repair its late jobs (0: off)",
                     0,
                 ),
                 ParamSpec(
                     "core_max_jobs",
                     int,
-                    50_000,
-                    "the core LP only up to this many jobs (ten-zone 100,000: about 4 s of "
-                    "CPU more)",
+                    100_000,
+                    "the core LP only up to this many jobs (above: the price-guided greedy alone)",
                     0,
+                ),
+                ParamSpec(
+                    "core_small_jobs",
+                    int,
+                    2000,
+                    "the core LP from above this many jobs; up to it (and to 3,000 jobs with "
+                    "3000) the whole class LP, rounded and repaired",
+                    0,
+                    3000,
+                ),
+                ParamSpec(
+                    "core_lp_method",
+                    str,
+                    "ipm-vertex",
+                    "how HiGHS solves the core LP: ipm-vertex (interior point and crossover, "
+                    "dual simplex again if it fails) or simplex",
+                    choices=CORE_LP_METHODS,
+                ),
+                ParamSpec(
+                    "core_fallback_last",
+                    bool,
+                    True,
+                    "above 3,000 jobs, run the price-guided placements only after the core, "
+                    "when its plan is late, no better or over 1 % above the bound (false: "
+                    "before it, always)",
                 ),
                 ParamSpec(
                     "reserve_future_demand",

@@ -42,7 +42,7 @@ from carbonshift.planning.aggregate import (
     class_program,
     column_index,
 )
-from carbonshift.planning.backends.highs import SolveOptions, solve
+from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
 from carbonshift.planning.lagrangian import (
     JobClasses,
     classes_of,
@@ -64,13 +64,16 @@ from carbonshift.planning.problem import (
 )
 from carbonshift.planning.types import PlanContext, PolicyResult, SolveStatus
 
-__all__ = ["BOUND_METHODS", "OBJECTIVES", "carbonshift"]
+__all__ = ["BOUND_METHODS", "CORE_LP_METHODS", "OBJECTIVES", "carbonshift"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 OBJECTIVES = ("carbon", "operational")
 BOUND_METHODS = ("auto", "lagrangian", "lp", "none")
+#: How the core LP is solved: HiGHS dual simplex, or interior point with crossover to a
+#: vertex (simplex again when it fails or ends off a vertex).
+CORE_LP_METHODS = ("simplex", "ipm-vertex")
 
 #: The reported bound is taken down by this relative margin, so that float rounding in the
 #: prefix sums can never lift it over the true dual value.
@@ -101,6 +104,11 @@ _LATE_REPAIR_ROUNDS = 8
 #: above it, and the repaired rounding led to a plan better on seed 0 by 0.8 points and
 #: worse on seed 1 by 1.9 (bench/planner.md, 2026-11-26, late-job repair).
 _LATE_REPAIR_NEAR = 0.05
+
+#: With ``core_fallback_last`` the price-guided placements run after the core only when its
+#: plan leaves a job late or out, does not beat the plan before it, or is more than this
+#: share above the certified bound (then no plan can be better by more than this share).
+_FALLBACK_GAP = 0.01
 
 
 @dataclass(slots=True)
@@ -869,6 +877,7 @@ class _ClassLp:
     columns: ClassColumns
     share: FloatArray
     seconds: float
+    retried: bool = False
 
 
 def _solve_class_lp(
@@ -880,18 +889,33 @@ def _solve_class_lp(
     time_limit_s: float,
     *,
     flow: bool = True,
+    method: str = "simplex",
 ) -> _ClassLp:
     """HiGHS dual simplex on the class LP: in flow form (planning/aggregate.py) without
     presolve and scaling (trace 10,000 jobs: 0.4 s against 1.3 s with them), or in row form
     with HiGHS's defaults. The bound is not the simplex's objective but ``L``
     (planning/lagrangian.py) at the capacity prices of its dual solution: a lower bound for
     any prices >= 0 (weak duality), so it stays valid whatever the solver's tolerances, and
-    equals the LP optimum at exact duals."""
+    equals the LP optimum at exact duals.
+
+    ``method = ipm-vertex``: HiGHS's interior point with crossover (the core LP of
+    ten-zone 10,000: 0.5 s against 0.9 s of dual simplex), and dual simplex again when it
+    does not end at an optimal vertex (the rounding wants a basic solution's few starts per
+    class); ``retried`` says so."""
     lp = class_program(arrays, classes, table, columns, flow=flow)
-    solution = solve(lp.program, class_lp_options(time_limit_s, flow=flow))
+    seconds = 0.0
+    retried = False
+    if method == "ipm-vertex":
+        options = class_lp_options(time_limit_s, flow=flow, method=LpMethod.IPM_VERTEX)
+        solution = solve(lp.program, options)
+        seconds = solution.seconds
+        retried = not (solution.status is SolveStatus.OPTIMAL and solution.vertex)
+    if method != "ipm-vertex" or retried:
+        solution = solve(lp.program, class_lp_options(time_limit_s, flow=flow))
+        seconds += solution.seconds
     if solution.status is not SolveStatus.OPTIMAL:
         infeasible = solution.status is SolveStatus.INFEASIBLE
-        return _ClassLp(None, None, None, infeasible, columns, np.zeros(0), solution.seconds)
+        return _ClassLp(None, None, None, infeasible, columns, np.zeros(0), seconds, retried)
     prices = None
     bound_g = None
     if solution.reduced_costs.size and solution.row_duals.size:
@@ -904,7 +928,8 @@ def _solve_class_lp(
         infeasible=False,
         columns=columns,
         share=lp.share(solution.values),
-        seconds=solution.seconds,
+        seconds=seconds,
+        retried=retried,
     )
 
 
@@ -934,7 +959,10 @@ def carbonshift(
     late_repair_nodes: int = 20,
     late_repair_cpu_s: float = 30.0,
     core_columns: int = 3,
-    core_max_jobs: int = 50_000,
+    core_max_jobs: int = 100_000,
+    core_small_jobs: int = 2000,
+    core_lp_method: str = "ipm-vertex",
+    core_fallback_last: bool = True,
 ) -> PolicyResult:
     """The least operational + embodied grams (docs/formats.md scores; ``objective =
     operational``: operational grams only) with every deadline kept as a hard constraint,
@@ -1008,9 +1036,13 @@ def carbonshift(
     within = columns is not None and len(columns) <= max(
         lp_max_columns, lp_columns_per_job * arrays.n_jobs
     )
-    # up to 3,000 jobs the LP is also solved beyond the limits when its rounding's lateness
-    # is to be repaired (ten-zone 1,000: 69k columns, about 3 s of CPU in flow form)
-    late_repair = small and late_repair_jobs > 0
+    # the core of the class LP (step 2b) where the whole LP is beyond the limits, from
+    # above core_small_jobs up to core_max_jobs jobs
+    core_on = core_columns > 0 and core_small_jobs < arrays.n_jobs <= core_max_jobs
+    # up to 3,000 jobs (core_small_jobs where the core is on) the LP is also solved beyond
+    # the limits when its rounding's lateness is to be repaired (ten-zone 1,000: 69k
+    # columns, about 3 s of CPU in flow form)
+    late_repair = small and late_repair_jobs > 0 and not core_on
     use_lp = (
         columns is not None
         and bound in ("auto", "lp")
@@ -1097,6 +1129,13 @@ def carbonshift(
             and best_key[2] - lower <= 1e-3 * abs(best_key[2])
         )
 
+    # above 3,000 jobs with core_fallback_last: the price-guided placements wait for the
+    # core, and run only when its plan is not good enough (at 100,000 jobs they cost more
+    # than the core itself)
+    wait_for_core = (
+        core_fallback_last and core_on and not small and lp is None and columns is not None
+    )
+    deferred_guide: FloatArray | None = None
     dual_done = 0
     lp_rounded = False
     ascent_guide: FloatArray | None = None  # the last ascent's priced grams
@@ -1140,6 +1179,8 @@ def carbonshift(
                 # the LP's starts, and the prices where they have no room
                 consider(_place_from_lp(arrays, classes, lp.columns, lp.share, true_table, guide))
                 lp_rounded = True
+            elif wait_for_core:
+                deferred_guide = guide
             else:
                 place_guided(guide)
     if not complete_on_time() and dual_done == 0:
@@ -1150,21 +1191,23 @@ def carbonshift(
         )
     stats["dual_iterations"] = float(dual_done)
 
-    if (
-        not small
-        and core_columns > 0
-        and arrays.n_jobs <= core_max_jobs
-        and lp is None
-        and columns is not None
-        and ascent_guide is not None
-    ):
-        # above 3,000 jobs where the class LP is too large: its core, rounded and repaired
+    if core_on and lp is None and columns is not None and ascent_guide is not None:
+        # where the class LP is too large: its core, rounded and repaired
+        before_core = best_key
         keep = _core_columns(arrays, classes, columns, ascent_guide, best, core_columns)
         core = _solve_class_lp(
-            arrays, classes, base, true_table, columns.subset(keep), lp_time_limit_s
+            arrays,
+            classes,
+            base,
+            true_table,
+            columns.subset(keep),
+            lp_time_limit_s,
+            method=core_lp_method,
         )
         stats["core_columns"] = float(keep.shape[0])
         stats["core_lp_seconds"] = core.seconds
+        if core.retried:
+            stats["core_lp_retried"] = 1.0
         if core.optimum_g is not None:
             # the restricted LP's optimum bounds nothing; L at its prices does
             if core.bound_g is not None:
@@ -1188,6 +1231,19 @@ def carbonshift(
                 )
                 stats["dual_iterations"] += float(dual.iterations)
                 lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
+        if deferred_guide is not None and not (
+            complete_on_time()
+            and best_key < before_core
+            and lower is not None
+            and best_key[2] - lower <= _FALLBACK_GAP * abs(best_key[2])
+        ):
+            # the core failed, or its plan is late, no better, or not near the bound: the
+            # placements it stood in for
+            stats["core_fallback"] = 1.0
+            place_guided(deferred_guide)
+        deferred_guide = None
+    if deferred_guide is not None:  # the core did not run
+        place_guided(deferred_guide)
 
     if small and search_factor > 0 and complete_on_time() and not close_enough():
         # a bounded search; above 3,000 jobs the 1 s target leaves no room for it
