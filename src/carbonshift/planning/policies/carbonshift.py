@@ -120,6 +120,10 @@ class _State:
     start: IntArray
 
 
+def _copy(state: _State) -> _State:
+    return _State(free=state.free.copy(), cluster=state.cluster.copy(), start=state.start.copy())
+
+
 def _window_min(window: FloatArray, runtime: int, width: int) -> FloatArray:
     """``min(window[..., s : s + runtime])`` for ``s`` in ``0 .. width - 1`` (last axis):
     ``runtime - 1`` elementwise minima (measured faster than strided views for short runs)."""
@@ -1110,8 +1114,9 @@ def carbonshift(
         if key < best_key:
             best, best_key = trial, key
 
-    def place_guided(guide: FloatArray) -> None:
-        trial = _place_all(arrays, classes, guide, true_table)
+    def place_guided(guide: FloatArray, first: _State | None = None) -> None:
+        # first: the placement by guide, when made already
+        trial = _place_all(arrays, classes, guide, true_table) if first is None else first
         repair(trial, guide)
         consider(trial)
         if not complete_on_time():  # still late or left out: fewest options first
@@ -1136,6 +1141,7 @@ def carbonshift(
         core_fallback_last and core_on and not small and lp is None and columns is not None
     )
     deferred_guide: FloatArray | None = None
+    guided_plan: _State | None = None
     dual_done = 0
     lp_rounded = False
     ascent_guide: FloatArray | None = None  # the last ascent's priced grams
@@ -1180,7 +1186,12 @@ def carbonshift(
                 consider(_place_from_lp(arrays, classes, lp.columns, lp.share, true_table, guide))
                 lp_rounded = True
             elif wait_for_core:
+                # the price-guided placement once, not improved: its starts for the core
                 deferred_guide = guide
+                guided_plan = _place_all(arrays, classes, guide, true_table)
+                guided_key = score(guided_plan)
+                if guided_key < best_key:
+                    best, best_key = _copy(guided_plan), guided_key
             else:
                 place_guided(guide)
     if not complete_on_time() and dual_done == 0:
@@ -1240,10 +1251,10 @@ def carbonshift(
             # the core failed, or its plan is late, no better, or not near the bound: the
             # placements it stood in for
             stats["core_fallback"] = 1.0
-            place_guided(deferred_guide)
+            place_guided(deferred_guide, guided_plan)
         deferred_guide = None
     if deferred_guide is not None:  # the core did not run
-        place_guided(deferred_guide)
+        place_guided(deferred_guide, guided_plan)
 
     if small and search_factor > 0 and complete_on_time() and not close_enough():
         # a bounded search; above 3,000 jobs the 1 s target leaves no room for it
