@@ -37,6 +37,23 @@ def test_lp_methods_agree_on_the_optimum(method: LpMethod) -> None:
     assert solution.values == pytest.approx([0.5, 1.0, 0.0], abs=1e-3)
 
 
+@pytest.mark.parametrize(
+    ("method", "want_vertex"),
+    [
+        (LpMethod.SIMPLEX, True),
+        (LpMethod.IPM_VERTEX, True),
+        (LpMethod.IPM, False),
+    ],
+    ids=["simplex-vertex", "crossover-vertex", "interior-not-vertex"],
+)
+def test_lp_solutions_say_whether_they_are_a_vertex(method: LpMethod, want_vertex: bool) -> None:
+    """Simplex and interior point with crossover end at a basis; interior point alone does
+    not (the core LP retries by simplex when it asked for a vertex and got none)."""
+    solution = solve(KNAPSACK, SolveOptions(method=method))
+    assert solution.status is SolveStatus.OPTIMAL
+    assert solution.vertex is want_vertex
+
+
 def test_milp_finds_the_integer_optimum_and_proves_it() -> None:
     solution = solve(KNAPSACK, SolveOptions(integer=True))
     assert solution.status is SolveStatus.OPTIMAL

@@ -1,7 +1,8 @@
 """The core of the class LP (``carbonshift`` above 3,000 jobs where the class LP is too
 large; docs/design/0002-carbonshift-planner.md, step 2b): its columns, and the policy with
-it on against it off. Small instances take the large path here because ``_SMALL_JOBS`` is
-set to 0 and the LP limits to 0, so that the class LP counts as too large."""
+it on against it off. Small instances take the large path here because ``_SMALL_JOBS`` and
+``core_small_jobs`` are set to 0 and the LP limits to 0, so that the class LP counts as too
+large."""
 
 from __future__ import annotations
 
@@ -9,16 +10,18 @@ from typing import Any
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.aggregate import class_columns, column_index
+from carbonshift.planning.backends.highs import LpMethod, Solution, SolveOptions
 from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
 from carbonshift.planning.policies import carbonshift as cs
 from carbonshift.planning.problem import arrays_of
-from carbonshift.planning.types import PolicyResult
+from carbonshift.planning.types import PolicyResult, SolveStatus
 from tests.builders import cluster, instance, job
 from tests.planning.strategies import instances
 from tests.planning.test_carbonshift import congested
@@ -26,7 +29,12 @@ from tests.planning.test_carbonshift import congested
 _SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 #: the class LP "too large", no exact MILP: what is left is the greedy, the ascent and the core
-_LARGE_PATH = {"lp_max_columns": 0, "lp_columns_per_job": 0, "exact_max_starts": 0}
+_LARGE_PATH = {
+    "lp_max_columns": 0,
+    "lp_columns_per_job": 0,
+    "exact_max_starts": 0,
+    "core_small_jobs": 0,
+}
 
 
 def _plan(inst: Instance, **params: Any) -> PolicyResult:
@@ -112,28 +120,42 @@ def test_the_core_keeps_the_cheapest_priced_columns_and_the_plans_starts() -> No
 
 
 @_SETTINGS
-@given(st.one_of(instances(max_jobs=7, max_horizon=6, future=False), congested()))
-def test_the_core_path_is_feasible_and_never_worse_than_without_it(inst: Instance) -> None:
+@given(
+    st.one_of(instances(max_jobs=7, max_horizon=6, future=False), congested()),
+    st.sampled_from(cs.CORE_LP_METHODS),
+    st.booleans(),
+)
+def test_the_core_path_is_feasible_and_never_worse_than_without_it(
+    inst: Instance, method: str, fallback_last: bool
+) -> None:
     """With the core on and off: plans that keep capacity, place every job that the plan
-    without the core places, and never rise in (jobs left out, lateness, grams)."""
-    on = _plan(inst)
+    without the core places, and never rise in (jobs left out, lateness); nor in grams,
+    except with ``core_fallback_last`` by at most its 1 % (the fallback is skipped only for
+    an on-time plan within 1 % of the certified bound)."""
+    on = _plan(inst, core_lp_method=method, core_fallback_last=fallback_last)
     off = _plan(inst, core_columns=0)
     assert check_feasibility(inst, on.plan) == []
     assert check_feasibility(inst, off.plan) == []
     want_on, want_off = _key(inst, on), _key(inst, off)
     assert want_on[:2] <= want_off[:2]
+    slack = cs._FALLBACK_GAP if fallback_last else 0.0
     if want_on[:2] == want_off[:2]:
-        assert want_on[2] <= want_off[2] * (1 + 1e-9) + 1e-9
+        assert want_on[2] <= want_off[2] * (1 + slack + 1e-9) + 1e-9
     if on.bound is not None and on.bound.lower_bound_g is not None:
         assert on.bound.lower_bound_g <= want_on[2] * (1 + 1e-9) + 1e-9
 
 
-def test_the_core_path_runs_and_gains_on_a_spread_instance() -> None:
-    """On ten-zone in small the core LP is solved, its rounding put on time, and the plan
-    has fewer grams than without it, every job on time in both; the bound stays below the
-    plan and below the whole class LP's optimum."""
+@pytest.mark.parametrize("fallback_last", [True, False], ids=["fallback-last", "fallback-first"])
+@pytest.mark.parametrize("method", cs.CORE_LP_METHODS)
+def test_the_core_path_runs_and_gains_on_a_spread_instance(
+    method: str, fallback_last: bool
+) -> None:
+    """On ten-zone in small the core LP is solved (by either method, the price-guided
+    placements before or after it), its rounding put on time, and the plan has fewer grams
+    than without it, every job on time in both; the bound stays below the plan and below
+    the whole class LP's optimum."""
     inst = _spread(150, 0)
-    on = _plan(inst)
+    on = _plan(inst, core_lp_method=method, core_fallback_last=fallback_last)
     off = _plan(inst, core_columns=0)
     assert on.stats["core_columns"] > 0
     assert "core_columns" not in off.stats
@@ -161,3 +183,90 @@ def test_the_core_path_stays_off_above_its_size_limit() -> None:
     off = _plan(inst, core_columns=0)
     assert "core_columns" not in limited.stats
     assert _key(inst, limited) == _key(inst, off)
+
+
+def _failing_interior_point(real: Any, status: SolveStatus) -> Any:
+    """``solve`` that answers ``status`` (no vertex) whenever interior point is asked for."""
+
+    def fake(program: Any, options: SolveOptions | None = None, **kwargs: Any) -> Solution:
+        if options is not None and options.method is LpMethod.IPM_VERTEX:
+            return Solution(status, np.zeros(0), float("nan"), float("nan"), float("nan"), 0.0)
+        result: Solution = real(program, options, **kwargs)
+        return result
+
+    return fake
+
+
+@pytest.mark.parametrize(
+    "status",
+    [SolveStatus.NO_SOLUTION, SolveStatus.FEASIBLE, SolveStatus.OPTIMAL],
+    ids=["ipm-fails", "ipm-stops-early", "ipm-optimal-but-no-vertex"],
+)
+def test_the_core_lp_falls_back_to_simplex_when_interior_point_gives_no_vertex(
+    status: SolveStatus,
+) -> None:
+    """Interior point failing, stopping early, or ending off a vertex: the same LP again by
+    dual simplex, the same optimum as simplex alone, ``retried`` set; the policy says so
+    in its stats and still plans every job on time."""
+    inst = _spread(80, 3)
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    table = shape_costs(classes, base)
+    columns = class_columns(classes)
+    want = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="simplex")
+    assert want.optimum_g is not None
+    assert not want.retried
+    with mock.patch.object(cs, "solve", _failing_interior_point(cs.solve, status)):
+        got = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="ipm-vertex")
+        planned = _plan(inst, core_lp_method="ipm-vertex")
+    assert got.retried
+    assert got.optimum_g is not None
+    assert got.optimum_g == pytest.approx(want.optimum_g, rel=1e-9)
+    assert planned.stats["core_lp_retried"] == 1.0
+    assert _key(inst, planned)[:2] == (0, 0)
+
+
+def test_interior_point_with_a_vertex_is_not_retried() -> None:
+    """A vertex optimum by interior point and crossover stands: no simplex retry, the
+    simplex's optimum."""
+    inst = _spread(80, 3)
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    table = shape_costs(classes, base)
+    columns = class_columns(classes)
+    simplex = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="simplex")
+    ipm = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="ipm-vertex")
+    assert not ipm.retried
+    assert simplex.optimum_g is not None
+    assert ipm.optimum_g == pytest.approx(simplex.optimum_g, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("core_small_jobs", "want_core"),
+    [(59, True), (60, False)],
+    ids=["above-core-small-jobs-the-core", "at-core-small-jobs-the-whole-lp"],
+)
+def test_core_small_jobs_picks_the_core_or_the_whole_lp(
+    core_small_jobs: int, want_core: bool
+) -> None:
+    """Up to 3,000 jobs, where the class LP is beyond its limits: above ``core_small_jobs``
+    jobs its core, up to it the whole LP (rounded and repaired); on time either way, and
+    the bound below the whole LP's optimum."""
+    inst = _spread(60, 2)
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    result = run_policy("carbonshift", inst, {**limits, "core_small_jobs": core_small_jobs})
+    assert ("core_columns" in result.stats) is want_core
+    assert ("lp_optimum_g" in result.stats) is not want_core
+    assert _key(inst, result)[:2] == (0, 0)
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    whole = cs._solve_class_lp(
+        arrays, classes, base, shape_costs(classes, base), class_columns(classes), 60.0
+    )
+    assert whole.optimum_g is not None
+    assert result.bound is not None
+    assert result.bound.lower_bound_g is not None
+    assert result.bound.lower_bound_g <= whole.optimum_g * (1 + 1e-9)
