@@ -110,6 +110,13 @@ _LATE_REPAIR_NEAR = 0.05
 #: share above the certified bound (then no plan can be better by more than this share).
 _FALLBACK_GAP = 0.01
 
+#: Up to 3,000 jobs (above ``core_small_jobs``) the core keeps at least this many columns
+#: per class: its classes hold fewer jobs each. Ten-zone 2,000 and 3,000 seeds 0-1: 3
+#: columns gave plans 0.1-0.7 % worse than the whole class LP's on three of four, 10
+#: columns 0.1-0.3 % better on all four, for 4.4-9.1 s of CPU against 11.3-16.1 s
+#: (bench/planner.md, "Faster core").
+_SMALL_CORE_COLUMNS = 10
+
 
 @dataclass(slots=True)
 class _State:
@@ -1205,7 +1212,8 @@ def carbonshift(
     if core_on and lp is None and columns is not None and ascent_guide is not None:
         # where the class LP is too large: its core, rounded and repaired
         before_core = best_key
-        keep = _core_columns(arrays, classes, columns, ascent_guide, best, core_columns)
+        per_class = max(core_columns, _SMALL_CORE_COLUMNS) if small else core_columns
+        keep = _core_columns(arrays, classes, columns, ascent_guide, best, per_class)
         core = _solve_class_lp(
             arrays,
             classes,
