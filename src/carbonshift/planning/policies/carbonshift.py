@@ -1212,22 +1212,27 @@ def carbonshift(
     if core_on and lp is None and columns is not None and ascent_guide is not None:
         # where the class LP is too large: its core, rounded and repaired
         before_core = best_key
-        per_class = max(core_columns, _SMALL_CORE_COLUMNS) if small else core_columns
-        keep = _core_columns(arrays, classes, columns, ascent_guide, best, per_class)
-        core = _solve_class_lp(
-            arrays,
-            classes,
-            base,
-            true_table,
-            columns.subset(keep),
-            lp_time_limit_s,
-            method=core_lp_method,
-        )
-        stats["core_columns"] = float(keep.shape[0])
-        stats["core_lp_seconds"] = core.seconds
-        if core.retried:
-            stats["core_lp_retried"] = 1.0
-        if core.optimum_g is not None:
+        # up to 3,000 jobs a wider core first, the narrower one when its rounding stays late
+        tries = (max(core_columns, _SMALL_CORE_COLUMNS), core_columns) if small else (core_columns,)
+        core_prices: FloatArray | None = None
+        for attempt, per_class in enumerate(dict.fromkeys(tries)):
+            keep = _core_columns(arrays, classes, columns, ascent_guide, best, per_class)
+            core = _solve_class_lp(
+                arrays,
+                classes,
+                base,
+                true_table,
+                columns.subset(keep),
+                lp_time_limit_s,
+                method=core_lp_method,
+            )
+            stats["core_attempts"] = float(attempt + 1)
+            stats["core_columns"] = float(keep.shape[0])
+            stats["core_lp_seconds"] = stats.get("core_lp_seconds", 0.0) + core.seconds
+            if core.retried:
+                stats["core_lp_retried"] = stats.get("core_lp_retried", 0.0) + 1.0
+            if core.optimum_g is None:
+                continue
             # the restricted LP's optimum bounds nothing; L at its prices does
             if core.bound_g is not None:
                 stats["core_bound_g"] = core.bound_g
@@ -1236,20 +1241,25 @@ def carbonshift(
                 arrays, classes, core.columns, core.share, true_table, ascent_guide
             )
             repair_rounding(trial, core.optimum_g)
+            # up to 3,000 jobs, as the whole LP's rounding: room made for jobs still late
+            repair(trial, ascent_guide)
             consider(trial)
-            if core.prices is not None and complete_on_time():
-                # the bound: an ascent from the core's prices towards this much better plan
-                # (Polyak's steps aim at the plan's grams: ten-zone 10,000, 0.1 % higher)
-                dual = dual_ascent(
-                    classes,
-                    base,
-                    free,
-                    upper_g=best_key[2],
-                    iterations=dual_iterations,
-                    prices=core.prices,
-                )
-                stats["dual_iterations"] += float(dual.iterations)
-                lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
+            core_prices = core.prices
+            if score(trial)[:2] == (0, 0):
+                break
+        if core_prices is not None and complete_on_time():
+            # the bound: an ascent from the core's prices towards this much better plan
+            # (Polyak's steps aim at the plan's grams: ten-zone 10,000, 0.1 % higher)
+            dual = dual_ascent(
+                classes,
+                base,
+                free,
+                upper_g=best_key[2],
+                iterations=dual_iterations,
+                prices=core_prices,
+            )
+            stats["dual_iterations"] += float(dual.iterations)
+            lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
         if deferred_guide is not None and not (
             complete_on_time()
             and best_key < before_core
