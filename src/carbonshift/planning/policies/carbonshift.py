@@ -112,8 +112,8 @@ _FALLBACK_GAP = 0.01
 
 #: Up to 3,000 jobs (above ``core_small_jobs``) the core keeps at least this many columns
 #: per class: its classes hold fewer jobs each. Ten-zone 2,000 and 3,000 seeds 0-1: 3
-#: columns gave plans 0.1-0.7 % worse than the whole class LP's on three of four, 10
-#: columns 0.1-0.3 % better on all four, for 4.4-9.1 s of CPU against 11.3-16.1 s
+#: columns gave plans 0.3-0.7 % worse than the whole class LP's on three of four, 10
+#: columns 0.1-0.2 % better on all four, for 4.4-9.1 s of CPU against 11.3-16.1 s
 #: (bench/planner.md, "Faster core").
 _SMALL_CORE_COLUMNS = 10
 
