@@ -18,9 +18,10 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
    way of a cheaper start of a job and puts them back elsewhere, kept when grams fall;
 5. polish (up to 3,000 jobs): a MIP neighbourhood search (:mod:`._polish`): windows of
    jobs re-planned exactly by small HiGHS MILPs on the room the others leave;
-6. core (above 3,000 jobs, where the class LP is too large): the class LP restricted to
-   each class's cheapest priced columns and the best plan's starts, rounded, its late jobs
-   re-planned by sub-MILPs; a second ascent from its prices for the bound.
+6. core (above ``core_small_jobs``, 2,000, where the class LP is too large): the class LP
+   restricted to each class's cheapest priced columns and the best plan's starts (interior
+   point and crossover), rounded, its late jobs re-planned by sub-MILPs; a second ascent
+   from its prices for the bound.
 """
 
 from __future__ import annotations
@@ -999,12 +1000,17 @@ def carbonshift(
     neighbours by sub-MILPs (:func:`._polish.repair_late`: windows of at most
     ``late_repair_jobs`` jobs and ``late_repair_columns`` starts, ``late_repair_nodes``
     nodes, least lateness then grams, within ``late_repair_cpu_s`` seconds of CPU, a guard;
-    ``late_repair_jobs = 0``: off, and the LP only within the limits). Above 3,000 jobs
-    and up to ``core_max_jobs``, where the class LP is beyond the limits, its core (per
-    class the ``core_columns`` columns of least priced grams, and the best plan's on-time
-    starts; Balas and Carrera 1996) is solved, rounded and repaired the same way, kept when
-    it beats the best plan, and a second dual ascent starts from its prices
-    (``core_columns = 0``: off).
+    ``late_repair_jobs = 0``: off, and the LP only within the limits). Above
+    ``core_small_jobs`` (at most 3,000) and up to ``core_max_jobs`` jobs, where the class
+    LP is beyond the limits, its core instead (per class the ``core_columns`` columns of
+    least priced grams, at least 10 up to 3,000 jobs, and the best plan's on-time starts;
+    Balas and Carrera 1996) is solved (``core_lp_method``: HiGHS interior point with
+    crossover, dual simplex again when that gives no optimal vertex; or dual simplex),
+    rounded and repaired the same way, kept when it beats the best plan, and a second
+    dual ascent starts from its prices (``core_columns = 0``: off). Above 3,000 jobs with
+    ``core_fallback_last`` the core takes its starts from one price-guided placement, and
+    the improved price-guided placements run after it only when its plan is late, no
+    better, or more than 1 % above the bound.
     The bound is the larger of the LP's (the dual value at its prices: the LP optimum up
     to the solver's tolerances) and the best dual value (``bound``: ``auto``
     both, ``lagrangian`` the dual only, ``lp`` the LP whatever its size, ``none``). When no
