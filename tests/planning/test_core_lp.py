@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.aggregate import class_columns, column_index
-from carbonshift.planning.backends.highs import LpMethod, Solution, SolveOptions
+from carbonshift.planning.backends.highs import LpMethod, Solution, SolveOptions, solve
 from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
 from carbonshift.planning.policies import carbonshift as cs
 from carbonshift.planning.problem import arrays_of
@@ -217,7 +217,7 @@ def test_the_core_lp_falls_back_to_simplex_when_interior_point_gives_no_vertex(
     want = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="simplex")
     assert want.optimum_g is not None
     assert not want.retried
-    with mock.patch.object(cs, "solve", _failing_interior_point(cs.solve, status)):
+    with mock.patch.object(cs, "solve", _failing_interior_point(solve, status)):
         got = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="ipm-vertex")
         planned = _plan(inst, core_lp_method="ipm-vertex")
     assert got.retried
@@ -266,6 +266,38 @@ def test_core_small_jobs_picks_the_core_or_the_whole_lp(
     whole = cs._solve_class_lp(
         arrays, classes, base, shape_costs(classes, base), class_columns(classes), 60.0
     )
+    assert whole.optimum_g is not None
+    assert result.bound is not None
+    assert result.bound.lower_bound_g is not None
+    assert result.bound.lower_bound_g <= whole.optimum_g * (1 + 1e-9)
+
+
+def test_up_to_3000_jobs_a_failed_wide_core_is_tried_narrow() -> None:
+    """Up to 3,000 jobs the core is tried with 10 columns per class first; when that try
+    gives no plan on time (here: its LP made to fail), the ``core_columns`` one is tried,
+    and the plan is on time with the bound below the whole LP's optimum."""
+    inst = _spread(60, 2)
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    real = cs._solve_class_lp
+    sizes: list[int] = []
+
+    def first_fails(*args: Any, **kwargs: Any) -> Any:
+        sizes.append(len(args[4]))
+        result = real(*args, **kwargs)
+        if len(sizes) == 1:
+            return cs._ClassLp(None, None, None, False, result.columns, np.zeros(0), 0.0)
+        return result
+
+    with mock.patch.object(cs, "_solve_class_lp", first_fails):
+        result = run_policy("carbonshift", inst, {**limits, "core_small_jobs": 0})
+    assert result.stats["core_attempts"] == 2.0
+    assert len(sizes) == 2
+    assert sizes[1] < sizes[0]  # 3 columns per class, then, against 10
+    assert _key(inst, result)[:2] == (0, 0)
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    whole = real(arrays, classes, base, shape_costs(classes, base), class_columns(classes), 60.0)
     assert whole.optimum_g is not None
     assert result.bound is not None
     assert result.bound.lower_bound_g is not None
