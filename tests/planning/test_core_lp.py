@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
-from carbonshift.planning.aggregate import class_columns, column_index
+from carbonshift.planning.aggregate import class_columns, class_lp_options, column_index
 from carbonshift.planning.backends.highs import LpMethod, Solution, SolveOptions, solve
 from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
 from carbonshift.planning.policies import carbonshift as cs
@@ -302,3 +302,11 @@ def test_up_to_3000_jobs_a_failed_wide_core_is_tried_narrow() -> None:
     assert result.bound is not None
     assert result.bound.lower_bound_g is not None
     assert result.bound.lower_bound_g <= whole.optimum_g * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("method", [LpMethod.SIMPLEX, LpMethod.IPM_VERTEX])
+def test_the_class_lp_asks_highs_for_one_thread(method: LpMethod) -> None:
+    """Either method of the core LP runs HiGHS with one thread (reproducible, and the
+    machine's other cores left to others)."""
+    assert class_lp_options(60.0, method=method).threads == 1
+    assert class_lp_options(60.0, flow=False, method=method).threads == 1
