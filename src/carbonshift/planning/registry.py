@@ -254,6 +254,8 @@ POLICIES: dict[str, PolicySpec] = {
                     core_small_jobs=p.get_int("core_small_jobs"),
                     core_lp_method=p.get_str("core_lp_method"),
                     core_fallback_last=p.get_bool("core_fallback_last"),
+                    core_repair_columns=p.get_int("core_repair_columns"),
+                    core_bound_gap=p.get_float("core_bound_gap"),
                 ),
             ),
             (
@@ -397,6 +399,24 @@ POLICIES: dict[str, PolicySpec] = {
                     "above 3,000 jobs, run the price-guided placements only after the core, "
                     "when its plan is late, no better or over 1 % above the bound (false: "
                     "before it, always)",
+                ),
+                ParamSpec(
+                    "core_repair_columns",
+                    int,
+                    800,
+                    "above 3,000 jobs, most on-time starts per late-job sub-MILP after the "
+                    "core's rounding (up to 3,000 jobs: late_repair_columns)",
+                    2,
+                ),
+                ParamSpec(
+                    "core_bound_gap",
+                    float,
+                    0.005,
+                    "after the core, a second dual ascent raises the bound only while the "
+                    "plan is more than this share above it, and stops once within it (0: to "
+                    "the end of dual_iterations)",
+                    0.0,
+                    1.0,
                 ),
                 ParamSpec(
                     "reserve_future_demand",
