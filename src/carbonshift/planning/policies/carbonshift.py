@@ -157,8 +157,14 @@ class _Placer:
         self.every: list[bool] = [bool(v) for v in np.all(arrays.allowed, axis=1)]
         # per job its allowed clusters (None: every one), for the one-resource room test;
         # one array per pattern of allowed clusters
-        patterns, pattern_of = np.unique(arrays.allowed, axis=0, return_inverse=True)
-        by_pattern = [None if row.all() else np.flatnonzero(row) for row in patterns]
+        # (a pattern's key is its rows of bits packed into bytes: a 1-D unique, several
+        # times faster than np.unique(axis=0) on 10,000 jobs)
+        packed = np.packbits(arrays.allowed, axis=1)
+        keys = packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
+        _, first, pattern_of = np.unique(keys, return_index=True, return_inverse=True)
+        by_pattern = [
+            None if arrays.allowed[j].all() else np.flatnonzero(arrays.allowed[j]) for j in first
+        ]
         self.rows: list[IntArray | None] = [by_pattern[p] for p in pattern_of.reshape(-1)]
 
     def room(self, j: int, lo: int, hi: int) -> npt.NDArray[np.bool_]:
