@@ -412,9 +412,9 @@ POLICIES: dict[str, PolicySpec] = {
                     "core_bound_gap",
                     float,
                     0.005,
-                    "after the core, a second dual ascent raises the bound only while the "
-                    "plan is more than this share above it, and stops once within it (0: to "
-                    "the end of dual_iterations)",
+                    "above 3,000 jobs, after the core a second dual ascent raises the bound only "
+                    "while the plan is more than this share above it, and stops once within it "
+                    "(0: always, as up to 3,000 jobs)",
                     0.0,
                     1.0,
                 ),

@@ -118,6 +118,9 @@ _FALLBACK_GAP = 0.01
 #: (bench/planner.md, "Faster core").
 _SMALL_CORE_COLUMNS = 10
 
+#: the dual ascent's own stopping gap (lagrangian.dual_ascent's default ``target_gap``)
+_DUAL_TARGET_GAP = 1e-4
+
 
 @dataclass(slots=True)
 class _State:
@@ -1016,8 +1019,9 @@ def carbonshift(
     crossover, dual simplex again when that gives no optimal vertex; or dual simplex),
     rounded and repaired the same way (above 3,000 jobs in windows of at most
     ``core_repair_columns`` starts), kept when it beats the best plan, and a second
-    dual ascent starts from its prices while the plan is more than ``core_bound_gap``
-    (relative) above the bound, until it is within it (``core_columns = 0``: off). Above 3,000 jobs with
+    dual ascent starts from its prices (above 3,000 jobs only while the plan is more than
+    ``core_bound_gap``, relative, above the bound, and until it is within it;
+    ``core_columns = 0``: off). Above 3,000 jobs with
     ``core_fallback_last`` the core takes its starts from one price-guided placement, and
     the improved price-guided placements run after it only when its plan is late, no
     better, or more than 1 % above the bound.
@@ -1269,15 +1273,17 @@ def carbonshift(
             core_prices = core.prices
             if score(trial)[:2] == (0, 0):
                 break
+        # above 3,000 jobs only while the plan is more than core_bound_gap above the bound,
+        # and until it is not (ten-zone 10,000: the first ascent's bound is already within
+        # 0.3 %); up to 3,000 jobs always (the bound decides whether the search runs)
+        enough = _DUAL_TARGET_GAP if small else max(core_bound_gap, _DUAL_TARGET_GAP)
         if (
             core_prices is not None
             and complete_on_time()
-            and (lower is None or best_key[2] - lower > core_bound_gap * abs(best_key[2]))
+            and (lower is None or best_key[2] - lower > enough * abs(best_key[2]))
         ):
             # the bound: an ascent from the core's prices towards this much better plan
-            # (Polyak's steps aim at the plan's grams: ten-zone 10,000, 0.1 % higher), only
-            # while the plan is more than core_bound_gap above the bound, and until it is
-            # not (ten-zone 10,000: the first ascent's bound is already within 0.3 %)
+            # (Polyak's steps aim at the plan's grams: ten-zone 10,000, 0.1 % higher)
             dual = dual_ascent(
                 classes,
                 base,
@@ -1285,7 +1291,7 @@ def carbonshift(
                 upper_g=best_key[2],
                 iterations=dual_iterations,
                 prices=core_prices,
-                target_gap=core_bound_gap,
+                target_gap=enough,
             )
             stats["dual_iterations"] += float(dual.iterations)
             lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
