@@ -176,6 +176,49 @@ def test_the_core_path_runs_and_gains_on_a_spread_instance(
     assert on.bound.lower_bound_g <= whole.optimum_g * (1 + 1e-9)
 
 
+@pytest.mark.parametrize(
+    ("bound_gap", "repair_columns"),
+    [(0.0, 1600), (0.005, 800), (0.5, 2)],
+    ids=["ascent-to-the-end-wide-repair", "defaults", "no-second-ascent-narrowest-repair"],
+)
+def test_the_second_ascent_and_the_repair_width_keep_the_bound_valid(
+    bound_gap: float, repair_columns: int
+) -> None:
+    """Whether the second ascent runs to the end, stops within ``core_bound_gap`` or is
+    skipped, and however narrow the late-job repair's windows: every job on time, the
+    bound below the plan and below the whole class LP's optimum, and the plan within
+    ``core_bound_gap`` of the bound whenever the ascent could have stopped early."""
+    inst = _spread(150, 0)
+    planned = _plan(inst, core_bound_gap=bound_gap, core_repair_columns=repair_columns)
+    assert check_feasibility(inst, planned.plan) == []
+    got = _key(inst, planned)
+    assert got[:2] == (0, 0)
+    assert planned.bound is not None
+    lower = planned.bound.lower_bound_g
+    assert lower is not None
+    assert lower <= got[2] * (1 + 1e-9)
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    table = shape_costs(classes, base)
+    whole = cs._solve_class_lp(arrays, classes, base, table, class_columns(classes), 60.0)
+    assert whole.optimum_g is not None
+    assert lower <= whole.optimum_g * (1 + 1e-9)
+
+
+def test_a_bound_within_core_bound_gap_skips_the_second_ascent() -> None:
+    """With ``core_bound_gap`` 1 (any bound is near enough) the only ascent is the first;
+    with 0 the second runs too, and its bound is at least as high on the same plan."""
+    inst = _spread(150, 0)
+    skipped = _plan(inst, core_bound_gap=1.0)
+    full = _plan(inst, core_bound_gap=0.0)
+    assert _key(inst, skipped) == _key(inst, full)
+    assert skipped.stats["dual_iterations"] < full.stats["dual_iterations"]
+    assert skipped.bound is not None and full.bound is not None
+    assert skipped.bound.lower_bound_g is not None and full.bound.lower_bound_g is not None
+    assert full.bound.lower_bound_g >= skipped.bound.lower_bound_g
+
+
 def test_the_core_path_stays_off_above_its_size_limit() -> None:
     """``core_max_jobs`` below the jobs: the plan of ``core_columns = 0``."""
     inst = _spread(60, 2)
