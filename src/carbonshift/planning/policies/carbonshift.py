@@ -158,6 +158,11 @@ class _Placer:
         self.amount = arrays.demand_units[:, 0].tolist()
         self.runtime = arrays.runtime_slots.tolist()
         self.every: list[bool] = [bool(v) for v in np.all(arrays.allowed, axis=1)]
+        # per job as Python lists: read once per placement, cheaper than numpy scalars
+        self.on_time: list[bool] = classes.on_time.tolist()
+        self.lo: list[int] = classes.lo.tolist()
+        self.hi: list[int] = classes.hi.tolist()
+        self.shape: list[int] = classes.shape.tolist()
         # per job its allowed clusters (None: every one), for the one-resource room test;
         # one array per pattern of allowed clusters
         # (a pattern's key is its rows of bits packed into bytes: a 1-D unique, several
@@ -201,9 +206,9 @@ class _Placer:
 
     def cheapest(self, j: int, table: FloatArray) -> tuple[int, int] | None:
         """The on-time start with room of least ``table`` cost, or None."""
-        if not self.c.on_time[j]:
+        if not self.on_time[j]:
             return None
-        lo, hi = int(self.c.lo[j]), int(self.c.hi[j])
+        lo, hi = self.lo[j], self.hi[j]
         if self.single:
             return self._cheapest_one_resource(j, lo, hi, table)
         ok = self.room(j, lo, hi)
@@ -225,15 +230,15 @@ class _Placer:
         rows = self.rows[j]
         if rows is None:
             window = self.s.free[:, 0, lo : hi + r]
-            cost = table[self.c.shape[j], :, lo : hi + 1].copy()
+            cost = table[self.shape[j], :, lo : hi + 1]
         else:
             window = self.s.free[rows, 0, lo : hi + r]
-            cost = table[self.c.shape[j], rows, lo : hi + 1]
-        # short slots in the run of each start: a prefix count over the window
-        count = np.cumsum(window + CAPACITY_TOLERANCE < self.amount[j], axis=1, dtype=np.int32)
-        short = count[:, r - 1 :].copy()
-        short[:, 1:] -= count[:, : width - 1]
-        cost[short > 0] = np.inf
+            cost = table[self.shape[j], rows, lo : hi + 1]
+        # short slots in the run of each start: a prefix count over the window (a start
+        # fits where the count does not grow over its run)
+        count = np.zeros((window.shape[0], window.shape[1] + 1), dtype=np.int32)
+        np.cumsum(window + CAPACITY_TOLERANCE < self.amount[j], axis=1, out=count[:, 1:])
+        cost = np.where(count[:, r : r + width] == count[:, :width], cost, np.inf)
         flat = int(cost.argmin())
         if cost.flat[flat] == np.inf:
             return None
