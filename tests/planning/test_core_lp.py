@@ -214,8 +214,10 @@ def test_a_bound_within_core_bound_gap_skips_the_second_ascent() -> None:
     full = _plan(inst, core_bound_gap=0.0)
     assert _key(inst, skipped) == _key(inst, full)
     assert skipped.stats["dual_iterations"] < full.stats["dual_iterations"]
-    assert skipped.bound is not None and full.bound is not None
-    assert skipped.bound.lower_bound_g is not None and full.bound.lower_bound_g is not None
+    assert skipped.bound is not None
+    assert full.bound is not None
+    assert skipped.bound.lower_bound_g is not None
+    assert full.bound.lower_bound_g is not None
     assert full.bound.lower_bound_g >= skipped.bound.lower_bound_g
 
 
