@@ -40,6 +40,7 @@ from carbonshift.k8s.client import (
 )
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.flowcontrol import TokenBucket
 from carbonshift.k8s.informer import Informer, older
 from carbonshift.k8s.intent import (
     CRITICAL,
@@ -101,6 +102,14 @@ _TERMINAL = ("Succeeded", "Failed")
 _MAX_WRITE_ATTEMPTS = 6
 #: how carbonshift.planning.hold words a move by the release rate limit
 _RATE_LIMITED = "release rate limit"
+#: metadata an intent may read besides annotations and labels (carbonshift.k8s.intent)
+_INTENT_METADATA = (
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "ownerReferences",
+    "deletionTimestamp",
+)
 
 
 def pod_path(namespace: str, name: str) -> str:
@@ -217,6 +226,11 @@ class Controller:
         self._slot_releases: tuple[datetime | None, int] = (None, 0)
         self._noted: dict[str, str] = {}  # uid -> last "not held" reason reported
         self._budget_config: ControllerConfig | None = None  # see _planning_config
+        #: the Event budget (``events.qps`` / ``.burst``; None: every Event is posted): an
+        #: Event past it is dropped and counted, the annotations say the same
+        self.event_budget: TokenBucket | None = (
+            TokenBucket(config.events.qps, config.events.burst) if config.events.qps > 0 else None
+        )
         #: Events held back while a pass writes its releases (None: post at once)
         self._later_events: list[tuple[tuple[Obj, str, str], bool]] | None = None
         #: (kind, uid, resourceVersion) -> intent: a pass reads each workload's intent several
@@ -864,8 +878,35 @@ class Controller:
             _LOG.info("annotating %s failed: %s", key, exc)
             return False
         kind = str(obj.get("kind"))
+        self._carry_intent(obj, new, annotations)
         self._keep(self._cache_for(_PODS if kind == POD.kind else _JOBS), key, new, kind)
         return True
+
+    def _carry_intent(self, old: Obj, new: Obj, written: Mapping[str, str]) -> None:
+        """Remember ``old``'s intent for ``new``, the answer of our own annotation write, when
+        the answer is ``old`` plus what we wrote: our annotations and the state label are no
+        input of the intent, so it is not read again for the answer (and the watch event of
+        the same version). Anything else changed meanwhile (merge patches carry no
+        resourceVersion) and it is read afresh."""
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        uid, rv = old_meta.get("uid"), old_meta.get("resourceVersion")
+        new_rv = new_meta.get("resourceVersion")
+        found = self._intents.get((str(old.get("kind")), str(uid), str(rv)))
+        if found is None or not new_rv or new_meta.get("uid") != uid:
+            return
+        if new.get("spec") != old.get("spec"):
+            return
+        if new_meta.get("annotations") != {**(old_meta.get("annotations") or {}), **written}:
+            return
+        labels = old_meta.get("labels") or {}
+        if STATE in written:
+            labels = {**labels, STATE: written[STATE]}
+        if (new_meta.get("labels") or {}) != labels:
+            return
+        for field in _INTENT_METADATA:
+            if new_meta.get(field) != old_meta.get(field):
+                return
+        self._intents[(str(old.get("kind")), str(uid), str(new_rv))] = found
 
     def _release_patch(self, obj: Obj, reason: str, nodes: list[str] | None) -> Obj:
         now = format_utc(self.clock.now())
@@ -991,11 +1032,17 @@ class Controller:
         _LOG.warning("release of %s gave up after %d conflicts", key, _MAX_WRITE_ATTEMPTS)
 
     async def _event(self, obj: Obj, reason: str, message: str, *, warning: bool = False) -> None:
-        """Record a core/v1 Event on ``obj`` (best effort)."""
+        """Record a core/v1 Event on ``obj`` (best effort), within the Event budget
+        (``events.qps`` / ``.burst``): past it the Event is dropped and counted in
+        ``carbonshift_events_dropped_total{reason}``; what it would have said is on the
+        object already (its annotations are written first, budget or not)."""
         if self.config.dry_run:
             return
         if self._later_events is not None:
             self._later_events.append(((obj, reason, message), warning))
+            return
+        if self.event_budget is not None and not self.event_budget.take():
+            self.metrics.events_dropped.labels(reason=reason).inc()
             return
         meta = obj.get("metadata") or {}
         now = format_utc(self.clock.now())
