@@ -147,6 +147,32 @@ async def test_a_relist_does_not_hold_the_list_beside_the_cache(fakekube: FakeKu
         await informer.relist()  # after a 410, say: the versions it holds are not copied
         assert all(informer.items[key] is before[key] for key in before)
         assert not source.answers[1].get("items")
+        # pods of one template share what they have in common
+        assert informer.items["batch/p1"]["spec"] is informer.items["batch/p0"]["spec"]
+    finally:
+        await kube.close()
+
+
+async def test_a_relist_goes_in_pages_and_changes_the_cache_once_all_are_in(
+    fakekube: FakeKube,
+) -> None:
+    await with_pods(fakekube, [f"p{i}" for i in range(5)])
+    kube = await admin_client(fakekube)
+    try:
+        informer = Informer(kube, PODS, kind="Pod", api_version="v1", page_size=2)
+        seen: list[int] = []
+        original = kube.list
+
+        async def listing(path: str, **query: str) -> Obj:
+            seen.append(len(informer.items))  # what a reader between two pages sees
+            return await original(path, **query)
+
+        kube.list = listing  # type: ignore[method-assign]
+        await informer.relist()
+        assert sorted(informer.items) == [f"batch/p{i}" for i in range(5)]
+        assert informer.lists == 3
+        assert seen == [0, 0, 0]
+        assert informer.resource_version == str(fakekube.resource_version)
     finally:
         await kube.close()
 

@@ -50,13 +50,15 @@ def namespaced_key(obj: Obj) -> str:
 
 def _compact(value: Any, old: Any = None) -> Any:
     """``value`` with its keys and short strings interned, and every part equal to the same
-    part of ``old`` (the version cached before) taken from ``old``.
+    part of ``old`` (the version cached before, or another object of the collection) taken
+    from ``old``.
 
     Each parsed object has its own copy of every key ("metadata", "annotations", ...) and
     label, half its memory (a hub Job: 9.1 KiB parsed, 4.2 KiB compacted); and a new version
     of an object mostly repeats the one before (a Pod's annotations change, its spec does
-    not): versions share what did not change instead of copying it again (a dict compare
-    runs in C, a copy in Python). Parsed JSON holds exact dicts, lists and strings: leaves
+    not), as objects of one template repeat each other (their spec, their status while
+    pending): they share what is equal instead of copying it again (a dict compare runs in
+    C, a copy in Python). Parsed JSON holds exact dicts, lists and strings: leaves
     are handled in their dict, without a call each (a hub Job has about 70 values). Cached
     objects are never changed in place, so sharing their parts is safe."""
     kind = type(value)
@@ -118,7 +120,8 @@ class Informer:
     """The objects of one collection, kept by a watch (see the module doc).
 
     ``key`` names an object in :attr:`items` (default ``namespace/name``); ``kind`` and
-    ``api_version`` are set on objects that arrive without them (list items do).
+    ``api_version`` are set on objects that arrive without them (list items do);
+    ``page_size``: objects per list request (:meth:`relist`).
     """
 
     def __init__(
@@ -130,6 +133,7 @@ class Informer:
         api_version: str,
         key: Callable[[Obj], str] = namespaced_key,
         query: Mapping[str, str] | None = None,
+        page_size: int = 500,
     ) -> None:
         self.source = source
         self.path = path
@@ -137,6 +141,8 @@ class Informer:
         self.api_version = api_version
         self.key = key
         self.query = dict(query or {})
+        self.page_size = page_size
+        """Objects per list request (0: the whole collection in one answer)."""
         self.items: dict[str, Obj] = {}
         self.resource_version = ""
         """The collection's version the cache has reached (the watch resumes from it)."""
@@ -148,8 +154,9 @@ class Informer:
         """Whether the watch failed and no list has mended the cache since (a reader that
         needs it fresh relists at once rather than wait for :meth:`run`'s backoff)."""
         self.lists = 0
-        """How many lists this informer made (tests count them)."""
+        """How many list requests this informer made, pages included (tests count them)."""
         self._deleted: dict[str, int | None] = {}
+        self._last: Obj | None = None  # the object stored last (a new one shares with it)
         self._task: asyncio.Task[None] | None = None
 
     # -- filling ----------------------------------------------------------------------------
@@ -179,34 +186,58 @@ class Informer:
         self._label(obj)
         key = self.key(obj)
         prev = self.items.get(key)
-        if prev is None or not _same_version(obj, prev):
-            self.items[key] = self._shape(obj, prev)
+        if prev is None:  # a new object: it shares what it has in common with the last one
+            self.items[key] = self._last = self._shape(obj, self._last)
+        elif not _same_version(obj, prev):
+            self.items[key] = self._last = self._shape(obj, prev)
         return key
 
     async def relist(self) -> None:
-        """Fill the cache from one list (what the list does not name is dropped).
+        """Fill the cache from one list, in pages of :attr:`page_size` objects (what the list
+        does not name is dropped).
 
-        The list's parsed items are let go one by one as they are stored, so the list and
-        the cache never hold every object twice (at 10,000 Pods the parsed list is about as
-        big as the cache); a version the cache already holds is kept, not copied again."""
-        listed = await self.source.list(self.path, **self.query)
-        self.lists += 1
-        items: list[Obj] = listed.pop("items", None) or []
+        Each page's parsed items are let go one by one as they are stored, so a list answer
+        and the cache never hold every object twice (at 10,000 Pods one parsed list is about
+        as big as the cache, and its JSON half that again); pages, as client-go's reflector
+        lists (``pager``, 500 a page), keep only one page's answer at a time. A version the
+        cache already holds is kept, not copied again, and an object new to it shares what
+        it has in common with the one listed before it. The cache changes only once the last
+        page is in: a reader between two pages sees the cache as it was."""
+        query = dict(self.query)
+        if self.page_size > 0:
+            query["limit"] = str(self.page_size)
         before = dict(self.items)
+        fresh: dict[str, Obj] = {}
+        last: Obj | None = None
+        resource_version: str | None = None
+        while True:
+            listed = await self.source.list(self.path, **query)
+            self.lists += 1
+            meta = listed.get("metadata") or {}
+            if resource_version is None:  # every page is of the first page's snapshot
+                resource_version = str(meta.get("resourceVersion", ""))
+            items: list[Obj] = listed.pop("items", None) or []
+            items.reverse()
+            while items:
+                obj = items.pop()
+                self._label(obj)
+                key = self.key(obj)
+                prev = before.pop(key, None)
+                if prev is not None and _same_version(obj, prev):
+                    fresh[key] = last = prev
+                else:
+                    # no version before: the object listed before it shares what they have
+                    # in common (Pods of one template: their spec, their status while pending)
+                    fresh[key] = last = self._shape(obj, prev if prev is not None else last)
+                del obj
+            token = meta.get("continue")
+            if not token:
+                break
+            query["continue"] = str(token)
         self.items.clear()
+        self.items.update(fresh)
         self._deleted.clear()
-        items.reverse()
-        while items:
-            obj = items.pop()
-            self._label(obj)
-            key = self.key(obj)
-            prev = before.pop(key, None)
-            if prev is not None and _same_version(obj, prev):
-                self.items[key] = prev
-            else:
-                self.items[key] = self._shape(obj, prev)
-            del obj
-        self.resource_version = str((listed.get("metadata") or {}).get("resourceVersion", ""))
+        self.resource_version = resource_version
         self.listed = True
         self.failing = False
 
