@@ -102,7 +102,9 @@ def send_plain_json(api_client: Any) -> Any:
     request is sent; :meth:`ApiKube._call` then sends that body through the library's whole
     walk (:func:`library_json`).
     """
-    walk = api_client.sanitize_for_serialization
+    walk = getattr(api_client, "sanitize_for_serialization", None)
+    if walk is None:
+        return api_client  # another client (a test double): it serialises as it does
 
     def sanitize(obj: Any) -> Any:
         return obj if type(obj) is dict else walk(obj)
