@@ -131,24 +131,6 @@ class FakeApi:
             raise ApiError.not_found(rt.group, rt.plural, name)
         return self._out(rt, stored, version)  # one copy (store.get would make a second)
 
-    def list(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        version: str | None = None,
-    ) -> tuple[list[Obj], int]:
-        items, rv, _total = self.list_page(
-            rt,
-            namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            version=version,
-        )
-        return items, rv
-
     def list_page(
         self,
         rt: ResourceType,
@@ -176,6 +158,24 @@ class FakeApi:
             item.pop("apiVersion", None)
             item.pop("kind", None)
         return items, self.store.rv, len(matching)
+
+    def list(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        version: str | None = None,
+    ) -> tuple[list[Obj], int]:
+        items, rv, _total = self.list_page(
+            rt,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            version=version,
+        )
+        return items, rv
 
     # -- create ---------------------------------------------------------------------------
 
