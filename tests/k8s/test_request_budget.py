@@ -327,6 +327,11 @@ async def test_the_intent_is_read_once_not_again_for_our_own_annotation_write(
             notes = (await h.get("Pod", name))["metadata"]["annotations"]
             assert notes["carbonshift.io/state"] == "held"
         assert {name: reads[name] for name in names} == dict.fromkeys(names, 1)
+        for name in names:  # the cache, built from its own parts and our write, is the server's
+            server = (await h.get("Pod", name))["metadata"]
+            cached = h.controller.pods[f"Pod/batch/{name}"]["metadata"]
+            for field in ("resourceVersion", "annotations", "labels"):
+                assert cached[field] == server[field], (name, field)
 
         # a change of the intent itself is read again
         later = {"metadata": {"annotations": {"carbonshift.io/deadline": "22h"}}}
@@ -360,9 +365,10 @@ def test_an_answer_with_more_than_our_write_is_read_afresh() -> None:
     ours = {**meta, "resourceVersion": "6", "labels": labels}
     ours["annotations"] = {**INTENT, **written}
     cases = {
-        "6": ({"metadata": ours, "spec": old["spec"]}, True),
+        "6": ({"kind": "Pod", "metadata": ours, "spec": old["spec"]}, True),
         "7": (
             {
+                "kind": "Pod",
                 "metadata": {
                     **ours,
                     "resourceVersion": "7",
@@ -373,11 +379,24 @@ def test_an_answer_with_more_than_our_write_is_read_afresh() -> None:
             False,
         ),
         "8": (
-            {"metadata": {**ours, "resourceVersion": "8"}, "spec": {"containers": [{}]}},
+            {
+                "kind": "Pod",
+                "metadata": {**ours, "resourceVersion": "8"},
+                "spec": {"containers": [{}]},
+            },
+            False,
+        ),
+        "9": (
+            {
+                "kind": "Pod",
+                "metadata": {**ours, "resourceVersion": "9"},
+                "spec": old["spec"],
+                "status": {"phase": "Running"},
+            },
             False,
         ),
     }
     for version, (answer, want_carried) in cases.items():
-        controller._carry_intent(old, answer, written)
+        assert controller._carry_intent(old, answer, written) is want_carried, version
         carried = controller._intents.get(("Pod", "u1", version))
         assert (carried is intent) is want_carried, version

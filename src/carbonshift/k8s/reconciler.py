@@ -102,14 +102,8 @@ _TERMINAL = ("Succeeded", "Failed")
 _MAX_WRITE_ATTEMPTS = 6
 #: how carbonshift.planning.hold words a move by the release rate limit
 _RATE_LIMITED = "release rate limit"
-#: metadata an intent may read besides annotations and labels (carbonshift.k8s.intent)
-_INTENT_METADATA = (
-    "name",
-    "namespace",
-    "creationTimestamp",
-    "ownerReferences",
-    "deletionTimestamp",
-)
+#: metadata any write changes (managedFields: the cache drops them) or ours sets
+_WRITE_METADATA = ("resourceVersion", "managedFields", "annotations", "labels")
 
 
 def pod_path(namespace: str, name: str) -> str:
@@ -161,6 +155,14 @@ def _worth_writing(current: Mapping[str, str], wanted: Mapping[str, str]) -> boo
     if reason_shape(current.get(REASON, "")) != reason_shape(wanted.get(REASON, "")):
         return True
     return any(key not in current for key in (EST_NOW, EST_PLANNED))
+
+
+def _labels_after(meta: Mapping[str, Any], written: Mapping[str, str]) -> dict[str, str]:
+    """The labels after our annotation write of ``written`` (it sets the state label)."""
+    labels = dict(meta.get("labels") or {})
+    if STATE in written:
+        labels[STATE] = written[STATE]
+    return labels
 
 
 def _annotations(obj: Obj) -> dict[str, str]:
@@ -882,31 +884,30 @@ class Controller:
         self._keep(self._cache_for(_PODS if kind == POD.kind else _JOBS), key, new, kind)
         return True
 
-    def _carry_intent(self, old: Obj, new: Obj, written: Mapping[str, str]) -> None:
-        """Remember ``old``'s intent for ``new``, the answer of our own annotation write, when
-        the answer is ``old`` plus what we wrote: our annotations and the state label are no
-        input of the intent, so it is not read again for the answer (and the watch event of
-        the same version). Anything else changed meanwhile (merge patches carry no
-        resourceVersion) and it is read afresh."""
+    def _carry_intent(self, old: Obj, new: Obj, written: Mapping[str, str]) -> bool:
+        """Whether ``new``, the answer of our own annotation write to ``old``, is ``old`` plus
+        what we wrote and nothing else (merge patches carry no resourceVersion: anything else
+        may have changed meanwhile); if so, ``old``'s intent is remembered for ``new``: our
+        annotations and the state label are no input of it, so it is not read again for the
+        answer (and the watch event of the same version)."""
         old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-        uid, rv = old_meta.get("uid"), old_meta.get("resourceVersion")
-        new_rv = new_meta.get("resourceVersion")
-        found = self._intents.get((str(old.get("kind")), str(uid), str(rv)))
-        if found is None or not new_rv or new_meta.get("uid") != uid:
-            return
-        if new.get("spec") != old.get("spec"):
-            return
+        if not new_meta.get("resourceVersion"):
+            return False
+        for field in old.keys() | new.keys():
+            if field != "metadata" and new.get(field) != old.get(field):
+                return False
+        for field in old_meta.keys() | new_meta.keys():
+            if field not in _WRITE_METADATA and new_meta.get(field) != old_meta.get(field):
+                return False
         if new_meta.get("annotations") != {**(old_meta.get("annotations") or {}), **written}:
-            return
-        labels = old_meta.get("labels") or {}
-        if STATE in written:
-            labels = {**labels, STATE: written[STATE]}
-        if (new_meta.get("labels") or {}) != labels:
-            return
-        for field in _INTENT_METADATA:
-            if new_meta.get(field) != old_meta.get(field):
-                return
-        self._intents[(str(old.get("kind")), str(uid), str(new_rv))] = found
+            return False
+        if (new_meta.get("labels") or {}) != _labels_after(old_meta, written):
+            return False
+        kind, uid = str(old.get("kind")), str(old_meta.get("uid"))
+        found = self._intents.get((kind, uid, str(old_meta.get("resourceVersion"))))
+        if found is not None:
+            self._intents[(kind, uid, str(new_meta["resourceVersion"]))] = found
+        return True
 
     def _release_patch(self, obj: Obj, reason: str, nodes: list[str] | None) -> Obj:
         now = format_utc(self.clock.now())
