@@ -16,9 +16,10 @@ pass's phases and of its planning call (``HubController.last_phase_s`` / ``last_
 peak RSS of the process after creating the Jobs (the driver's share), after each reconcile
 and after the run.
 
-Run: ``.venv/bin/python bench/bench_hub_live.py --jobs 10000 --spokes 10 --periods 2``.
-Recorded in bench/hub.md. ``python -m bench hub_live`` runs a small default (200 Jobs, 3
-spokes, 1 period).
+Run: ``.venv/bin/python bench/bench_hub_live.py --jobs 10000 --spokes 10 --periods 2``
+(policy ``carbonshift``, the hub's default, HubConfig and deploy/hub/hub.yaml; ``--policy
+fluidos`` for the runs recorded with it before 2026-11-27). Recorded in bench/hub.md.
+``python -m bench hub_live`` runs a small default (200 Jobs, 3 spokes, 1 period).
 """
 
 from __future__ import annotations
@@ -219,7 +220,7 @@ def _progress(message: str) -> None:
 
 def run() -> list[dict[str, Any]]:
     """``python -m bench hub_live``: 200 Jobs over 3 spokes, 1 period."""
-    result = asyncio.run(_run(200, 3, 1, "fluidos"))
+    result = asyncio.run(_run(200, 3, 1, "carbonshift"))
     return [
         {
             "name": f"hub live 200 jobs x 3 spokes: {r['name']} cpu",
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--spokes", type=int, default=10, help=f"1-{len(ZONES)}")
     parser.add_argument("--periods", type=int, default=2)
-    parser.add_argument("--policy", default="fluidos")
+    parser.add_argument("--policy", default="carbonshift", help="the hub's planning policy")
     args = parser.parse_args(argv)
     result = asyncio.run(_run(args.jobs, args.spokes, args.periods, args.policy))
     print(json.dumps(result, indent=1))

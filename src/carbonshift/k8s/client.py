@@ -89,6 +89,47 @@ def skip_env_lookups(api_client: Any) -> bool:
     return True
 
 
+def send_plain_json(api_client: Any) -> Any:
+    """Let a kubernetes-asyncio ``ApiClient`` send our bodies as they are: plain JSON of our
+    dicts, without its serialiser walk; answers the client.
+
+    ``call_api`` passes every body through ``sanitize_for_serialization``, which rebuilds it
+    dict by dict and value by value to turn the library's model objects and datetimes into
+    JSON types (about 6 % of the controller's CPU in a profile of its first pass over 10,000
+    Pods), then ``json.dumps`` it. Our bodies are dicts parsed from JSON or built of str,
+    int, float, bool, None, lists and dicts, which ``json.dumps`` takes as they are. Anything
+    else (a datetime, a model object) makes ``json.dumps`` raise ``TypeError`` before the
+    request is sent; :meth:`ApiKube._call` then sends that body through the library's whole
+    walk (:func:`library_json`).
+    """
+    walk = getattr(api_client, "sanitize_for_serialization", None)
+    if walk is None:
+        return api_client  # another client (a test double): it serialises as it does
+
+    def sanitize(obj: Any) -> Any:
+        return obj if type(obj) is dict else walk(obj)
+
+    api_client.sanitize_for_serialization = sanitize
+    return api_client
+
+
+def library_json(api_client: Any, body: Any) -> Any:
+    """``body`` as kubernetes-asyncio's own serialiser makes it, all the way down (datetimes
+    as ISO 8601, model objects as their dicts): its walk, on an object that does not have
+    :func:`send_plain_json`'s shortcut (the walk recurses through
+    ``self.sanitize_for_serialization``)."""
+    library = type(api_client)
+    walker = type(
+        "LibraryWalk",
+        (),
+        {
+            "PRIMITIVE_TYPES": library.PRIMITIVE_TYPES,
+            "sanitize_for_serialization": library.sanitize_for_serialization,
+        },
+    )()
+    return walker.sanitize_for_serialization(body)
+
+
 class KubeError(CarbonshiftError):
     """The API answered an error status."""
 
@@ -180,7 +221,7 @@ class ApiKube:
         first_backoff_s: float = 0.2,
         limiter: TokenBucket | None = None,
     ) -> None:
-        self._client = set_user_agent(api_client)
+        self._client = send_plain_json(set_user_agent(api_client))
         skip_env_lookups(api_client)
         self._clock = clock
         self._retries = retries
@@ -230,9 +271,18 @@ class ApiKube:
             if self.limiter is not None:
                 await self.limiter.wait()
             try:
-                response = await self._send(
-                    method, path, query=query, body=body, content_type=content_type
-                )
+                try:
+                    response = await self._send(
+                        method, path, query=query, body=body, content_type=content_type
+                    )
+                except TypeError:
+                    if body is None:
+                        raise
+                    # not plain JSON (send_plain_json): nothing was sent; the library's walk
+                    body = library_json(self._client, body)
+                    response = await self._send(
+                        method, path, query=query, body=body, content_type=content_type
+                    )
                 try:
                     status = int(response.status)
                     raw = await response.read()

@@ -26,6 +26,7 @@ __all__ = [
     "ClusterSection",
     "ControllerConfig",
     "DefaultsSection",
+    "EventsSection",
     "ExtenderSection",
     "LeaderSection",
     "OptInSection",
@@ -283,6 +284,48 @@ class ClientConnectionSection(_Section):
         return value
 
 
+class EventsSection(_Section):
+    """The budget of the controller's Events: a token bucket of its own, in front of the
+    client's (``client_connection``); an Event that finds it empty is dropped, not delayed,
+    and counted in ``carbonshift_events_dropped_total{reason}``.
+
+    Events say what the annotations on the object already say (``carbonshift.io/state``,
+    ``planned-start``, ``reason``), which are always written: 10,000 workloads arriving at
+    once would otherwise cost 10,000 ``Held`` Events on top of their 10,000 annotation writes
+    (bench/controller.md). The defaults let a few thousand through in a mass release of a
+    minute, and every Event through in quiet periods.
+    """
+
+    qps: float = Field(
+        50.0,
+        description="Events posted per second on average (0: no budget: every Event is posted), "
+        "Events/s",
+    )
+    burst: int = Field(
+        100, description="Events that may go at once after a quiet spell, Events (>= 1)"
+    )
+
+    @field_validator("qps")
+    @classmethod
+    def _rate(cls, value: float) -> float:
+        if not 0 <= value <= 100_000:
+            raise ValueError(
+                f"{value:g} Events/s is not a rate between 0 and 100000; use e.g. 50 (the "
+                "default), or 0 to post every Event"
+            )
+        return value
+
+    @field_validator("burst")
+    @classmethod
+    def _burst(cls, value: int) -> int:
+        if not 1 <= value <= 1_000_000:
+            raise ValueError(
+                f"{value!r} Events is not a burst between 1 and 1000000; use e.g. 100 (the "
+                "default), at least 1"
+            )
+        return value
+
+
 class ControllerConfig(_Section):
     """Root of the controller's configuration (docs/controller.md lists every field)."""
 
@@ -300,6 +343,10 @@ class ControllerConfig(_Section):
     client_connection: ClientConnectionSection = Field(
         default_factory=lambda: ClientConnectionSection(),
         description="client-side rate limit of API requests",
+    )
+    events: EventsSection = Field(
+        default_factory=lambda: EventsSection(),
+        description="budget of the controller's Events (dropped past it; annotations stay)",
     )
     dry_run: bool = Field(False, description="plan and report in logs and metrics; write nothing")
     pin_nodes: bool = Field(

@@ -7,6 +7,10 @@ count may go below zero, and a request that finds it at ``-n`` waits ``(n + 1) /
 requests leave in the order they asked, whatever the event loop does. Watches are not
 limited (a watch is one long request).
 
+The same bucket budgets the controller's Events (``events.qps`` / ``.burst``), which are not
+worth a wait: :meth:`TokenBucket.take` takes a token only when one is there (client-go's
+``TryAccept``), and the caller drops the Event otherwise.
+
 The limiter paces the transport in real time (``time.monotonic`` and ``asyncio.sleep`` by
 default), like client-go, not in planning time: a virtual planning clock that stands still
 while the controller writes must not stop its writes. Tests pass a fake ``now_s`` and
@@ -65,6 +69,15 @@ class TokenBucket:
         self._tokens = min(float(self.burst), self._tokens + elapsed * self.qps)
         self._last_s = now
         return self._tokens
+
+    def take(self) -> bool:
+        """Take one token if one is there now, without waiting or reserving (client-go's
+        ``TryAccept``); answers whether it was taken."""
+        if self.tokens() < 1.0:
+            return False
+        self._tokens -= 1.0
+        self.taken += 1
+        return True
 
     def reserve(self) -> float:
         """Take one token; answer the seconds to wait before sending (0: at once)."""

@@ -48,30 +48,50 @@ def namespaced_key(obj: Obj) -> str:
     return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
 
 
-def _compact(value: Any) -> Any:
-    """``value`` with its keys and short strings interned: each parsed object has its own
-    copy of every key ("metadata", "annotations", ...) and label, half its memory (a hub Job:
-    9.1 KiB parsed, 4.2 KiB compacted). Parsed JSON holds exact dicts, lists and strings:
-    leaves are handled in their dict, without a call each (a hub Job has about 70 values)."""
+def _compact(value: Any, old: Any = None) -> Any:
+    """``value`` with its keys and short strings interned, and every part equal to the same
+    part of ``old`` (the version cached before, or another object of the collection) taken
+    from ``old``.
+
+    Each parsed object has its own copy of every key ("metadata", "annotations", ...) and
+    label, half its memory (a hub Job: 9.1 KiB parsed, 4.2 KiB compacted); and a new version
+    of an object mostly repeats the one before (a Pod's annotations change, its spec does
+    not), as objects of one template repeat each other (their spec, their status while
+    pending): they share what is equal instead of copying it again (a dict compare runs in
+    C, a copy in Python). Parsed JSON holds exact dicts, lists and strings: leaves
+    are handled in their dict, without a call each (a hub Job has about 70 values). Cached
+    objects are never changed in place, so sharing their parts is safe."""
     kind = type(value)
     if kind is dict:
+        was: dict[str, Any] = old if type(old) is dict else _NOTHING
         out: dict[str, Any] = {}
         for key, item in value.items():
             item_kind = type(item)
             if item_kind is str:
-                out[_intern(key)] = _intern(item) if len(item) <= _INTERNED_CHARS else item
+                if len(item) <= _INTERNED_CHARS:
+                    out[_intern(key)] = _intern(item)
+                else:
+                    prev = was.get(key)
+                    out[_intern(key)] = prev if prev == item else item
             elif item_kind is dict or item_kind is list:
-                out[_intern(key)] = _compact(item)
+                prev = was.get(key)
+                if prev is not None and prev == item:
+                    out[_intern(key)] = prev
+                else:
+                    out[_intern(key)] = _compact(item, prev)
             else:
                 out[_intern(key)] = item
         return out
     if kind is list:
+        if type(old) is list and len(old) == len(value):
+            return [o if o == v else _compact(v, o) for v, o in zip(value, old, strict=True)]
         return [_compact(v) for v in value]
     if kind is str and len(value) <= _INTERNED_CHARS:
         return _intern(value)
     return value
 
 
+_NOTHING: dict[str, Any] = {}
 _intern = sys.intern
 
 
@@ -80,6 +100,13 @@ def _rv(obj: Obj | None) -> int | None:
         return int(((obj or {}).get("metadata") or {}).get("resourceVersion", ""))
     except (TypeError, ValueError):
         return None
+
+
+def _same_version(obj: Obj, than: Obj) -> bool:
+    """Whether ``obj`` and ``than`` carry the same resourceVersion (the same version of one
+    object: nothing but ``managedFields``, which the cache drops, can differ)."""
+    mine = (obj.get("metadata") or {}).get("resourceVersion")
+    return bool(mine) and mine == (than.get("metadata") or {}).get("resourceVersion")
 
 
 def older(obj: Obj, than: Obj | None) -> bool:
@@ -93,7 +120,8 @@ class Informer:
     """The objects of one collection, kept by a watch (see the module doc).
 
     ``key`` names an object in :attr:`items` (default ``namespace/name``); ``kind`` and
-    ``api_version`` are set on objects that arrive without them (list items do).
+    ``api_version`` are set on objects that arrive without them (list items do);
+    ``page_size``: objects per list request (:meth:`relist`).
     """
 
     def __init__(
@@ -105,6 +133,7 @@ class Informer:
         api_version: str,
         key: Callable[[Obj], str] = namespaced_key,
         query: Mapping[str, str] | None = None,
+        page_size: int = 500,
     ) -> None:
         self.source = source
         self.path = path
@@ -112,6 +141,8 @@ class Informer:
         self.api_version = api_version
         self.key = key
         self.query = dict(query or {})
+        self.page_size = page_size
+        """Objects per list request (0: the whole collection in one answer)."""
         self.items: dict[str, Obj] = {}
         self.resource_version = ""
         """The collection's version the cache has reached (the watch resumes from it)."""
@@ -123,40 +154,90 @@ class Informer:
         """Whether the watch failed and no list has mended the cache since (a reader that
         needs it fresh relists at once rather than wait for :meth:`run`'s backoff)."""
         self.lists = 0
-        """How many lists this informer made (tests count them)."""
+        """How many list requests this informer made, pages included (tests count them)."""
         self._deleted: dict[str, int | None] = {}
+        self._last: Obj | None = None  # the object stored last (a new one shares with it)
         self._task: asyncio.Task[None] | None = None
 
     # -- filling ----------------------------------------------------------------------------
 
-    def _shape(self, obj: Obj) -> Obj:
-        """What the cache keeps of ``obj``: kind and apiVersion set (on ``obj`` too);
-        ``managedFields`` dropped (nothing reads them from a cache, and they are a good part
-        of each object: client-go's informers strip them too, ``TransformStripManagedFields``;
-        whoever needs them GETs the object); keys and short strings shared (:func:`_compact`)."""
+    def _label(self, obj: Obj) -> None:
+        """Set kind and apiVersion on ``obj`` where it has none (list items have none) and
+        drop its ``managedFields`` (nothing reads them from a cache, and they are a good part
+        of each object: client-go's informers strip them too,
+        ``TransformStripManagedFields``; whoever needs them GETs the object)."""
         obj.setdefault("kind", self.kind)
         obj.setdefault("apiVersion", self.api_version)
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
-        compact: Obj = _compact(obj)
+
+    def _shape(self, obj: Obj, prev: Obj | None = None) -> Obj:
+        """What the cache keeps of ``obj``: labelled (:meth:`_label`, on ``obj`` too), keys
+        and short strings shared, and what did not change since ``prev`` (the version
+        cached before) shared with it (:func:`_compact`)."""
+        self._label(obj)
+        compact: Obj = _compact(obj, prev)
         return compact
 
     def store(self, obj: Obj) -> str:
-        obj = self._shape(obj)
+        """Cache ``obj`` (a watch event's or a list's); answers its key. A version already
+        cached (the answer of our own write, then its watch event) is kept as it is."""
+        self._label(obj)
         key = self.key(obj)
-        self.items[key] = obj
+        prev = self.items.get(key)
+        if prev is None:  # a new object: it shares what it has in common with the last one
+            self.items[key] = self._last = self._shape(obj, self._last)
+        elif not _same_version(obj, prev):
+            self.items[key] = self._last = self._shape(obj, prev)
         return key
 
     async def relist(self) -> None:
-        """Fill the cache from one list (what the list does not name is dropped)."""
-        listed = await self.source.list(self.path, **self.query)
-        self.lists += 1
+        """Fill the cache from one list, in pages of :attr:`page_size` objects (what the list
+        does not name is dropped).
+
+        Each page's parsed items are let go one by one as they are stored, so a list answer
+        and the cache never hold every object twice (at 10,000 Pods one parsed list is about
+        as big as the cache, and its JSON half that again); pages, as client-go's reflector
+        lists (``pager``, 500 a page), keep only one page's answer at a time. A version the
+        cache already holds is kept, not copied again, and an object new to it shares what
+        it has in common with the one listed before it. The cache changes only once the last
+        page is in: a reader between two pages sees the cache as it was."""
+        query = dict(self.query)
+        if self.page_size > 0:
+            query["limit"] = str(self.page_size)
+        before = dict(self.items)
+        fresh: dict[str, Obj] = {}
+        last: Obj | None = None
+        resource_version: str | None = None
+        while True:
+            listed = await self.source.list(self.path, **query)
+            self.lists += 1
+            meta = listed.get("metadata") or {}
+            if resource_version is None:  # every page is of the first page's snapshot
+                resource_version = str(meta.get("resourceVersion", ""))
+            items: list[Obj] = listed.pop("items", None) or []
+            items.reverse()
+            while items:
+                obj = items.pop()
+                self._label(obj)
+                key = self.key(obj)
+                prev = before.pop(key, None)
+                if prev is not None and _same_version(obj, prev):
+                    fresh[key] = last = prev
+                else:
+                    # no version before: the object listed before it shares what they have
+                    # in common (Pods of one template: their spec, their status while pending)
+                    fresh[key] = last = self._shape(obj, prev if prev is not None else last)
+                del obj
+            token = meta.get("continue")
+            if not token:
+                break
+            query["continue"] = str(token)
         self.items.clear()
+        self.items.update(fresh)
         self._deleted.clear()
-        for item in listed.get("items") or []:
-            self.store(item)
-        self.resource_version = str((listed.get("metadata") or {}).get("resourceVersion", ""))
+        self.resource_version = resource_version
         self.listed = True
         self.failing = False
 
@@ -250,21 +331,25 @@ class Informer:
     def keep(self, key: str, new: Obj) -> None:
         """Cache the answer of a write to an existing object unless the watch already brought
         a newer version, or its deletion (nothing relists per pass to mend an older copy, or
-        drop one of a deleted object)."""
-        new = self._shape(new)
+        drop one of a deleted object); a version already cached is not copied again."""
+        self._label(new)
         if self.watching and key not in self.items:
             return  # deleted since: the watch dropped it
-        if not older(new, self.items.get(key)):
-            self.items[key] = new
+        prev = self.items.get(key)
+        if prev is not None and (older(new, prev) or _same_version(new, prev)):
+            return
+        self.items[key] = self._shape(new, prev)
 
     def add(self, key: str, new: Obj) -> None:
         """Cache the answer of a create, unless the watch saw that object deleted since."""
-        new = self._shape(new)
+        self._label(new)
         gone, made = self._deleted.get(key), _rv(new)
         if gone is not None and made is not None and made <= gone:
             return  # the watch saw this very object deleted before the answer came
-        if not older(new, self.items.get(key)):
-            self.items[key] = new
+        prev = self.items.get(key)
+        if prev is not None and (older(new, prev) or _same_version(new, prev)):
+            return
+        self.items[key] = self._shape(new, prev)
 
     def forget(self, key: str) -> None:
         """Drop an object whose deletion the server answered (its watch event may follow)."""

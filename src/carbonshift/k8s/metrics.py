@@ -98,6 +98,13 @@ class Metrics:
             "API request rate limit allows per slot",
             registry=r,
         )
+        self.events_dropped = Counter(
+            "carbonshift_events_dropped",
+            "Events not posted because the Event budget (events.qps / .burst) was spent, by "
+            "the Event's reason; the object's annotations still say what the Event would have",
+            ["reason"],
+            registry=r,
+        )
         self.is_leader = Gauge("carbonshift_leader", "1 while this replica leads", registry=r)
         self.data_age, self.replayed = freshness_gauges(r)
         self._sources: dict[str, str] = {}

@@ -40,6 +40,7 @@ from carbonshift.k8s.client import (
 )
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
+from carbonshift.k8s.flowcontrol import TokenBucket
 from carbonshift.k8s.informer import Informer, older
 from carbonshift.k8s.intent import (
     CRITICAL,
@@ -101,6 +102,8 @@ _TERMINAL = ("Succeeded", "Failed")
 _MAX_WRITE_ATTEMPTS = 6
 #: how carbonshift.planning.hold words a move by the release rate limit
 _RATE_LIMITED = "release rate limit"
+#: metadata any write changes (managedFields: the cache drops them) or ours sets
+_WRITE_METADATA = ("resourceVersion", "managedFields", "annotations", "labels")
 
 
 def pod_path(namespace: str, name: str) -> str:
@@ -152,6 +155,14 @@ def _worth_writing(current: Mapping[str, str], wanted: Mapping[str, str]) -> boo
     if reason_shape(current.get(REASON, "")) != reason_shape(wanted.get(REASON, "")):
         return True
     return any(key not in current for key in (EST_NOW, EST_PLANNED))
+
+
+def _labels_after(meta: Mapping[str, Any], written: Mapping[str, str]) -> dict[str, str]:
+    """The labels after our annotation write of ``written`` (it sets the state label)."""
+    labels = dict(meta.get("labels") or {})
+    if STATE in written:
+        labels[STATE] = written[STATE]
+    return labels
 
 
 def _annotations(obj: Obj) -> dict[str, str]:
@@ -217,6 +228,11 @@ class Controller:
         self._slot_releases: tuple[datetime | None, int] = (None, 0)
         self._noted: dict[str, str] = {}  # uid -> last "not held" reason reported
         self._budget_config: ControllerConfig | None = None  # see _planning_config
+        #: the Event budget (``events.qps`` / ``.burst``; None: every Event is posted): an
+        #: Event past it is dropped and counted, the annotations say the same
+        self.event_budget: TokenBucket | None = (
+            TokenBucket(config.events.qps, config.events.burst) if config.events.qps > 0 else None
+        )
         #: Events held back while a pass writes its releases (None: post at once)
         self._later_events: list[tuple[tuple[Obj, str, str], bool]] | None = None
         #: (kind, uid, resourceVersion) -> intent: a pass reads each workload's intent several
@@ -864,7 +880,33 @@ class Controller:
             _LOG.info("annotating %s failed: %s", key, exc)
             return False
         kind = str(obj.get("kind"))
+        self._carry_intent(obj, new, annotations)
         self._keep(self._cache_for(_PODS if kind == POD.kind else _JOBS), key, new, kind)
+        return True
+
+    def _carry_intent(self, old: Obj, new: Obj, written: Mapping[str, str]) -> bool:
+        """Whether ``new``, the answer of our own annotation write to ``old``, is ``old`` plus
+        what we wrote and nothing else (merge patches carry no resourceVersion: anything else
+        may have changed meanwhile); if so, ``old``'s intent is remembered for ``new``: our
+        annotations and the state label are no input of it, so it is not read again for the
+        answer (and the watch event of the same version)."""
+        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+        if not new_meta.get("resourceVersion"):
+            return False
+        for field in old.keys() | new.keys():
+            if field != "metadata" and new.get(field) != old.get(field):
+                return False
+        for field in old_meta.keys() | new_meta.keys():
+            if field not in _WRITE_METADATA and new_meta.get(field) != old_meta.get(field):
+                return False
+        if new_meta.get("annotations") != {**(old_meta.get("annotations") or {}), **written}:
+            return False
+        if (new_meta.get("labels") or {}) != _labels_after(old_meta, written):
+            return False
+        kind, uid = str(old.get("kind")), str(old_meta.get("uid"))
+        found = self._intents.get((kind, uid, str(old_meta.get("resourceVersion"))))
+        if found is not None:
+            self._intents[(kind, uid, str(new_meta["resourceVersion"]))] = found
         return True
 
     def _release_patch(self, obj: Obj, reason: str, nodes: list[str] | None) -> Obj:
@@ -991,11 +1033,17 @@ class Controller:
         _LOG.warning("release of %s gave up after %d conflicts", key, _MAX_WRITE_ATTEMPTS)
 
     async def _event(self, obj: Obj, reason: str, message: str, *, warning: bool = False) -> None:
-        """Record a core/v1 Event on ``obj`` (best effort)."""
+        """Record a core/v1 Event on ``obj`` (best effort), within the Event budget
+        (``events.qps`` / ``.burst``): past it the Event is dropped and counted in
+        ``carbonshift_events_dropped_total{reason}``; what it would have said is on the
+        object already (its annotations are written first, budget or not)."""
         if self.config.dry_run:
             return
         if self._later_events is not None:
             self._later_events.append(((obj, reason, message), warning))
+            return
+        if self.event_budget is not None and not self.event_budget.take():
+            self.metrics.events_dropped.labels(reason=reason).inc()
             return
         meta = obj.get("metadata") or {}
         now = format_utc(self.clock.now())

@@ -131,6 +131,34 @@ class FakeApi:
             raise ApiError.not_found(rt.group, rt.plural, name)
         return self._out(rt, stored, version)  # one copy (store.get would make a second)
 
+    def list_page(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        version: str | None = None,
+        start: int = 0,
+        limit: int = 0,
+    ) -> tuple[list[Obj], int, int]:
+        """The matching objects from ``start`` on, at most ``limit`` (0: all), the store's
+        version and how many match in all; only the page is converted for the answer (a
+        paged list of 10,000 objects converted all of them for each page)."""
+        labels = LabelSelector(label_selector)
+        fields = FieldSelector(field_selector, rt.kind)
+        matching = [
+            obj
+            for obj in self.store.items(rt, namespace if rt.namespaced else None)
+            if labels.matches(obj.get("metadata", {}).get("labels") or {}) and fields.matches(obj)
+        ]
+        page = matching[start : start + limit] if limit > 0 else matching[start:]
+        items = [self._out(rt, obj, version) for obj in page]
+        for item in items:
+            item.pop("apiVersion", None)
+            item.pop("kind", None)
+        return items, self.store.rv, len(matching)
+
     def list(
         self,
         rt: ResourceType,
@@ -140,17 +168,14 @@ class FakeApi:
         field_selector: str | None = None,
         version: str | None = None,
     ) -> tuple[list[Obj], int]:
-        labels = LabelSelector(label_selector)
-        fields = FieldSelector(field_selector, rt.kind)
-        items = [
-            self._out(rt, obj, version)
-            for obj in self.store.items(rt, namespace if rt.namespaced else None)
-            if labels.matches(obj.get("metadata", {}).get("labels") or {}) and fields.matches(obj)
-        ]
-        for item in items:
-            item.pop("apiVersion", None)
-            item.pop("kind", None)
-        return items, self.store.rv
+        items, rv, _total = self.list_page(
+            rt,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            version=version,
+        )
+        return items, rv
 
     # -- create ---------------------------------------------------------------------------
 

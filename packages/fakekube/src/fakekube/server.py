@@ -561,12 +561,18 @@ def build_app(cluster: FakeCluster) -> Starlette:
         request: Request, rt: ResourceType, namespace: str | None, version: str
     ) -> Response:
         params = request.query_params
-        items, rv = cluster.api.list(
+        limit = int(params.get("limit") or 0)
+        start = int(params.get("continue") or 0) if (params.get("continue") or "").isdigit() else 0
+        if limit <= 0:
+            start = 0
+        items, rv, total = cluster.api.list_page(
             rt,
             namespace,
             label_selector=params.get("labelSelector"),
             field_selector=params.get("fieldSelector"),
             version=version,
+            start=start,
+            limit=limit,
         )
         if (
             params.get("resourceVersionMatch") == "Exact"
@@ -575,14 +581,9 @@ def build_app(cluster: FakeCluster) -> Starlette:
         ):
             raise ApiError.gone(f"too old resource version: {params['resourceVersion']} ({rv})")
         meta: Obj = {"resourceVersion": str(rv)}
-        limit = int(params.get("limit") or 0)
-        start = int(params.get("continue") or 0) if (params.get("continue") or "").isdigit() else 0
-        if limit > 0:
-            page = items[start : start + limit]
-            if start + limit < len(items):
-                meta["continue"] = str(start + limit)
-                meta["remainingItemCount"] = len(items) - start - limit
-            items = page
+        if limit > 0 and start + limit < total:
+            meta["continue"] = str(start + limit)
+            meta["remainingItemCount"] = total - start - limit
         if _wants_table(request):
             return _json(
                 to_table(
