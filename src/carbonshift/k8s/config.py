@@ -246,6 +246,22 @@ class LeaderSection(_Section):
     renew_every_s: float = Field(5.0, gt=0, description="how often the leader renews, s")
 
 
+def _bucket_rate(value: float, said: str, examples: str) -> float:
+    """A token bucket's rate, ``said`` with its unit, between 0 and 100,000 per second."""
+    if not 0 <= value <= 100_000:
+        raise ValueError(f"{said} is not a rate between 0 and 100000; use e.g. {examples}")
+    return value
+
+
+def _bucket_burst(value: int, said: str, examples: str) -> int:
+    """A token bucket's burst, ``said`` with its unit, between 1 and 1,000,000."""
+    if not 1 <= value <= 1_000_000:
+        raise ValueError(
+            f"{said} is not a burst between 1 and 1000000; use e.g. {examples}, at least 1"
+        )
+    return value
+
+
 class ClientConnectionSection(_Section):
     """The client-side rate limit of the controller's API requests (a token bucket, as
     client-go's ``--kube-api-qps`` / ``--kube-api-burst``; watches are not limited).
@@ -266,22 +282,18 @@ class ClientConnectionSection(_Section):
     @field_validator("qps")
     @classmethod
     def _rate(cls, value: float) -> float:
-        if not 0 <= value <= 100_000:
-            raise ValueError(
-                f"{value!r} requests/s is not a rate between 0 and 100000; use e.g. 50 "
-                "(kube-scheduler's default), 5 (client-go's) or 0 for no client-side limit"
-            )
-        return value
+        return _bucket_rate(
+            value,
+            f"{value!r} requests/s",
+            "50 (kube-scheduler's default), 5 (client-go's) or 0 for no client-side limit",
+        )
 
     @field_validator("burst")
     @classmethod
     def _burst(cls, value: int) -> int:
-        if not 1 <= value <= 1_000_000:
-            raise ValueError(
-                f"{value!r} requests is not a burst between 1 and 1000000; use e.g. 100 "
-                "(kube-scheduler's default) or 10 (client-go's), at least 1"
-            )
-        return value
+        return _bucket_burst(
+            value, f"{value!r} requests", "100 (kube-scheduler's default) or 10 (client-go's)"
+        )
 
 
 class EventsSection(_Section):
@@ -308,22 +320,14 @@ class EventsSection(_Section):
     @field_validator("qps")
     @classmethod
     def _rate(cls, value: float) -> float:
-        if not 0 <= value <= 100_000:
-            raise ValueError(
-                f"{value:g} Events/s is not a rate between 0 and 100000; use e.g. 50 (the "
-                "default), or 0 to post every Event"
-            )
-        return value
+        return _bucket_rate(
+            value, f"{value:g} Events/s", "50 (the default), or 0 to post every Event"
+        )
 
     @field_validator("burst")
     @classmethod
     def _burst(cls, value: int) -> int:
-        if not 1 <= value <= 1_000_000:
-            raise ValueError(
-                f"{value!r} Events is not a burst between 1 and 1000000; use e.g. 100 (the "
-                "default), at least 1"
-            )
-        return value
+        return _bucket_burst(value, f"{value!r} Events", "100 (the default)")
 
 
 class ControllerConfig(_Section):
