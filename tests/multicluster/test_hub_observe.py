@@ -181,6 +181,39 @@ async def test_repeats_are_aggregated_and_failed_writes_are_counted_not_raised()
         assert [e["count"] for e in await events_on(f, "batch", "x")] == [2]
 
 
+@pytest.mark.parametrize(
+    ("events", "want_written", "want_dropped"),
+    [({"qps": 0.001, "burst": 2}, 2, 3), ({"qps": 0, "burst": 1}, 5, 0)],
+    ids=["budget of 2", "qps 0: every Event"],
+)
+async def test_events_past_the_budget_are_dropped_and_counted(
+    events: dict[str, float], want_written: int, want_dropped: int
+) -> None:
+    config = HubConfig.model_validate({"events": events})
+    async with fleet(START, config=config) as f:
+        controller = await f.start_controller()
+        observer = HubObserver(controller)
+        names = [f"w{i}" for i in range(5)]
+        for name in names:
+            job = await f.create(f.hub, hub_job(name))
+            uid = job["metadata"]["uid"]
+            controller.events.append(
+                HubEvent(f.now(), f"Job/batch/{name}", "planned", "de", "", uid)
+            )
+        await observer.observe()
+        written = [e for name in names for e in await events_on(f, "batch", name)]
+        assert len(written) == want_written
+        assert {e["reason"] for e in written} <= {"CarbonPlanned"}
+        dropped = (
+            f'carbonshift_hub_events_dropped_total{{reason="CarbonPlanned"}} {want_dropped:.1f}'
+        )
+        if want_dropped:
+            assert dropped in metric_lines(observer)
+        else:
+            assert not any("events_dropped_total{" in line for line in metric_lines(observer))
+        assert observer.handled == len(controller.events)  # dropped ones are not tried again
+
+
 async def test_spoke_events_go_on_the_carbon_cluster_and_health_shows_in_metrics() -> None:
     async with fleet(START) as f:
         observer = HubObserver(await f.start_controller())

@@ -52,6 +52,24 @@ def test_a_bad_hub_limit_says_the_fix(
 
 
 @pytest.mark.parametrize(
+    ("section", "want_words"),
+    [
+        ({"qps": -1}, r"events\.qps: .*-1 Events/s .*use e\.g\. 50"),
+        ({"burst": 0}, r"events\.burst: .*0 Events .*at least 1"),
+    ],
+    ids=["negative qps", "zero burst"],
+)
+def test_a_bad_hub_event_budget_says_the_fix(
+    tmp_path: Path, section: dict[str, int], want_words: str
+) -> None:
+    path = tmp_path / "hub.yaml"
+    path.write_text(yaml.safe_dump({"events": section}))
+    with pytest.raises(InputError, match=want_words):
+        load_hub_config(path)
+    assert (HubConfig().events.qps, HubConfig().events.burst) == (50, 100)
+
+
+@pytest.mark.parametrize(
     ("qps", "burst", "want"),
     [(7.0, 3, (7.0, 3)), (0.0, 1, None)],
     ids=["a limit", "qps 0: no limiter"],

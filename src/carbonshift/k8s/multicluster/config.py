@@ -15,6 +15,7 @@ from carbonshift.k8s.config import (
     ClusterSection,
     ControllerConfig,
     DefaultsSection,
+    EventsSection,
     LeaderSection,
     OptInSection,
     PlanningSection,
@@ -89,6 +90,13 @@ class HubConfig(BaseModel):
         description="client-side rate limit of the hub's API requests, as the controller's "
         "(qps requests/s on average, bursts of burst; watches are not limited): one bucket "
         "for the hub cluster's client and one of the same size for each spoke's",
+    )
+    events: EventsSection = Field(
+        default_factory=lambda: EventsSection(),
+        description="the budget of the hub's Events, as the controller's (qps Events/s on "
+        "average, bursts of burst; 0: every Event): an Event past it is dropped and counted "
+        "in carbonshift_hub_events_dropped_total{reason}; the hub objects' annotations and the "
+        "CarbonClusters' conditions say the same",
     )
     spoke_lost_timeout_s: int = Field(
         900,

@@ -130,4 +130,11 @@ class HubMetrics:
             ["stage"],
             registry=r,
         )
+        self.events_dropped = Counter(
+            "carbonshift_hub_events_dropped",
+            "Events not written because the Event budget (events.qps / .burst) was spent, by "
+            "reason (the hub object's annotations say the same)",
+            ["reason"],
+            registry=r,
+        )
         self.leader = Gauge("carbonshift_hub_leader", "1 while this replica leads", registry=r)

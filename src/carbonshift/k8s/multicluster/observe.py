@@ -34,7 +34,10 @@ with an empty ``involvedObject.namespace``, as client-go's EventRecorder does fo
 message) are aggregated as client-go's EventCorrelator does: the first is created, later
 ones raise ``count`` and ``lastTimestamp`` on it (a merge patch). An Event write that fails
 is logged and counted (``carbonshift_hub_observer_errors_total{stage="event"}``), never
-raised.
+raised. Events, new or repeats, have a budget (``events.qps`` / ``.burst``, the controller's
+section and token bucket): one past it is dropped and counted
+(``carbonshift_hub_events_dropped_total{reason}``); the hub objects' annotations and the
+CarbonClusters' conditions say what it would have said.
 
 :class:`HubRunner` is the run loop of ``carbonshift hub``: reconcile every ``resync_s`` of the
 clock while this replica holds the Lease (:class:`~carbonshift.k8s.leader.LeaderElector`),
@@ -58,6 +61,7 @@ from prometheus_client import Gauge
 
 from carbonshift.errors import CarbonshiftError
 from carbonshift.k8s.client import NotFoundError
+from carbonshift.k8s.flowcontrol import TokenBucket
 from carbonshift.k8s.keys import API_VERSION, HUB_COMPONENT, HUB_LABEL
 from carbonshift.k8s.kinds import HUB_KINDS
 from carbonshift.k8s.leader import LeaderElector
@@ -152,6 +156,13 @@ class HubObserver:
         self.handled = 0
         """How many of ``controller.events`` were turned into Events already."""
         self._posted: OrderedDict[tuple[str, ...], _Posted] = OrderedDict()
+        budget = controller.config.events
+        #: the Event budget (``events.qps`` / ``.burst``; None: every Event is written): an
+        #: Event past it, new or a repeat, is dropped and counted (annotations and conditions
+        #: say the same)
+        self.event_budget: TokenBucket | None = (
+            TokenBucket(budget.qps, budget.burst) if budget.qps > 0 else None
+        )
         self._cluster_uids: dict[str, str] = {}
         self._labels: dict[str, set[tuple[str, ...]]] = {}
 
@@ -254,6 +265,9 @@ class HubObserver:
 
     async def _record(self, event: HubEvent) -> None:
         reason, type_ = event_reason(event.what)
+        if self.event_budget is not None and not self.event_budget.take():
+            self.metrics.events_dropped.labels(reason=reason).inc()
+            return
         message = self._message(event)
         namespace, ref = await self._involved(event)
         stamp = format_utc(event.at)
