@@ -167,13 +167,7 @@ def test_the_core_path_runs_and_gains_on_a_spread_instance(
     assert on.bound.lower_bound_g is not None
     assert on.bound.lower_bound_g <= want_on[2]
     # a bound on every on-time plan, so at most the whole class LP's optimum
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    base = unit_grams(arrays)
-    table = shape_costs(classes, base)
-    whole = cs._solve_class_lp(arrays, classes, base, table, class_columns(classes), 60.0)
-    assert whole.optimum_g is not None
-    assert on.bound.lower_bound_g <= whole.optimum_g * (1 + 1e-9)
+    assert on.bound.lower_bound_g <= _whole_lp_optimum_g(inst) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize(
@@ -197,13 +191,7 @@ def test_the_second_ascent_and_the_repair_width_keep_the_bound_valid(
     lower = planned.bound.lower_bound_g
     assert lower is not None
     assert lower <= got[2] * (1 + 1e-9)
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    base = unit_grams(arrays)
-    table = shape_costs(classes, base)
-    whole = cs._solve_class_lp(arrays, classes, base, table, class_columns(classes), 60.0)
-    assert whole.optimum_g is not None
-    assert lower <= whole.optimum_g * (1 + 1e-9)
+    assert lower <= _whole_lp_optimum_g(inst) * (1 + 1e-9)
 
 
 def test_a_bound_within_core_bound_gap_skips_the_second_ascent() -> None:
@@ -230,6 +218,23 @@ def test_the_core_path_stays_off_above_its_size_limit() -> None:
     assert _key(inst, limited) == _key(inst, off)
 
 
+def _lp_inputs(inst: Instance) -> tuple[Any, ...]:
+    """``cs._solve_class_lp``'s inputs for the whole class LP of ``inst``: arrays, classes,
+    unit grams, their shape costs and every column."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    return arrays, classes, base, shape_costs(classes, base), class_columns(classes)
+
+
+def _whole_lp_optimum_g(inst: Instance, solve_lp: Any = None) -> float:
+    """The whole class LP's optimum for ``inst`` (by ``solve_lp``, default
+    ``cs._solve_class_lp``), asserted found."""
+    whole = (solve_lp or cs._solve_class_lp)(*_lp_inputs(inst), 60.0)
+    assert whole.optimum_g is not None
+    return float(whole.optimum_g)
+
+
 def _failing_interior_point(real: Any, status: SolveStatus) -> Any:
     """``solve`` that answers ``status`` (no vertex) whenever interior point is asked for."""
 
@@ -254,16 +259,12 @@ def test_the_core_lp_falls_back_to_simplex_when_interior_point_gives_no_vertex(
     dual simplex, the same optimum as simplex alone, ``retried`` set; the policy says so
     in its stats and still plans every job on time."""
     inst = _spread(80, 3)
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    base = unit_grams(arrays)
-    table = shape_costs(classes, base)
-    columns = class_columns(classes)
-    want = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="simplex")
+    inputs = _lp_inputs(inst)
+    want = cs._solve_class_lp(*inputs, 60.0, method="simplex")
     assert want.optimum_g is not None
     assert not want.retried
     with mock.patch.object(cs, "solve", _failing_interior_point(solve, status)):
-        got = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="ipm-vertex")
+        got = cs._solve_class_lp(*inputs, 60.0, method="ipm-vertex")
         planned = _plan(inst, core_lp_method="ipm-vertex")
     assert got.retried
     assert got.optimum_g is not None
@@ -275,14 +276,9 @@ def test_the_core_lp_falls_back_to_simplex_when_interior_point_gives_no_vertex(
 def test_interior_point_with_a_vertex_is_not_retried() -> None:
     """A vertex optimum by interior point and crossover stands: no simplex retry, the
     simplex's optimum."""
-    inst = _spread(80, 3)
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    base = unit_grams(arrays)
-    table = shape_costs(classes, base)
-    columns = class_columns(classes)
-    simplex = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="simplex")
-    ipm = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0, method="ipm-vertex")
+    inputs = _lp_inputs(_spread(80, 3))
+    simplex = cs._solve_class_lp(*inputs, 60.0, method="simplex")
+    ipm = cs._solve_class_lp(*inputs, 60.0, method="ipm-vertex")
     assert not ipm.retried
     assert simplex.optimum_g is not None
     assert ipm.optimum_g == pytest.approx(simplex.optimum_g, rel=1e-6)
@@ -305,16 +301,10 @@ def test_core_small_jobs_picks_the_core_or_the_whole_lp(
     assert ("core_columns" in result.stats) is want_core
     assert ("lp_optimum_g" in result.stats) is not want_core
     assert _key(inst, result)[:2] == (0, 0)
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    base = unit_grams(arrays)
-    whole = cs._solve_class_lp(
-        arrays, classes, base, shape_costs(classes, base), class_columns(classes), 60.0
-    )
-    assert whole.optimum_g is not None
+    whole_g = _whole_lp_optimum_g(inst)
     assert result.bound is not None
     assert result.bound.lower_bound_g is not None
-    assert result.bound.lower_bound_g <= whole.optimum_g * (1 + 1e-9)
+    assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
 
 
 def test_up_to_3000_jobs_a_failed_wide_core_is_tried_narrow() -> None:
@@ -339,14 +329,10 @@ def test_up_to_3000_jobs_a_failed_wide_core_is_tried_narrow() -> None:
     assert len(sizes) == 2
     assert sizes[1] < sizes[0]  # 3 columns per class, then, against 10
     assert _key(inst, result)[:2] == (0, 0)
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    base = unit_grams(arrays)
-    whole = real(arrays, classes, base, shape_costs(classes, base), class_columns(classes), 60.0)
-    assert whole.optimum_g is not None
+    whole_g = _whole_lp_optimum_g(inst, real)
     assert result.bound is not None
     assert result.bound.lower_bound_g is not None
-    assert result.bound.lower_bound_g <= whole.optimum_g * (1 + 1e-9)
+    assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("method", [LpMethod.SIMPLEX, LpMethod.IPM_VERTEX])

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from carbonshift._extras import require
 from carbonshift.errors import CarbonshiftError, TemporaryError
 from carbonshift.k8s.clock import Clock
-from carbonshift.k8s.flowcontrol import TokenBucket
+from carbonshift.k8s.flowcontrol import TokenBucket, bucket_or_none
 
 __all__ = [
     "FIELD_MANAGER",
@@ -407,5 +407,4 @@ async def connect(
             api_client = client.ApiClient(configuration)
         except config.ConfigException:
             api_client = await config.new_client_from_config()
-    limiter = TokenBucket(qps, burst) if qps > 0 else None
-    return ApiKube(api_client, clock, limiter=limiter)
+    return ApiKube(api_client, clock, limiter=bucket_or_none(qps, burst))

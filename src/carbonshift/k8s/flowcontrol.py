@@ -26,7 +26,13 @@ from collections.abc import Awaitable, Callable
 
 from carbonshift.errors import InputError
 
-__all__ = ["TokenBucket"]
+__all__ = ["TokenBucket", "bucket_or_none"]
+
+
+def bucket_or_none(qps: float, burst: int) -> TokenBucket | None:
+    """A :class:`TokenBucket` of ``qps`` / ``burst``, or None where ``qps`` is 0 (no limit,
+    as the ``client_connection`` and ``events`` config sections say)."""
+    return TokenBucket(qps, burst) if qps > 0 else None
 
 
 class TokenBucket:

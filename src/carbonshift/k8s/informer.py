@@ -172,13 +172,13 @@ class Informer:
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
 
-    def _shape(self, obj: Obj, prev: Obj | None = None) -> Obj:
-        """What the cache keeps of ``obj``: labelled (:meth:`_label`, on ``obj`` too), keys
-        and short strings shared, and what did not change since ``prev`` (the version
-        cached before) shared with it (:func:`_compact`)."""
-        self._label(obj)
-        compact: Obj = _compact(obj, prev)
-        return compact
+    def _put(self, key: str, new: Obj) -> None:
+        """Cache ``new`` (labelled) under ``key``, sharing what it has in common with the
+        version cached before (:func:`_compact`), unless that version is the same or newer."""
+        prev = self.items.get(key)
+        if prev is not None and (older(new, prev) or _same_version(new, prev)):
+            return
+        self.items[key] = _compact(new, prev)
 
     def store(self, obj: Obj) -> str:
         """Cache ``obj`` (a watch event's or a list's); answers its key. A version already
@@ -187,9 +187,9 @@ class Informer:
         key = self.key(obj)
         prev = self.items.get(key)
         if prev is None:  # a new object: it shares what it has in common with the last one
-            self.items[key] = self._last = self._shape(obj, self._last)
+            self.items[key] = self._last = _compact(obj, self._last)
         elif not _same_version(obj, prev):
-            self.items[key] = self._last = self._shape(obj, prev)
+            self.items[key] = self._last = _compact(obj, prev)
         return key
 
     async def relist(self) -> None:
@@ -228,7 +228,7 @@ class Informer:
                 else:
                     # no version before: the object listed before it shares what they have
                     # in common (Pods of one template: their spec, their status while pending)
-                    fresh[key] = last = self._shape(obj, prev if prev is not None else last)
+                    fresh[key] = last = _compact(obj, prev if prev is not None else last)
                 del obj
             token = meta.get("continue")
             if not token:
@@ -335,10 +335,7 @@ class Informer:
         self._label(new)
         if self.watching and key not in self.items:
             return  # deleted since: the watch dropped it
-        prev = self.items.get(key)
-        if prev is not None and (older(new, prev) or _same_version(new, prev)):
-            return
-        self.items[key] = self._shape(new, prev)
+        self._put(key, new)
 
     def add(self, key: str, new: Obj) -> None:
         """Cache the answer of a create, unless the watch saw that object deleted since."""
@@ -346,10 +343,7 @@ class Informer:
         gone, made = self._deleted.get(key), _rv(new)
         if gone is not None and made is not None and made <= gone:
             return  # the watch saw this very object deleted before the answer came
-        prev = self.items.get(key)
-        if prev is not None and (older(new, prev) or _same_version(new, prev)):
-            return
-        self.items[key] = self._shape(new, prev)
+        self._put(key, new)
 
     def forget(self, key: str) -> None:
         """Drop an object whose deletion the server answered (its watch event may follow)."""

@@ -40,7 +40,7 @@ from carbonshift.k8s.client import (
 )
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
-from carbonshift.k8s.flowcontrol import TokenBucket
+from carbonshift.k8s.flowcontrol import bucket_or_none
 from carbonshift.k8s.informer import Informer, older
 from carbonshift.k8s.intent import (
     CRITICAL,
@@ -230,9 +230,7 @@ class Controller:
         self._budget_config: ControllerConfig | None = None  # see _planning_config
         #: the Event budget (``events.qps`` / ``.burst``; None: every Event is posted): an
         #: Event past it is dropped and counted, the annotations say the same
-        self.event_budget: TokenBucket | None = (
-            TokenBucket(config.events.qps, config.events.burst) if config.events.qps > 0 else None
-        )
+        self.event_budget = bucket_or_none(config.events.qps, config.events.burst)
         #: Events held back while a pass writes its releases (None: post at once)
         self._later_events: list[tuple[tuple[Obj, str, str], bool]] | None = None
         #: (kind, uid, resourceVersion) -> intent: a pass reads each workload's intent several

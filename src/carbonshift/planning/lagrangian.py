@@ -34,6 +34,7 @@ import numpy.typing as npt
 from carbonshift.planning.problem import InstanceArrays
 
 __all__ = [
+    "DUAL_TARGET_GAP",
     "AscentState",
     "DualResult",
     "JobClasses",
@@ -50,6 +51,9 @@ __all__ = [
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+#: :func:`dual_ascent` stops once its bound is within this share of ``upper_g``
+DUAL_TARGET_GAP = 1e-4
 
 
 def unit_grams(arrays: InstanceArrays, *, embodied: bool = True) -> FloatArray:
@@ -303,7 +307,7 @@ def dual_ascent(
     prices: FloatArray | None = None,
     resume: AscentState | None = None,
     deadline_s: float = float("inf"),
-    target_gap: float = 1e-4,
+    target_gap: float = DUAL_TARGET_GAP,
     patience: int = 20,
     deflection: float = 0.8,
 ) -> DualResult:

@@ -14,7 +14,7 @@ from typing import Any
 
 from carbonshift.k8s.client import APPLY_PATCH, ApiKube, NotFoundError
 from carbonshift.k8s.clock import Clock
-from carbonshift.k8s.flowcontrol import TokenBucket
+from carbonshift.k8s.flowcontrol import bucket_or_none
 
 __all__ = ["APPLY_PATCH", "HubApi", "connect_kubeconfig_text"]
 
@@ -94,5 +94,5 @@ async def connect_kubeconfig_text(
     # hub checks insecure-skip-tls-verify against the CarbonCluster before it calls this).
     check_spoke_kubeconfig(parsed, allow_insecure_tls=allow_insecure_tls)
     api_client = await config.new_client_from_config_dict(config_dict=parsed)
-    limiter = TokenBucket(qps, burst) if qps > 0 else None
+    limiter = bucket_or_none(qps, burst)
     return HubApi(ApiKube(api_client, clock, retries=retries, first_backoff_s=0.2, limiter=limiter))

@@ -61,7 +61,7 @@ from prometheus_client import Gauge
 
 from carbonshift.errors import CarbonshiftError
 from carbonshift.k8s.client import NotFoundError
-from carbonshift.k8s.flowcontrol import TokenBucket
+from carbonshift.k8s.flowcontrol import bucket_or_none
 from carbonshift.k8s.keys import API_VERSION, HUB_COMPONENT, HUB_LABEL
 from carbonshift.k8s.kinds import HUB_KINDS
 from carbonshift.k8s.leader import LeaderElector
@@ -160,9 +160,7 @@ class HubObserver:
         #: the Event budget (``events.qps`` / ``.burst``; None: every Event is written): an
         #: Event past it, new or a repeat, is dropped and counted (annotations and conditions
         #: say the same)
-        self.event_budget: TokenBucket | None = (
-            TokenBucket(budget.qps, budget.burst) if budget.qps > 0 else None
-        )
+        self.event_budget = bucket_or_none(budget.qps, budget.burst)
         self._cluster_uids: dict[str, str] = {}
         self._labels: dict[str, set[tuple[str, ...]]] = {}
 

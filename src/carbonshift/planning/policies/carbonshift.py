@@ -45,6 +45,7 @@ from carbonshift.planning.aggregate import (
 )
 from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
 from carbonshift.planning.lagrangian import (
+    DUAL_TARGET_GAP,
     JobClasses,
     classes_of,
     dual_ascent,
@@ -117,9 +118,6 @@ _FALLBACK_GAP = 0.01
 #: columns 0.1-0.2 % better on all four, for 4.4-9.1 s of CPU against 11.3-16.1 s
 #: (bench/planner.md, "Faster core").
 _SMALL_CORE_COLUMNS = 10
-
-#: the dual ascent's own stopping gap (lagrangian.dual_ascent's default ``target_gap``)
-_DUAL_TARGET_GAP = 1e-4
 
 
 @dataclass(slots=True)
@@ -1281,7 +1279,7 @@ def carbonshift(
         # above 3,000 jobs only while the plan is more than core_bound_gap above the bound,
         # and until it is not (ten-zone 10,000: the first ascent's bound is already within
         # 0.3 %); up to 3,000 jobs always (the bound decides whether the search runs)
-        enough = _DUAL_TARGET_GAP if small else max(core_bound_gap, _DUAL_TARGET_GAP)
+        enough = DUAL_TARGET_GAP if small else max(core_bound_gap, DUAL_TARGET_GAP)
         if (
             core_prices is not None
             and complete_on_time()
