@@ -9,7 +9,12 @@ import pytest
 from carbonshift.domain import JobId, check_feasibility
 from carbonshift.errors import InputError
 from carbonshift.formats import instance_from_dict
-from carbonshift.planning.lookahead import PHANTOM_PREFIX, real_part, with_phantoms
+from carbonshift.planning.lookahead import (
+    PHANTOM_PREFIX,
+    real_bound,
+    real_part,
+    with_phantoms,
+)
 from carbonshift.planning.registry import run_policy
 
 
@@ -76,6 +81,7 @@ def test_room_kept_for_forecast_work_moves_the_pending_job_to_now() -> None:
     real = real_part(answer, {JobId("pending")})
     assert [(a.job, a.start_slot) for a in real.plan.assignments] == [("pending", 0)]
     assert real.bound is None  # the bound was for the instance with phantoms
+    assert real_bound(inst, None, real, iterations=300).lower_bound_g == pytest.approx(10.0)
     assert check_feasibility(inst, real.plan) == []
 
 
@@ -96,6 +102,29 @@ def test_the_carbonshift_policy_reserves_room_when_asked() -> None:
     assert [(a.job, a.start_slot) for a in default.plan.assignments] == [("pending", 1)]
     assert [(a.job, a.start_slot) for a in reserving.plan.assignments] == [("pending", 0)]
     assert default.bound is not None
-    assert reserving.bound is None
+    # the bound is the real job's own (its clean hour, 10 g), not the phantoms' instance's,
+    # and the plan that starts now for them (50 g) is 4 times above it
+    assert reserving.bound is not None
+    assert reserving.bound.lower_bound_g is not None
+    assert reserving.bound.lower_bound_g == pytest.approx(10.0, rel=1e-6)
+    assert reserving.bound.gap == pytest.approx(4.0, rel=1e-6)
+    assert (
+        run_policy("carbonshift", inst, {"reserve_future_demand": 1.0, "bound": "none"}).bound
+        is None
+    )
     with pytest.raises(InputError, match="reserve_future_demand"):
         run_policy("carbonshift", inst, {"reserve_future_demand": -0.5})
+
+
+def test_no_bound_for_a_plan_that_leaves_a_real_job_late() -> None:
+    """Two one-hour jobs due in the first hour on one GPU: no plan puts both on time, so
+    no bound is certified, as the policy itself reports it."""
+    data = instance([0.0, 1.0, 0.0])
+    data["jobs"] = [
+        {"id": "a", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 1},
+        {"id": "b", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 1},
+    ]
+    answer = run_policy("carbonshift", instance_from_dict(data), {"reserve_future_demand": 1.0})
+    assert answer.bound is not None
+    assert answer.bound.lower_bound_g is None
+    assert answer.bound.gap is None

@@ -26,9 +26,12 @@ import numpy as np
 
 from carbonshift.domain import Instance, Job, JobId
 from carbonshift.errors import InputError
-from carbonshift.planning.types import PolicyResult
+from carbonshift.formats.plan import PlanBound
+from carbonshift.planning.lagrangian import classes_of, dual_ascent, shape_costs, unit_grams
+from carbonshift.planning.problem import arrays_of
+from carbonshift.planning.types import PlanContext, PolicyResult
 
-__all__ = ["PHANTOM_PREFIX", "planned_with_reserve", "real_part", "with_phantoms"]
+__all__ = ["PHANTOM_PREFIX", "planned_with_reserve", "real_bound", "real_part", "with_phantoms"]
 
 #: job ids of phantom jobs start with this (a real id that does is refused)
 PHANTOM_PREFIX = "~future-"
@@ -100,12 +103,51 @@ def real_part(result: PolicyResult, real: Set[JobId]) -> PolicyResult:
     )
 
 
+def real_bound(
+    instance: Instance, context: PlanContext | None, result: PolicyResult, *, iterations: int
+) -> PlanBound:
+    """A certified lower bound for ``result``'s plan of ``instance`` (its real jobs): the
+    best value of ``iterations`` steps of the Lagrangian dual ascent
+    (:func:`~carbonshift.planning.lagrangian.dual_ascent`) on the operational + embodied
+    grams, and the plan's gap to it. As the ``carbonshift`` policy reports it: no bound
+    (``None``) unless the plan puts every job on time."""
+    arrays = arrays_of(instance, context)
+    classes = classes_of(arrays)
+    full = unit_grams(arrays, embodied=True)
+    table = shape_costs(classes, full)
+    index = {job.id: j for j, job in enumerate(instance.jobs)}
+    cluster_index = {cluster.name: m for m, cluster in enumerate(instance.clusters)}
+    plan_g, on_time = 0.0, len(result.plan.assignments) == arrays.n_jobs
+    for assignment in result.plan.assignments:
+        j, m = index[assignment.job], cluster_index[assignment.cluster]
+        start = assignment.start_slot
+        plan_g += float(classes.weight[j] * table[classes.shape[j], m, start])
+        on_time = on_time and start + int(arrays.runtime_slots[j]) <= int(arrays.deadline_slot[j])
+    if not (on_time and classes.every_job_can_be_on_time) or not np.isfinite(plan_g):
+        return PlanBound.of(None, plan_g)
+    dual = dual_ascent(
+        classes, full, arrays.free_units, upper_g=plan_g, iterations=max(iterations, 1)
+    )
+    # taken down as the policy's own bound is, so that float rounding never lifts it
+    return PlanBound.of(max(0.0, dual.bound_g * (1 - 1e-9)), plan_g)
+
+
 def planned_with_reserve(
-    instance: Instance, weight: float, plan: Callable[[Instance], PolicyResult]
+    instance: Instance,
+    weight: float,
+    plan: Callable[[Instance], PolicyResult],
+    *,
+    context: PlanContext | None = None,
+    bound_iterations: int | None = None,
 ) -> PolicyResult:
     """``plan`` run on ``instance`` with phantoms for ``weight`` x its forecast demand, and
-    answered for the real jobs only; ``plan(instance)`` itself when that adds nothing."""
+    answered for the real jobs only; ``plan(instance)`` itself when that adds nothing. With
+    ``bound_iterations`` the answer carries :func:`real_bound` (the bound of ``plan``'s own
+    answer was for the instance with phantoms)."""
     augmented = with_phantoms(instance, weight)
     if augmented is instance:
         return plan(instance)
-    return real_part(plan(augmented), {job.id for job in instance.jobs})
+    real = real_part(plan(augmented), {job.id for job in instance.jobs})
+    if bound_iterations is None:
+        return real
+    return replace(real, bound=real_bound(instance, context, real, iterations=bound_iterations))

@@ -257,6 +257,10 @@ POLICIES: dict[str, PolicySpec] = {
                     core_repair_columns=p.get_int("core_repair_columns"),
                     core_bound_gap=p.get_float("core_bound_gap"),
                 ),
+                context=ctx,
+                bound_iterations=(
+                    None if p.get_str("bound") == "none" else p.get_int("dual_iterations")
+                ),
             ),
             (
                 ParamSpec(
@@ -423,7 +427,8 @@ POLICIES: dict[str, PolicySpec] = {
                     float,
                     0.0,
                     "plan phantom jobs for this share of the instance's future_demand, to "
-                    "leave room for work not yet arrived (0: off; no bound then)",
+                    "leave room for work not yet arrived (0: off; the bound is then the "
+                    "Lagrangian dual's for the real jobs)",
                     0.0,
                     10.0,
                 ),
