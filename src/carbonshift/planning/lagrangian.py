@@ -191,6 +191,32 @@ def range_plan(
     )
 
 
+def _sparse_table(table: FloatArray, levels: int) -> tuple[FloatArray, IntArray]:
+    """The sparse table of ``table`` ``(G, m, h)`` over its last axis, flattened: level
+    ``l`` holds the minimum of the ``2**l`` slots from each slot and the first slot where
+    it is reached (ties to the earlier block)."""
+    g, m, h = table.shape
+    values = np.full((levels, g, m, h), np.inf)
+    slots = np.zeros((levels, g, m, h), dtype=np.int64)
+    values[0] = table
+    slots[0] = np.arange(h)
+    width = 1
+    for level in range(1, levels):
+        a_v, b_v = (
+            values[level - 1, :, :, : h - 2 * width + 1],
+            values[level - 1, :, :, width : h - width + 1],
+        )
+        a_i, b_i = (
+            slots[level - 1, :, :, : h - 2 * width + 1],
+            slots[level - 1, :, :, width : h - width + 1],
+        )
+        take_b = b_v < a_v
+        values[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_v, a_v)
+        slots[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_i, a_i)
+        width *= 2
+    return values.reshape(-1), slots.reshape(-1)
+
+
 def range_min(
     table: FloatArray,
     shape: IntArray,
@@ -204,25 +230,7 @@ def range_min(
     g, m, h = table.shape
     if plan is None:
         plan = range_plan(shape, lo, hi, g, m, h)
-    values = np.full((plan.levels, g, m, h), np.inf)
-    slots = np.zeros((plan.levels, g, m, h), dtype=np.int64)
-    values[0] = table
-    slots[0] = np.arange(h)
-    width = 1
-    for level in range(1, plan.levels):
-        a_v, b_v = (
-            values[level - 1, :, :, : h - 2 * width + 1],
-            values[level - 1, :, :, width : h - width + 1],
-        )
-        a_i, b_i = (
-            slots[level - 1, :, :, : h - 2 * width + 1],
-            slots[level - 1, :, :, width : h - width + 1],
-        )
-        take_b = b_v < a_v
-        values[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_v, a_v)
-        slots[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_i, a_i)
-        width *= 2
-    flat_v, flat_i = values.reshape(-1), slots.reshape(-1)
+    flat_v, flat_i = _sparse_table(table, plan.levels)
     va, vb = flat_v[plan.first], flat_v[plan.second]
     take = vb < va
     best: FloatArray = np.where(take, vb, va)
@@ -251,12 +259,20 @@ def evaluate(
     m, k, h = free.shape
     price = base + prices.transpose(1, 0, 2)
     table = shape_costs(classes, price)
-    values, slots = range_min(table, classes.class_shape, classes.class_lo, classes.class_hi, plan)
-    values = np.where(classes.class_allowed, values, np.inf)
+    g = table.shape[0]
+    if plan is None:
+        plan = range_plan(classes.class_shape, classes.class_lo, classes.class_hi, g, m, h)
+    # as range_min, but the slot read for each class's chosen cluster only (the same
+    # answer: the minimum's value, ties to the lower cluster, then the earlier slot)
+    flat_v, flat_i = _sparse_table(table, plan.levels)
+    values = np.where(
+        classes.class_allowed, np.minimum(flat_v[plan.first], flat_v[plan.second]), np.inf
+    )
     cluster = np.argmin(values, axis=1)
     rows = np.arange(values.shape[0])
     best = values[rows, cluster]
-    start = slots[rows, cluster]
+    first, second = plan.first[rows, cluster], plan.second[rows, cluster]
+    start = np.where(flat_v[second] < flat_v[first], flat_i[second], flat_i[first])
     value = float(classes.class_weight @ best) - float(np.sum(prices * free))
     end = start + classes.shape_runtime[classes.class_shape]
     diff = np.zeros((m, k, h + 1))

@@ -150,6 +150,7 @@ class _Placer:
         self.c = classes
         self.s = state
         self.single = arrays.demand_units.shape[1] == 1
+        self.free0 = state.free[:, 0, :]  # a view: the one resource's room
         rows = [] if self.single else list(arrays.demand_units)
         self.nz = [np.flatnonzero(row > 0) for row in rows]
         self.need = [arrays.demand_units[j, nz] for j, nz in enumerate(self.nz)]
@@ -227,15 +228,15 @@ class _Placer:
         width = hi - lo + 1
         rows = self.rows[j]
         if rows is None:
-            window = self.s.free[:, 0, lo : hi + r]
+            window = self.free0[:, lo : hi + r]
             cost = table[self.shape[j], :, lo : hi + 1]
         else:
-            window = self.s.free[rows, 0, lo : hi + r]
+            window = self.free0[rows, lo : hi + r]
             cost = table[self.shape[j], rows, lo : hi + 1]
         # short slots in the run of each start: a prefix count over the window (a start
         # fits where the count does not grow over its run)
         count = np.zeros((window.shape[0], window.shape[1] + 1), dtype=np.int32)
-        np.cumsum(window + CAPACITY_TOLERANCE < self.amount[j], axis=1, out=count[:, 1:])
+        (window + CAPACITY_TOLERANCE < self.amount[j]).cumsum(axis=1, out=count[:, 1:])
         cost = np.where(count[:, r : r + width] == count[:, :width], cost, np.inf)
         flat = int(cost.argmin())
         if cost.flat[flat] == np.inf:
@@ -262,7 +263,7 @@ class _Placer:
         m, s = where
         r = self.runtime[j]
         if self.single:
-            self.s.free[m, 0, s : s + r] -= self.amount[j]
+            self.free0[m, s : s + r] -= self.amount[j]
         else:
             self.s.free[m, self.nz[j], s : s + r] -= self.need[j][:, None]
         self.s.cluster[j], self.s.start[j] = m, s
@@ -311,12 +312,12 @@ def _place_all(
     else:
         order = rest[np.argsort(-size, kind="stable")]
     deferred = []
-    for j in order:
-        where = placer.cheapest(int(j), guide)
+    for j in order.tolist():
+        where = placer.cheapest(j, guide)
         if where is None:
-            deferred.append(int(j))
+            deferred.append(j)
         else:
-            placer.place(int(j), where)
+            placer.place(j, where)
     for j in sorted(deferred, key=lambda i: (int(arrays.deadline_slot[i]), i)):
         where = placer.earliest(j, true)
         if where is not None:
