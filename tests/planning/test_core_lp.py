@@ -119,6 +119,55 @@ def test_the_core_keeps_the_cheapest_priced_columns_and_the_plans_starts() -> No
         assert hit.sum() == 1
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_core_fixes_each_class_the_plan_puts_wholly_at_its_cheapest_priced_column(
+    seed: int,
+) -> None:
+    """With ``fix_cheapest`` a class whose jobs the plan puts all, on time, at its column
+    of least priced cost keeps that column only; every other class keeps what it keeps
+    without it."""
+    inst = _spread(40, seed)
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    columns = class_columns(classes)
+    state = cs._place_all(arrays, classes, table, table)
+    plain = set(cs._core_columns(arrays, classes, columns, table, state, 2).tolist())
+    fixed = set(
+        cs._core_columns(arrays, classes, columns, table, state, 2, fix_cheapest=True).tolist()
+    )
+    priced = table[classes.class_shape[columns.klass], columns.cluster, columns.start_slot]
+    n_fixed = n_kept = 0
+    for c in range(classes.class_shape.shape[0]):
+        mine = np.flatnonzero(columns.klass == c)
+        cheapest = int(mine[np.argsort(priced[mine], kind="stable")[0]])
+        jobs = np.flatnonzero(classes.klass == c)
+        at = column_index(classes, classes.klass[jobs], state.cluster[jobs], state.start[jobs])
+        on_time = state.start[jobs] + arrays.runtime_slots[jobs] <= arrays.deadline_slot[jobs]
+        want_fixed = bool(np.all((state.cluster[jobs] >= 0) & on_time & (at == cheapest)))
+        got = fixed & set(mine.tolist())
+        if want_fixed:
+            n_fixed += 1
+            assert got == {cheapest}
+        else:
+            n_kept += 1
+            assert got == plain & set(mine.tolist())
+    assert n_fixed > 0
+    assert n_kept > 0
+
+
+def test_fixing_the_cheapest_classes_shrinks_the_core_lp_and_keeps_the_plan_feasible() -> None:
+    """``core_fix_cheapest`` (on by default above 3,000 jobs) gives the core fewer columns;
+    the plan stays feasible with every job on time, as with it off."""
+    inst = _spread(60, 4)
+    on = _plan(inst)
+    off = _plan(inst, core_fix_cheapest=False)
+    assert on.stats["core_columns"] < off.stats["core_columns"]
+    for result in (on, off):
+        assert check_feasibility(inst, result.plan) == []
+        assert _key(inst, result)[:2] == (0, 0)
+
+
 @_SETTINGS
 @given(
     st.one_of(instances(max_jobs=7, max_horizon=6, future=False), congested()),
