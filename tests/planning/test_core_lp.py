@@ -88,6 +88,30 @@ def test_column_index_finds_every_column(inst: Instance) -> None:
     assert np.array_equal(index, np.arange(len(columns)))
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=6),
+    st.integers(1, 20),
+    st.integers(0, 2**32 - 1),
+)
+def test_ranks_in_class_are_the_ranks_of_a_sort_by_class_then_price(
+    sizes: list[int], count: int, seed: int
+) -> None:
+    """Each column's rank by price within its class, ties to the earlier column, capped at
+    ``count``: as a sort by (class, price); small integral prices and some infinite ones
+    (ties), classes without columns too."""
+    rng = np.random.default_rng(seed)
+    klass = np.repeat(np.arange(len(sizes)), sizes)
+    priced = rng.integers(0, 3, klass.shape[0]).astype(float)
+    priced[rng.random(klass.shape[0]) < 0.2] = np.inf
+    first = np.searchsorted(klass, np.arange(len(sizes)))
+    order = np.lexsort((priced, klass))
+    want = np.empty(klass.shape[0], dtype=np.int64)
+    want[order] = np.arange(klass.shape[0]) - first[klass[order]]
+    got = cs._ranks_in_class(priced, klass, first, count)
+    assert np.array_equal(got, np.minimum(want, count))
+
+
 def test_the_core_keeps_the_cheapest_priced_columns_and_the_plans_starts() -> None:
     """Per class the ``per_class`` columns of least priced cost, and every on-time start of
     the plan given, whatever its price."""

@@ -25,6 +25,7 @@ O(jobs x clusters x slots).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -122,8 +123,7 @@ def classes_of(arrays: InstanceArrays) -> JobClasses:
     idx = np.flatnonzero(usable)
     bits = arrays.allowed[idx].astype(np.int64)
     key = np.column_stack([shape[idx], lo[idx], hi[idx], bits])
-    rows, inverse = np.unique(key, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1).astype(np.int64)
+    rows, inverse = _unique_rows(key)
     klass[idx] = inverse
     c = rows.shape[0]
     class_weight = np.bincount(inverse, weights=weight[idx], minlength=c).astype(float)
@@ -146,6 +146,21 @@ def classes_of(arrays: InstanceArrays) -> JobClasses:
         class_weight=class_weight,
         class_demand=class_demand,
     )
+
+
+def _unique_rows(key: IntArray) -> tuple[IntArray, IntArray]:
+    """``np.unique(key, axis=0, return_inverse=True)`` of non-negative integer rows: each
+    row read as one number (mixed radix, so the order is the rows' lexicographic order)
+    where it fits in 62 bits, a 1-D ``unique`` several times faster than ``axis=0``."""
+    radix = [int(v) + 1 for v in key.max(axis=0, initial=0)] if key.shape[0] else []
+    if key.shape[0] == 0 or int(key.min()) < 0 or math.prod(radix) >= 2**62:
+        rows, inverse = np.unique(key, axis=0, return_inverse=True)
+        return rows, inverse.reshape(-1).astype(np.int64)
+    code = np.zeros(key.shape[0], dtype=np.int64)
+    for col, base in enumerate(radix):
+        code = code * base + key[:, col]
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return key[first], inverse.reshape(-1).astype(np.int64)
 
 
 def shape_costs(classes: JobClasses, price: FloatArray) -> FloatArray:
