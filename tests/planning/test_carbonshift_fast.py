@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.lagrangian import (
+    _unique_rows,
     classes_of,
     dual_ascent,
     evaluate,
@@ -53,6 +54,22 @@ def test_range_min_is_the_first_least_value_of_each_window(
             want_s = lo[q] + window.argmin(axis=1)
             assert np.array_equal(got_v[q], want_v)
             assert np.array_equal(got_s[q], want_s)
+
+
+@_SETTINGS
+@given(st.integers(0, 12), st.integers(1, 5), st.booleans(), st.integers(0, 2**32 - 1))
+def test_unique_rows_is_numpys_unique_over_rows(
+    rows: int, cols: int, wide: bool, seed: int
+) -> None:
+    """The rows in lexicographic order and each row's index among them, as
+    ``np.unique(axis=0)``; ``wide`` values too large for one 62-bit code take that path."""
+    rng = np.random.default_rng(seed)
+    top = 2**40 if wide else 3
+    key = rng.integers(0, top, (rows, cols)).astype(np.int64)
+    want_rows, want_inverse = np.unique(key, axis=0, return_inverse=True)
+    got_rows, got_inverse = _unique_rows(key)
+    assert np.array_equal(got_rows, want_rows)
+    assert np.array_equal(got_inverse, want_inverse.reshape(-1))
 
 
 @_SETTINGS
