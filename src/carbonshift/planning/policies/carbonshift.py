@@ -199,7 +199,7 @@ class _Placer:
         """Whether job ``j`` fits started at ``s`` on cluster ``m`` (room only)."""
         r = self.runtime[j]
         if self.single:
-            return bool(self.s.free[m, 0, s : s + r].min() + CAPACITY_TOLERANCE >= self.amount[j])
+            return bool(self.free0[m, s : s + r].min() + CAPACITY_TOLERANCE >= self.amount[j])
         window = self.s.free[m, self.nz[j], s : s + r]
         return bool(np.all(window + CAPACITY_TOLERANCE >= self.need[j][:, None]))
 
