@@ -1473,16 +1473,22 @@ def _notes(
     classes: JobClasses,
 ) -> dict[int, str]:
     cost = _unit_cost(arrays, classes, state, table)
-    notes: dict[int, str] = {}
-    for j in range(arrays.n_jobs):
-        if state.cluster[j] < 0:
-            notes[j] = "carbonshift: no start of it fits on an allowed cluster in the horizon"
-        elif arrays.critical[j]:
-            notes[j] = "carbonshift: critical, earliest start with room (ties: fewer grams)"
-        elif state.start[j] + arrays.runtime_slots[j] > arrays.deadline_slot[j]:
-            notes[j] = "carbonshift: no on-time start had room; earliest start with room (late)"
-        elif cost[j] <= own[j] * (1 + 1e-12) + 1e-12:
-            notes[j] = "carbonshift: its cleanest on-time start"
-        else:
-            notes[j] = "carbonshift: cleanest on-time start with room once the others were placed"
-    return notes
+    texts = [
+        "carbonshift: no start of it fits on an allowed cluster in the horizon",
+        "carbonshift: critical, earliest start with room (ties: fewer grams)",
+        "carbonshift: no on-time start had room; earliest start with room (late)",
+        "carbonshift: its cleanest on-time start",
+        "carbonshift: cleanest on-time start with room once the others were placed",
+    ]
+    # the first that holds of: left out, critical, late, at its cleanest start, else
+    which = np.select(
+        [
+            state.cluster < 0,
+            arrays.critical,
+            state.start + arrays.runtime_slots > arrays.deadline_slot,
+            cost <= own * (1 + 1e-12) + 1e-12,
+        ],
+        [0, 1, 2, 3],
+        4,
+    )
+    return {j: texts[w] for j, w in enumerate(which.tolist())}
