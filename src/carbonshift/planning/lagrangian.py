@@ -281,7 +281,9 @@ def evaluate(
     # answer: the minimum's value, ties to the lower cluster, then the earlier slot)
     flat_v, flat_i = _sparse_table(table, plan.levels)
     values = np.where(
-        classes.class_allowed, np.minimum(flat_v[plan.first], flat_v[plan.second]), np.inf
+        classes.class_allowed,
+        np.minimum(np.take(flat_v, plan.first), np.take(flat_v, plan.second)),
+        np.inf,
     )
     cluster = np.argmin(values, axis=1)
     rows = np.arange(values.shape[0])
