@@ -11,8 +11,10 @@ from hypothesis import strategies as st
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.lagrangian import (
+    _unique_rows,
     classes_of,
     dual_ascent,
+    evaluate,
     range_min,
     range_plan,
     shape_costs,
@@ -52,6 +54,57 @@ def test_range_min_is_the_first_least_value_of_each_window(
             want_s = lo[q] + window.argmin(axis=1)
             assert np.array_equal(got_v[q], want_v)
             assert np.array_equal(got_s[q], want_s)
+
+
+@_SETTINGS
+@given(st.integers(0, 12), st.integers(1, 5), st.booleans(), st.integers(0, 2**32 - 1))
+def test_unique_rows_is_numpys_unique_over_rows(
+    rows: int, cols: int, wide: bool, seed: int
+) -> None:
+    """The rows in lexicographic order and each row's index among them, as
+    ``np.unique(axis=0)``; ``wide`` values too large for one 62-bit code take that path."""
+    rng = np.random.default_rng(seed)
+    top = 2**40 if wide else 3
+    key = rng.integers(0, top, (rows, cols)).astype(np.int64)
+    want_rows, want_inverse = np.unique(key, axis=0, return_inverse=True)
+    got_rows, got_inverse = _unique_rows(key)
+    assert np.array_equal(got_rows, want_rows)
+    assert np.array_equal(got_inverse, want_inverse.reshape(-1))
+
+
+@_SETTINGS
+@given(
+    instances(max_jobs=8, max_horizon=12, max_clusters=3, future=False),
+    st.integers(0, 2**32 - 1),
+)
+def test_evaluate_is_each_class_at_its_first_least_priced_start(inst: Instance, seed: int) -> None:
+    """``L`` and its subgradient are those of every class at its least priced on-time start
+    (ties: the lower cluster, then the earlier slot), window by window; integral prices
+    so that ties are common."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    free = arrays.free_units
+    m, k, h = free.shape
+    prices = np.random.default_rng(seed).integers(0, 3, free.shape).astype(float)
+    got = evaluate(classes, base, prices, free)
+    table = shape_costs(classes, base + prices.transpose(1, 0, 2))
+    want_value = -float(np.sum(prices * free))
+    want_usage = np.zeros((m, k, h))
+    for c in range(classes.class_shape.shape[0]):
+        g, lo, hi = classes.class_shape[c], classes.class_lo[c], classes.class_hi[c]
+        options = [
+            (table[g, cl, s], cl, s)
+            for cl in range(m)
+            if classes.class_allowed[c, cl]
+            for s in range(lo, hi + 1)
+        ]
+        value, where, start = min(options)
+        want_value += classes.class_weight[c] * value
+        end = start + classes.shape_runtime[g]
+        want_usage[where, :, start:end] += classes.class_demand[c][:, None]
+    assert got.value_g == pytest.approx(want_value, rel=1e-12, abs=1e-9)
+    assert np.allclose(got.subgradient, want_usage - free, rtol=0, atol=1e-9)
 
 
 @_SETTINGS

@@ -88,6 +88,30 @@ def test_column_index_finds_every_column(inst: Instance) -> None:
     assert np.array_equal(index, np.arange(len(columns)))
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=6),
+    st.integers(1, 20),
+    st.integers(0, 2**32 - 1),
+)
+def test_ranks_in_class_are_the_ranks_of_a_sort_by_class_then_price(
+    sizes: list[int], count: int, seed: int
+) -> None:
+    """Each column's rank by price within its class, ties to the earlier column, capped at
+    ``count``: as a sort by (class, price); small integral prices and some infinite ones
+    (ties), classes without columns too."""
+    rng = np.random.default_rng(seed)
+    klass = np.repeat(np.arange(len(sizes)), sizes)
+    priced = rng.integers(0, 3, klass.shape[0]).astype(float)
+    priced[rng.random(klass.shape[0]) < 0.2] = np.inf
+    first = np.searchsorted(klass, np.arange(len(sizes)))
+    order = np.lexsort((priced, klass))
+    want = np.empty(klass.shape[0], dtype=np.int64)
+    want[order] = np.arange(klass.shape[0]) - first[klass[order]]
+    got = cs._ranks_in_class(priced, klass, first, count)
+    assert np.array_equal(got, np.minimum(want, count))
+
+
 def test_the_core_keeps_the_cheapest_priced_columns_and_the_plans_starts() -> None:
     """Per class the ``per_class`` columns of least priced cost, and every on-time start of
     the plan given, whatever its price."""
@@ -117,6 +141,55 @@ def test_the_core_keeps_the_cheapest_priced_columns_and_the_plans_starts() -> No
             & (columns.start_slot[keep] == state.start[j])
         )
         assert hit.sum() == 1
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_core_fixes_each_class_the_plan_puts_wholly_at_its_cheapest_priced_column(
+    seed: int,
+) -> None:
+    """With ``fix_cheapest`` a class whose jobs the plan puts all, on time, at its column
+    of least priced cost keeps that column only; every other class keeps what it keeps
+    without it."""
+    inst = _spread(40, seed)
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    columns = class_columns(classes)
+    state = cs._place_all(arrays, classes, table, table)
+    plain = set(cs._core_columns(arrays, classes, columns, table, state, 2).tolist())
+    fixed = set(
+        cs._core_columns(arrays, classes, columns, table, state, 2, fix_cheapest=True).tolist()
+    )
+    priced = table[classes.class_shape[columns.klass], columns.cluster, columns.start_slot]
+    n_fixed = n_kept = 0
+    for c in range(classes.class_shape.shape[0]):
+        mine = np.flatnonzero(columns.klass == c)
+        cheapest = int(mine[np.argsort(priced[mine], kind="stable")[0]])
+        jobs = np.flatnonzero(classes.klass == c)
+        at = column_index(classes, classes.klass[jobs], state.cluster[jobs], state.start[jobs])
+        on_time = state.start[jobs] + arrays.runtime_slots[jobs] <= arrays.deadline_slot[jobs]
+        want_fixed = bool(np.all((state.cluster[jobs] >= 0) & on_time & (at == cheapest)))
+        got = fixed & set(mine.tolist())
+        if want_fixed:
+            n_fixed += 1
+            assert got == {cheapest}
+        else:
+            n_kept += 1
+            assert got == plain & set(mine.tolist())
+    assert n_fixed > 0
+    assert n_kept > 0
+
+
+def test_fixing_the_cheapest_classes_shrinks_the_core_lp_and_keeps_the_plan_feasible() -> None:
+    """``core_fix_cheapest`` (on by default above 3,000 jobs) gives the core fewer columns;
+    the plan stays feasible with every job on time, as with it off."""
+    inst = _spread(60, 4)
+    on = _plan(inst)
+    off = _plan(inst, core_fix_cheapest=False)
+    assert on.stats["core_columns"] < off.stats["core_columns"]
+    for result in (on, off):
+        assert check_feasibility(inst, result.plan) == []
+        assert _key(inst, result)[:2] == (0, 0)
 
 
 @_SETTINGS

@@ -25,6 +25,7 @@ O(jobs x clusters x slots).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -122,8 +123,7 @@ def classes_of(arrays: InstanceArrays) -> JobClasses:
     idx = np.flatnonzero(usable)
     bits = arrays.allowed[idx].astype(np.int64)
     key = np.column_stack([shape[idx], lo[idx], hi[idx], bits])
-    rows, inverse = np.unique(key, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1).astype(np.int64)
+    rows, inverse = _unique_rows(key)
     klass[idx] = inverse
     c = rows.shape[0]
     class_weight = np.bincount(inverse, weights=weight[idx], minlength=c).astype(float)
@@ -146,6 +146,21 @@ def classes_of(arrays: InstanceArrays) -> JobClasses:
         class_weight=class_weight,
         class_demand=class_demand,
     )
+
+
+def _unique_rows(key: IntArray) -> tuple[IntArray, IntArray]:
+    """``np.unique(key, axis=0, return_inverse=True)`` of non-negative integer rows: each
+    row read as one number (mixed radix, so the order is the rows' lexicographic order)
+    where it fits in 62 bits, a 1-D ``unique`` several times faster than ``axis=0``."""
+    radix = [int(v) + 1 for v in key.max(axis=0, initial=0)] if key.shape[0] else []
+    if key.shape[0] == 0 or int(key.min()) < 0 or math.prod(radix) >= 2**62:
+        rows, inverse = np.unique(key, axis=0, return_inverse=True)
+        return rows, inverse.reshape(-1).astype(np.int64)
+    code = np.zeros(key.shape[0], dtype=np.int64)
+    for col, base in enumerate(radix):
+        code = code * base + key[:, col]
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return key[first], inverse.reshape(-1).astype(np.int64)
 
 
 def shape_costs(classes: JobClasses, price: FloatArray) -> FloatArray:
@@ -191,6 +206,32 @@ def range_plan(
     )
 
 
+def _sparse_table(table: FloatArray, levels: int) -> tuple[FloatArray, IntArray]:
+    """The sparse table of ``table`` ``(G, m, h)`` over its last axis, flattened: level
+    ``l`` holds the minimum of the ``2**l`` slots from each slot and the first slot where
+    it is reached (ties to the earlier block)."""
+    g, m, h = table.shape
+    values = np.full((levels, g, m, h), np.inf)
+    slots = np.zeros((levels, g, m, h), dtype=np.int64)
+    values[0] = table
+    slots[0] = np.arange(h)
+    width = 1
+    for level in range(1, levels):
+        a_v, b_v = (
+            values[level - 1, :, :, : h - 2 * width + 1],
+            values[level - 1, :, :, width : h - width + 1],
+        )
+        a_i, b_i = (
+            slots[level - 1, :, :, : h - 2 * width + 1],
+            slots[level - 1, :, :, width : h - width + 1],
+        )
+        take_b = b_v < a_v
+        values[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_v, a_v)
+        slots[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_i, a_i)
+        width *= 2
+    return values.reshape(-1), slots.reshape(-1)
+
+
 def range_min(
     table: FloatArray,
     shape: IntArray,
@@ -204,25 +245,7 @@ def range_min(
     g, m, h = table.shape
     if plan is None:
         plan = range_plan(shape, lo, hi, g, m, h)
-    values = np.full((plan.levels, g, m, h), np.inf)
-    slots = np.zeros((plan.levels, g, m, h), dtype=np.int64)
-    values[0] = table
-    slots[0] = np.arange(h)
-    width = 1
-    for level in range(1, plan.levels):
-        a_v, b_v = (
-            values[level - 1, :, :, : h - 2 * width + 1],
-            values[level - 1, :, :, width : h - width + 1],
-        )
-        a_i, b_i = (
-            slots[level - 1, :, :, : h - 2 * width + 1],
-            slots[level - 1, :, :, width : h - width + 1],
-        )
-        take_b = b_v < a_v
-        values[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_v, a_v)
-        slots[level, :, :, : h - 2 * width + 1] = np.where(take_b, b_i, a_i)
-        width *= 2
-    flat_v, flat_i = values.reshape(-1), slots.reshape(-1)
+    flat_v, flat_i = _sparse_table(table, plan.levels)
     va, vb = flat_v[plan.first], flat_v[plan.second]
     take = vb < va
     best: FloatArray = np.where(take, vb, va)
@@ -251,12 +274,22 @@ def evaluate(
     m, k, h = free.shape
     price = base + prices.transpose(1, 0, 2)
     table = shape_costs(classes, price)
-    values, slots = range_min(table, classes.class_shape, classes.class_lo, classes.class_hi, plan)
-    values = np.where(classes.class_allowed, values, np.inf)
+    g = table.shape[0]
+    if plan is None:
+        plan = range_plan(classes.class_shape, classes.class_lo, classes.class_hi, g, m, h)
+    # as range_min, but the slot read for each class's chosen cluster only (the same
+    # answer: the minimum's value, ties to the lower cluster, then the earlier slot)
+    flat_v, flat_i = _sparse_table(table, plan.levels)
+    values = np.where(
+        classes.class_allowed,
+        np.minimum(np.take(flat_v, plan.first), np.take(flat_v, plan.second)),
+        np.inf,
+    )
     cluster = np.argmin(values, axis=1)
     rows = np.arange(values.shape[0])
     best = values[rows, cluster]
-    start = slots[rows, cluster]
+    first, second = plan.first[rows, cluster], plan.second[rows, cluster]
+    start = np.where(flat_v[second] < flat_v[first], flat_i[second], flat_i[first])
     value = float(classes.class_weight @ best) - float(np.sum(prices * free))
     end = start + classes.shape_runtime[classes.class_shape]
     diff = np.zeros((m, k, h + 1))

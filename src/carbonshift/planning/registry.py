@@ -256,6 +256,7 @@ POLICIES: dict[str, PolicySpec] = {
                     core_fallback_last=p.get_bool("core_fallback_last"),
                     core_repair_columns=p.get_int("core_repair_columns"),
                     core_bound_gap=p.get_float("core_bound_gap"),
+                    core_fix_cheapest=p.get_bool("core_fix_cheapest"),
                 ),
                 context=ctx,
                 bound_iterations=(
@@ -421,6 +422,14 @@ POLICIES: dict[str, PolicySpec] = {
                     "(0: always, as up to 3,000 jobs)",
                     0.0,
                     1.0,
+                ),
+                ParamSpec(
+                    "core_fix_cheapest",
+                    bool,
+                    True,
+                    "above 3,000 jobs, fix in the core each class the plan before it puts "
+                    "wholly at its start of least priced grams, and presolve the core LP "
+                    "(false: every class keeps its core columns, no presolve)",
                 ),
                 ParamSpec(
                     "reserve_future_demand",
