@@ -307,32 +307,72 @@ def test_core_small_jobs_picks_the_core_or_the_whole_lp(
     assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
 
 
-def test_up_to_3000_jobs_a_failed_wide_core_is_tried_narrow() -> None:
-    """Up to 3,000 jobs the core is tried with 10 columns per class first; when that try
-    gives no plan on time (here: its LP made to fail), the ``core_columns`` one is tried,
-    and the plan is on time with the bound below the whole LP's optimum."""
-    inst = _spread(60, 2)
-    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+def _core_lp_calls(fail: int) -> tuple[Any, list[int]]:
+    """``cs._solve_class_lp`` whose first ``fail`` calls give no LP (as a failed solve), and
+    the column counts it was called with."""
     real = cs._solve_class_lp
     sizes: list[int] = []
 
-    def first_fails(*args: Any, **kwargs: Any) -> Any:
+    def solve_lp(*args: Any, **kwargs: Any) -> Any:
         sizes.append(len(args[4]))
         result = real(*args, **kwargs)
-        if len(sizes) == 1:
+        if len(sizes) <= fail:
             return cs._ClassLp(None, None, None, False, result.columns, np.zeros(0), 0.0)
         return result
 
-    with mock.patch.object(cs, "_solve_class_lp", first_fails):
+    return solve_lp, sizes
+
+
+def test_up_to_3000_jobs_both_wide_cores_are_rounded() -> None:
+    """Up to 3,000 jobs the core is solved with 20 and with 15 columns per class, each
+    rounded and repaired, and the better plan kept, even when the first is on time; the
+    plan is on time with the bound below the whole LP's optimum."""
+    inst = _spread(60, 2)
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    solve_lp, sizes = _core_lp_calls(fail=0)
+    with mock.patch.object(cs, "_solve_class_lp", solve_lp):
         result = run_policy("carbonshift", inst, {**limits, "core_small_jobs": 0})
     assert result.stats["core_attempts"] == 2.0
     assert len(sizes) == 2
-    assert sizes[1] < sizes[0]  # 3 columns per class, then, against 10
+    assert _key(inst, result)[:2] == (0, 0)
+    whole_g = _whole_lp_optimum_g(inst)
+    assert result.bound is not None
+    assert result.bound.lower_bound_g is not None
+    assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
+
+
+def test_up_to_3000_jobs_when_both_wide_cores_fail_the_narrow_one_is_tried() -> None:
+    """When neither wide core gives a plan on time (here: their LPs made to fail), the
+    ``core_columns`` one (3 per class) is tried, and the plan is on time with the bound
+    below the whole LP's optimum."""
+    inst = _spread(60, 2)
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    real = cs._solve_class_lp
+    solve_lp, sizes = _core_lp_calls(fail=2)
+    with mock.patch.object(cs, "_solve_class_lp", solve_lp):
+        result = run_policy("carbonshift", inst, {**limits, "core_small_jobs": 0})
+    assert result.stats["core_attempts"] == 3.0
+    assert len(sizes) == 3
+    assert sizes[2] < sizes[1] <= sizes[0]  # 3 columns per class, then, against 15 and 20
     assert _key(inst, result)[:2] == (0, 0)
     whole_g = _whole_lp_optimum_g(inst, real)
     assert result.bound is not None
     assert result.bound.lower_bound_g is not None
     assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
+
+
+def test_with_the_core_on_an_lp_within_its_limits_is_still_repaired() -> None:
+    """Above ``core_small_jobs``, where the class LP is within its limits, it is solved as
+    without the core, and its rounding's late jobs are repaired alike (until 2026-11-27 the
+    core's switch turned that repair off: ten-zone 500 ended 0.5-0.9 points higher): the
+    same plan as with the core off."""
+    inst = _spread(60, 3)
+    on = run_policy("carbonshift", inst, {"core_small_jobs": 0})
+    off = run_policy("carbonshift", inst, {"core_small_jobs": 3000})
+    assert "late_repair_steps" in off.stats  # the instance: its rounding is late
+    assert "late_repair_steps" in on.stats
+    assert "core_columns" not in on.stats
+    assert _key(inst, on) == _key(inst, off)
 
 
 @pytest.mark.parametrize("method", [LpMethod.SIMPLEX, LpMethod.IPM_VERTEX])

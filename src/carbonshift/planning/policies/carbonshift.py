@@ -18,7 +18,7 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
    way of a cheaper start of a job and puts them back elsewhere, kept when grams fall;
 5. polish (up to 3,000 jobs): a MIP neighbourhood search (:mod:`._polish`): windows of
    jobs re-planned exactly by small HiGHS MILPs on the room the others leave;
-6. core (above ``core_small_jobs``, 2,000, where the class LP is too large): the class LP
+6. core (above ``core_small_jobs``, 500, where the class LP is too large): the class LP
    restricted to each class's cheapest priced columns and the best plan's starts (interior
    point and crossover), rounded, its late jobs re-planned by sub-MILPs; a second ascent
    from its prices for the bound.
@@ -112,12 +112,15 @@ _LATE_REPAIR_NEAR = 0.05
 #: share above the certified bound (then no plan can be better by more than this share).
 _FALLBACK_GAP = 0.01
 
-#: Up to 3,000 jobs (above ``core_small_jobs``) the core keeps at least this many columns
-#: per class: its classes hold fewer jobs each. Ten-zone 2,000 and 3,000 seeds 0-1: 3
-#: columns gave plans 0.3-0.7 % worse than the whole class LP's on three of four, 10
-#: columns 0.1-0.2 % better on all four, for 4.4-9.1 s of CPU against 11.3-16.1 s
-#: (bench/planner.md, "Faster core").
-_SMALL_CORE_COLUMNS = 10
+#: Up to 3,000 jobs (above ``core_small_jobs``) the core is solved twice, with at least
+#: this many columns per class and then at least the second many (its classes hold fewer
+#: jobs each), and the better rounding is kept: another vertex rounds differently, by up to
+#: half a point of gap either way on ten-zone 1,000-2,000. Ten-zone 1,000 and 2,000 seeds
+#: 0-1 (bench/planner.md, "Quality at 500-3,000 jobs"): 20 columns alone gave plans 0.07-0.16
+#: % better than the whole class LP's on all four, 15 alone better on three and 0.4 % worse
+#: on one, the better of both 0.2-0.55 % better on all four. (2026-11-26 (d): 3 columns
+#: 0.3-0.7 % worse on three of ten-zone 2,000 and 3,000 seeds 0-1, 10 columns better.)
+_SMALL_CORE_COLUMNS = (20, 15)
 
 
 @dataclass(slots=True)
@@ -984,7 +987,7 @@ def carbonshift(
     late_repair_cpu_s: float = 30.0,
     core_columns: int = 3,
     core_max_jobs: int = 100_000,
-    core_small_jobs: int = 2000,
+    core_small_jobs: int = 500,
     core_lp_method: str = "ipm-vertex",
     core_fallback_last: bool = True,
     core_repair_columns: int = 800,
@@ -1017,9 +1020,11 @@ def carbonshift(
     ``late_repair_jobs = 0``: off, and the LP only within the limits). Above
     ``core_small_jobs`` (at most 3,000) and up to ``core_max_jobs`` jobs, where the class
     LP is beyond the limits, its core instead (per class the ``core_columns`` columns of
-    least priced grams, at least 10 up to 3,000 jobs, and the best plan's on-time starts;
-    Balas and Carrera 1996) is solved (``core_lp_method``: HiGHS interior point with
-    crossover, dual simplex again when that gives no optimal vertex; or dual simplex),
+    least priced grams, and the best plan's on-time starts; Balas and Carrera 1996) is
+    solved (up to 3,000 jobs twice, with at least 20 and at least 15 columns per class, the
+    better rounding kept, and with ``core_columns`` when neither is on time;
+    ``core_lp_method``: HiGHS interior point with crossover, dual simplex again when that
+    gives no optimal vertex; or dual simplex),
     rounded and repaired the same way (above 3,000 jobs in windows of at most
     ``core_repair_columns`` starts), kept when it beats the best plan, and a second
     dual ascent starts from its prices (above 3,000 jobs only while the plan is more than
@@ -1076,7 +1081,9 @@ def carbonshift(
     # up to 3,000 jobs (core_small_jobs where the core is on) the LP is also solved beyond
     # the limits when its rounding's lateness is to be repaired (ten-zone 1,000: 69k
     # columns, about 3 s of CPU in flow form)
-    late_repair = small and late_repair_jobs > 0 and not core_on
+    # (where the LP is within the limits it is solved, core on or not, and its rounding
+    # repaired alike)
+    late_repair = small and late_repair_jobs > 0 and (within or not core_on)
     use_lp = (
         columns is not None
         and bound in ("auto", "lp")
@@ -1236,10 +1243,16 @@ def carbonshift(
     if core_on and lp is None and columns is not None and ascent_guide is not None:
         # where the class LP is too large: its core, rounded and repaired
         before_core = best_key
-        # up to 3,000 jobs a wider core first, the narrower one when its rounding stays late
-        tries = (max(core_columns, _SMALL_CORE_COLUMNS), core_columns) if small else (core_columns,)
+        # up to 3,000 jobs two wide cores (both rounded: the better plan is kept), the
+        # narrow one when neither rounding is on time
+        wide = tuple(max(core_columns, k) for k in _SMALL_CORE_COLUMNS)
+        tries = (*wide, core_columns) if small else (core_columns,)
+        diverse = len(dict.fromkeys(wide)) if small else 1
+        on_time_cores = 0
         core_prices: FloatArray | None = None
         for attempt, per_class in enumerate(dict.fromkeys(tries)):
+            if on_time_cores and attempt >= diverse:
+                break
             keep = _core_columns(arrays, classes, columns, ascent_guide, best, per_class)
             core = _solve_class_lp(
                 arrays,
@@ -1274,8 +1287,7 @@ def carbonshift(
             repair(trial, ascent_guide)
             consider(trial)
             core_prices = core.prices
-            if score(trial)[:2] == (0, 0):
-                break
+            on_time_cores += score(trial)[:2] == (0, 0)
         # above 3,000 jobs only while the plan is more than core_bound_gap above the bound,
         # and until it is not (ten-zone 10,000: the first ascent's bound is already within
         # 0.3 %); up to 3,000 jobs always (the bound decides whether the search runs)
