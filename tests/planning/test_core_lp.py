@@ -361,6 +361,28 @@ def test_up_to_3000_jobs_when_both_wide_cores_fail_the_narrow_one_is_tried() -> 
     assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
 
 
+def test_up_to_3000_jobs_the_cores_repair_takes_core_repair_columns() -> None:
+    """Up to 3,000 jobs as above: the late-job repair of a core's rounding works in windows
+    of at most ``core_repair_columns`` starts, not the whole LP's ``late_repair_columns``
+    (at 1,000 jobs the wider windows took up to 3 s of CPU)."""
+    inst = _spread(40, 1)  # the core's rounding leaves jobs late here
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    real = cs.repair_late
+    widths: list[int] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        widths.append(kwargs["max_columns"])
+        return real(*args, **kwargs)
+
+    params = {**limits, "core_small_jobs": 0, "core_repair_columns": 123}
+    with mock.patch.object(cs, "repair_late", recorded):
+        result = run_policy("carbonshift", inst, {**params, "late_repair_columns": 1600})
+    assert "core_columns" in result.stats
+    assert widths
+    assert set(widths) == {123}
+    assert _key(inst, result)[:2] == (0, 0)
+
+
 def test_with_the_core_on_an_lp_within_its_limits_is_still_repaired() -> None:
     """Above ``core_small_jobs``, where the class LP is within its limits, it is solved as
     without the core, and its rounding's late jobs are repaired alike (until 2026-11-27 the

@@ -405,8 +405,7 @@ POLICIES: dict[str, PolicySpec] = {
                     "core_repair_columns",
                     int,
                     800,
-                    "above 3,000 jobs, most on-time starts per late-job sub-MILP after the "
-                    "core's rounding (up to 3,000 jobs: late_repair_columns)",
+                    "most on-time starts per late-job sub-MILP after the core's rounding",
                     2,
                 ),
                 ParamSpec(
