@@ -116,10 +116,11 @@ _FALLBACK_GAP = 0.01
 #: this many columns per class and then at least the second many (its classes hold fewer
 #: jobs each), and the better rounding is kept: another vertex rounds differently, by up to
 #: half a point of gap either way on ten-zone 1,000-2,000. Ten-zone 1,000 and 2,000 seeds
-#: 0-1 (bench/planner.md, "Quality at 500-3,000 jobs"): 20 columns alone gave plans 0.07-0.16
-#: % better than the whole class LP's on all four, 15 alone better on three and 0.4 % worse
-#: on one, the better of both 0.2-0.55 % better on all four. (2026-11-26 (d): 3 columns
-#: 0.3-0.7 % worse on three of ten-zone 2,000 and 3,000 seeds 0-1, 10 columns better.)
+#: 0-1 (bench/planner.md, "Quality at 500-3,000 jobs"): 20 columns alone gave plans
+#: 0.07-0.16 % lighter than the whole class LP's on all four, 15 alone lighter on three and
+#: 0.4 % heavier on one, the better of both 0.13-0.23 % lighter on all four (with the
+#: repair in windows of ``core_repair_columns``). (2026-11-26 (d): 3 columns 0.3-0.7 %
+#: heavier on three of ten-zone 2,000 and 3,000 seeds 0-1, 10 columns lighter.)
 _SMALL_CORE_COLUMNS = (20, 15)
 
 
@@ -1024,11 +1025,10 @@ def carbonshift(
     solved (up to 3,000 jobs twice, with at least 20 and at least 15 columns per class, the
     better rounding kept, and with ``core_columns`` when neither is on time;
     ``core_lp_method``: HiGHS interior point with crossover, dual simplex again when that
-    gives no optimal vertex; or dual simplex),
-    rounded and repaired the same way (in windows of at most ``core_repair_columns``
-    starts), kept when it beats the best plan, and a second
-    dual ascent starts from its prices (above 3,000 jobs only while the plan is more than
-    ``core_bound_gap``, relative, above the bound, and until it is within it;
+    gives no optimal vertex; or dual simplex), rounded and repaired the same way (in
+    windows of at most ``core_repair_columns`` starts), kept when it beats the best plan,
+    and a second dual ascent starts from its prices (above 3,000 jobs only while the plan
+    is more than ``core_bound_gap``, relative, above the bound, and until it is within it;
     ``core_columns = 0``: off). Above 3,000 jobs with
     ``core_fallback_last`` the core takes its starts from one price-guided placement, and
     the improved price-guided placements run after it only when its plan is late, no
