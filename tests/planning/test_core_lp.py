@@ -341,6 +341,21 @@ def test_up_to_3000_jobs_both_wide_cores_are_rounded() -> None:
     assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
 
 
+@_SETTINGS
+@given(st.one_of(instances(max_jobs=7, max_horizon=6, future=False), congested()))
+def test_up_to_3000_jobs_the_cores_keep_capacity_and_the_bound_valid(inst: Instance) -> None:
+    """The path up to 3,000 jobs with the cores (the class LP made "too large"): plans that
+    keep capacity, and a bound, when given, below the plan's grams and the whole LP's
+    optimum."""
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    result = run_policy("carbonshift", inst, {**limits, "core_small_jobs": 0})
+    assert check_feasibility(inst, result.plan) == []
+    if result.bound is not None and result.bound.lower_bound_g is not None:
+        want_g = _key(inst, result)[2]
+        assert result.bound.lower_bound_g <= want_g * (1 + 1e-9) + 1e-9
+        assert result.bound.lower_bound_g <= _whole_lp_optimum_g(inst) * (1 + 1e-9) + 1e-9
+
+
 def test_up_to_3000_jobs_when_both_wide_cores_fail_the_narrow_one_is_tried() -> None:
     """When neither wide core gives a plan on time (here: their LPs made to fail), the
     ``core_columns`` one (3 per class) is tried, and the plan is on time with the bound
