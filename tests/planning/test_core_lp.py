@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from carbonshift.domain import Instance, check_feasibility, score_plan
+from carbonshift.errors import SolverError
 from carbonshift.planning import run_policy
 from carbonshift.planning.aggregate import class_columns, class_lp_options, column_index
 from carbonshift.planning.backends.highs import LpMethod, Solution, SolveOptions, solve
@@ -273,6 +274,31 @@ def test_the_core_lp_falls_back_to_simplex_when_interior_point_gives_no_vertex(
     assert _key(inst, planned)[:2] == (0, 0)
 
 
+def test_the_core_lp_falls_back_to_simplex_when_interior_point_raises() -> None:
+    """Interior point ending in a solver error (HiGHS 1.16's "Solve error" on a 13-column
+    core LP, found by a property test): the same LP again by dual simplex, the same optimum
+    as simplex alone, ``retried`` set; the policy still plans every job on time."""
+    inst = _spread(80, 3)
+    inputs = _lp_inputs(inst)
+    want = cs._solve_class_lp(*inputs, 60.0, method="simplex")
+    assert want.optimum_g is not None
+
+    def raising(program: Any, options: SolveOptions | None = None, **kwargs: Any) -> Solution:
+        if options is not None and options.method is LpMethod.IPM_VERTEX:
+            raise SolverError("HiGHS failed with model status 'Solve error'")
+        result: Solution = solve(program, options, **kwargs)
+        return result
+
+    with mock.patch.object(cs, "solve", raising):
+        got = cs._solve_class_lp(*inputs, 60.0, method="ipm-vertex")
+        planned = _plan(inst, core_lp_method="ipm-vertex")
+    assert got.retried
+    assert got.optimum_g is not None
+    assert got.optimum_g == pytest.approx(want.optimum_g, rel=1e-9)
+    assert planned.stats["core_lp_retried"] == 1.0
+    assert _key(inst, planned)[:2] == (0, 0)
+
+
 def test_interior_point_with_a_vertex_is_not_retried() -> None:
     """A vertex optimum by interior point and crossover stands: no simplex retry, the
     simplex's optimum."""
@@ -396,6 +422,29 @@ def test_up_to_3000_jobs_the_cores_repair_takes_core_repair_columns() -> None:
     assert widths
     assert set(widths) == {123}
     assert _key(inst, result)[:2] == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("columns_per_job", "want_core"),
+    [(0, True), (1_000_000, False)],
+    ids=["more-columns-per-job-the-core", "fewer-the-whole-lp"],
+)
+def test_up_to_3000_jobs_the_core_stands_in_for_an_lp_of_many_columns_per_job(
+    columns_per_job: int, want_core: bool
+) -> None:
+    """Above ``core_small_jobs`` up to 3,000 jobs, a class LP within its limits is solved
+    whole when it has at most ``_SMALL_CORE_COLUMNS_PER_JOB`` columns per job, and its core
+    stands in for it when it has more (its classes gather few jobs); on time either way,
+    the bound below the whole LP's optimum."""
+    inst = _spread(60, 2)
+    with mock.patch.object(cs, "_SMALL_CORE_COLUMNS_PER_JOB", columns_per_job):
+        result = run_policy("carbonshift", inst, {"core_small_jobs": 0, "exact_max_starts": 0})
+    assert ("core_columns" in result.stats) is want_core
+    assert ("lp_optimum_g" in result.stats) is not want_core
+    assert _key(inst, result)[:2] == (0, 0)
+    assert result.bound is not None
+    assert result.bound.lower_bound_g is not None
+    assert result.bound.lower_bound_g <= _whole_lp_optimum_g(inst) * (1 + 1e-9)
 
 
 def test_with_the_core_on_an_lp_within_its_limits_is_still_repaired() -> None:

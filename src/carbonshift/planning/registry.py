@@ -378,10 +378,10 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec(
                     "core_small_jobs",
                     int,
-                    500,
+                    400,
                     "the core LP from above this many jobs where the class LP is beyond its "
-                    "limits; up to it (and to 3,000 jobs with 3000) the whole class LP, rounded "
-                    "and repaired",
+                    "limits or has more than 50 columns per job; up to it (and to 3,000 jobs "
+                    "with 3000) the whole class LP, rounded and repaired",
                     0,
                     3000,
                 ),

@@ -18,7 +18,7 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
    way of a cheaper start of a job and puts them back elsewhere, kept when grams fall;
 5. polish (up to 3,000 jobs): a MIP neighbourhood search (:mod:`._polish`): windows of
    jobs re-planned exactly by small HiGHS MILPs on the room the others leave;
-6. core (above ``core_small_jobs``, 500, where the class LP is too large): the class LP
+6. core (above ``core_small_jobs``, 400, where the class LP is too large): the class LP
    restricted to each class's cheapest priced columns and the best plan's starts (interior
    point and crossover), rounded, its late jobs re-planned by sub-MILPs; a second ascent
    from its prices for the bound.
@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from carbonshift.domain import Instance
+from carbonshift.errors import SolverError
 from carbonshift.formats import PlanBound
 from carbonshift.planning.aggregate import (
     ClassColumns,
@@ -122,6 +123,14 @@ _FALLBACK_GAP = 0.01
 #: repair in windows of ``core_repair_columns``). (2026-11-26 (d): 3 columns 0.3-0.7 %
 #: heavier on three of ten-zone 2,000 and 3,000 seeds 0-1, 10 columns lighter.)
 _SMALL_CORE_COLUMNS = (20, 15)
+
+#: Up to 3,000 jobs (above ``core_small_jobs``) the core also stands in for a class LP
+#: within its limits that has more than this many columns per job: its classes gather few
+#: jobs (ten-zone 501-3,000 jobs: 51-70 columns per job; cjps-large at most 43 from 501
+#: jobs, the trace families at most 10). Ten-zone 500 and 800 seeds 0-1 (bench/planner.md,
+#: "Quality at 500-3,000 jobs"): the whole LP's rounding in row form ended 1.6-4.9 points
+#: above the cores' plans, in more CPU.
+_SMALL_CORE_COLUMNS_PER_JOB = 50
 
 
 @dataclass(slots=True)
@@ -935,9 +944,14 @@ def _solve_class_lp(
     retried = False
     if method == "ipm-vertex":
         options = class_lp_options(time_limit_s, flow=flow, method=LpMethod.IPM_VERTEX)
-        solution = solve(lp.program, options)
-        seconds = solution.seconds
-        retried = not (solution.status is SolveStatus.OPTIMAL and solution.vertex)
+        try:
+            solution = solve(lp.program, options)
+            seconds = solution.seconds
+            retried = not (solution.status is SolveStatus.OPTIMAL and solution.vertex)
+        except SolverError:
+            # HiGHS 1.16's interior point ended in "Solve error" on a 13-column core LP
+            # (tests/planning/test_core_lp.py, a property test): dual simplex instead
+            retried = True
     if method != "ipm-vertex" or retried:
         solution = solve(lp.program, class_lp_options(time_limit_s, flow=flow))
         seconds += solution.seconds
@@ -988,7 +1002,7 @@ def carbonshift(
     late_repair_cpu_s: float = 30.0,
     core_columns: int = 3,
     core_max_jobs: int = 100_000,
-    core_small_jobs: int = 500,
+    core_small_jobs: int = 400,
     core_lp_method: str = "ipm-vertex",
     core_fallback_last: bool = True,
     core_repair_columns: int = 800,
@@ -1078,16 +1092,24 @@ def carbonshift(
     # the core of the class LP (step 2b) where the whole LP is beyond the limits, from
     # above core_small_jobs up to core_max_jobs jobs
     core_on = core_columns > 0 and core_small_jobs < arrays.n_jobs <= core_max_jobs
+    # up to 3,000 jobs also where the LP is within the limits but its classes gather few
+    # jobs (many columns per job)
+    whole = within and not (
+        core_on
+        and small
+        and columns is not None
+        and len(columns) > _SMALL_CORE_COLUMNS_PER_JOB * arrays.n_jobs
+    )
     # up to 3,000 jobs (core_small_jobs where the core is on) the LP is also solved beyond
     # the limits when its rounding's lateness is to be repaired (ten-zone 1,000: 69k
     # columns, about 3 s of CPU in flow form)
-    # (where the LP is within the limits it is solved, core on or not, and its rounding
+    # (where the whole LP is solved within the limits, core on or not, its rounding is
     # repaired alike)
-    late_repair = small and late_repair_jobs > 0 and (within or not core_on)
+    late_repair = small and late_repair_jobs > 0 and (whole or not core_on)
     use_lp = (
         columns is not None
         and bound in ("auto", "lp")
-        and (bound == "lp" or within or late_repair)
+        and (bound == "lp" or whole or late_repair)
         and bool(np.any(base > 0))
     )
     if use_lp and columns is not None:
