@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from carbonshift.domain import Instance, check_feasibility, score_plan
+from carbonshift.errors import SolverError
 from carbonshift.planning import run_policy
 from carbonshift.planning.aggregate import class_columns, class_lp_options, column_index
 from carbonshift.planning.backends.highs import LpMethod, Solution, SolveOptions, solve
@@ -346,6 +347,31 @@ def test_the_core_lp_falls_back_to_simplex_when_interior_point_gives_no_vertex(
     assert _key(inst, planned)[:2] == (0, 0)
 
 
+def test_the_core_lp_falls_back_to_simplex_when_interior_point_raises() -> None:
+    """Interior point ending in a solver error (HiGHS 1.16's "Solve error" on a 13-column
+    core LP, found by a property test): the same LP again by dual simplex, the same optimum
+    as simplex alone, ``retried`` set; the policy still plans every job on time."""
+    inst = _spread(80, 3)
+    inputs = _lp_inputs(inst)
+    want = cs._solve_class_lp(*inputs, 60.0, method="simplex")
+    assert want.optimum_g is not None
+
+    def raising(program: Any, options: SolveOptions | None = None, **kwargs: Any) -> Solution:
+        if options is not None and options.method is LpMethod.IPM_VERTEX:
+            raise SolverError("HiGHS failed with model status 'Solve error'")
+        result: Solution = solve(program, options, **kwargs)
+        return result
+
+    with mock.patch.object(cs, "solve", raising):
+        got = cs._solve_class_lp(*inputs, 60.0, method="ipm-vertex")
+        planned = _plan(inst, core_lp_method="ipm-vertex")
+    assert got.retried
+    assert got.optimum_g is not None
+    assert got.optimum_g == pytest.approx(want.optimum_g, rel=1e-9)
+    assert planned.stats["core_lp_retried"] == 1.0
+    assert _key(inst, planned)[:2] == (0, 0)
+
+
 def test_interior_point_with_a_vertex_is_not_retried() -> None:
     """A vertex optimum by interior point and crossover stands: no simplex retry, the
     simplex's optimum."""
@@ -380,32 +406,132 @@ def test_core_small_jobs_picks_the_core_or_the_whole_lp(
     assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
 
 
-def test_up_to_3000_jobs_a_failed_wide_core_is_tried_narrow() -> None:
-    """Up to 3,000 jobs the core is tried with 10 columns per class first; when that try
-    gives no plan on time (here: its LP made to fail), the ``core_columns`` one is tried,
-    and the plan is on time with the bound below the whole LP's optimum."""
-    inst = _spread(60, 2)
-    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+def _core_lp_calls(fail: int) -> tuple[Any, list[int]]:
+    """``cs._solve_class_lp`` whose first ``fail`` calls give no LP (as a failed solve), and
+    the column counts it was called with."""
     real = cs._solve_class_lp
     sizes: list[int] = []
 
-    def first_fails(*args: Any, **kwargs: Any) -> Any:
+    def solve_lp(*args: Any, **kwargs: Any) -> Any:
         sizes.append(len(args[4]))
         result = real(*args, **kwargs)
-        if len(sizes) == 1:
+        if len(sizes) <= fail:
             return cs._ClassLp(None, None, None, False, result.columns, np.zeros(0), 0.0)
         return result
 
-    with mock.patch.object(cs, "_solve_class_lp", first_fails):
+    return solve_lp, sizes
+
+
+def test_up_to_3000_jobs_both_wide_cores_are_rounded() -> None:
+    """Up to 3,000 jobs the core is solved with 20 and with 15 columns per class, each
+    rounded and repaired, and the better plan kept, even when the first is on time; the
+    plan is on time with the bound below the whole LP's optimum."""
+    inst = _spread(60, 2)
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    solve_lp, sizes = _core_lp_calls(fail=0)
+    with mock.patch.object(cs, "_solve_class_lp", solve_lp):
         result = run_policy("carbonshift", inst, {**limits, "core_small_jobs": 0})
     assert result.stats["core_attempts"] == 2.0
     assert len(sizes) == 2
-    assert sizes[1] < sizes[0]  # 3 columns per class, then, against 10
+    assert _key(inst, result)[:2] == (0, 0)
+    whole_g = _whole_lp_optimum_g(inst)
+    assert result.bound is not None
+    assert result.bound.lower_bound_g is not None
+    assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
+
+
+@_SETTINGS
+@given(st.one_of(instances(max_jobs=7, max_horizon=6, future=False), congested()))
+def test_up_to_3000_jobs_the_cores_keep_capacity_and_the_bound_valid(inst: Instance) -> None:
+    """The path up to 3,000 jobs with the cores (the class LP made "too large"): plans that
+    keep capacity, and a bound, when given, below the plan's grams and the whole LP's
+    optimum."""
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    result = run_policy("carbonshift", inst, {**limits, "core_small_jobs": 0})
+    assert check_feasibility(inst, result.plan) == []
+    if result.bound is not None and result.bound.lower_bound_g is not None:
+        want_g = _key(inst, result)[2]
+        assert result.bound.lower_bound_g <= want_g * (1 + 1e-9) + 1e-9
+        assert result.bound.lower_bound_g <= _whole_lp_optimum_g(inst) * (1 + 1e-9) + 1e-9
+
+
+def test_up_to_3000_jobs_when_both_wide_cores_fail_the_narrow_one_is_tried() -> None:
+    """When neither wide core gives a plan on time (here: their LPs made to fail), the
+    ``core_columns`` one (3 per class) is tried, and the plan is on time with the bound
+    below the whole LP's optimum."""
+    inst = _spread(60, 2)
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    real = cs._solve_class_lp
+    solve_lp, sizes = _core_lp_calls(fail=2)
+    with mock.patch.object(cs, "_solve_class_lp", solve_lp):
+        result = run_policy("carbonshift", inst, {**limits, "core_small_jobs": 0})
+    assert result.stats["core_attempts"] == 3.0
+    assert len(sizes) == 3
+    assert sizes[2] < sizes[1] <= sizes[0]  # 3 columns per class, then, against 15 and 20
     assert _key(inst, result)[:2] == (0, 0)
     whole_g = _whole_lp_optimum_g(inst, real)
     assert result.bound is not None
     assert result.bound.lower_bound_g is not None
     assert result.bound.lower_bound_g <= whole_g * (1 + 1e-9)
+
+
+def test_up_to_3000_jobs_the_cores_repair_takes_core_repair_columns() -> None:
+    """Up to 3,000 jobs as above: the late-job repair of a core's rounding works in windows
+    of at most ``core_repair_columns`` starts, not the whole LP's ``late_repair_columns``
+    (at 1,000 jobs the wider windows took up to 3 s of CPU)."""
+    inst = _spread(40, 1)  # the core's rounding leaves jobs late here
+    limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
+    real = cs.repair_late
+    widths: list[int] = []
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        widths.append(kwargs["max_columns"])
+        return real(*args, **kwargs)
+
+    params = {**limits, "core_small_jobs": 0, "core_repair_columns": 123}
+    with mock.patch.object(cs, "repair_late", recorded):
+        result = run_policy("carbonshift", inst, {**params, "late_repair_columns": 1600})
+    assert "core_columns" in result.stats
+    assert widths
+    assert set(widths) == {123}
+    assert _key(inst, result)[:2] == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("columns_per_job", "want_core"),
+    [(0, True), (1_000_000, False)],
+    ids=["more-columns-per-job-the-core", "fewer-the-whole-lp"],
+)
+def test_up_to_3000_jobs_the_core_stands_in_for_an_lp_of_many_columns_per_job(
+    columns_per_job: int, want_core: bool
+) -> None:
+    """Above ``core_small_jobs`` up to 3,000 jobs, a class LP within its limits is solved
+    whole when it has at most ``_SMALL_CORE_COLUMNS_PER_JOB`` columns per job, and its core
+    stands in for it when it has more (its classes gather few jobs); on time either way,
+    the bound below the whole LP's optimum."""
+    inst = _spread(60, 2)
+    with mock.patch.object(cs, "_SMALL_CORE_COLUMNS_PER_JOB", columns_per_job):
+        result = run_policy("carbonshift", inst, {"core_small_jobs": 0, "exact_max_starts": 0})
+    assert ("core_columns" in result.stats) is want_core
+    assert ("lp_optimum_g" in result.stats) is not want_core
+    assert _key(inst, result)[:2] == (0, 0)
+    assert result.bound is not None
+    assert result.bound.lower_bound_g is not None
+    assert result.bound.lower_bound_g <= _whole_lp_optimum_g(inst) * (1 + 1e-9)
+
+
+def test_with_the_core_on_an_lp_within_its_limits_is_still_repaired() -> None:
+    """Above ``core_small_jobs``, where the class LP is within its limits, it is solved as
+    without the core, and its rounding's late jobs are repaired alike (until 2026-11-27 the
+    core's switch turned that repair off: ten-zone 500 ended 0.5-0.9 points higher): the
+    same plan as with the core off."""
+    inst = _spread(60, 3)
+    on = run_policy("carbonshift", inst, {"core_small_jobs": 0})
+    off = run_policy("carbonshift", inst, {"core_small_jobs": 3000})
+    assert "late_repair_steps" in off.stats  # the instance: its rounding is late
+    assert "late_repair_steps" in on.stats
+    assert "core_columns" not in on.stats
+    assert _key(inst, on) == _key(inst, off)
 
 
 @pytest.mark.parametrize("method", [LpMethod.SIMPLEX, LpMethod.IPM_VERTEX])

@@ -383,9 +383,10 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec(
                     "core_small_jobs",
                     int,
-                    2000,
-                    "the core LP from above this many jobs; up to it (and to 3,000 jobs with "
-                    "3000) the whole class LP, rounded and repaired",
+                    400,
+                    "the core LP from above this many jobs where the class LP is beyond its "
+                    "limits or has more than 50 columns per job; up to it (and to 3,000 jobs "
+                    "with 3000) the whole class LP, rounded and repaired",
                     0,
                     3000,
                 ),
@@ -409,8 +410,7 @@ POLICIES: dict[str, PolicySpec] = {
                     "core_repair_columns",
                     int,
                     800,
-                    "above 3,000 jobs, most on-time starts per late-job sub-MILP after the "
-                    "core's rounding (up to 3,000 jobs: late_repair_columns)",
+                    "most on-time starts per late-job sub-MILP after the core's rounding",
                     2,
                 ),
                 ParamSpec(

@@ -18,7 +18,7 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
    way of a cheaper start of a job and puts them back elsewhere, kept when grams fall;
 5. polish (up to 3,000 jobs): a MIP neighbourhood search (:mod:`._polish`): windows of
    jobs re-planned exactly by small HiGHS MILPs on the room the others leave;
-6. core (above ``core_small_jobs``, 2,000, where the class LP is too large): the class LP
+6. core (above ``core_small_jobs``, 400, where the class LP is too large): the class LP
    restricted to each class's cheapest priced columns and the best plan's starts (interior
    point and crossover), rounded, its late jobs re-planned by sub-MILPs; a second ascent
    from its prices for the bound.
@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from carbonshift.domain import Instance
+from carbonshift.errors import SolverError
 from carbonshift.formats import PlanBound
 from carbonshift.planning.aggregate import (
     ClassColumns,
@@ -112,12 +113,24 @@ _LATE_REPAIR_NEAR = 0.05
 #: share above the certified bound (then no plan can be better by more than this share).
 _FALLBACK_GAP = 0.01
 
-#: Up to 3,000 jobs (above ``core_small_jobs``) the core keeps at least this many columns
-#: per class: its classes hold fewer jobs each. Ten-zone 2,000 and 3,000 seeds 0-1: 3
-#: columns gave plans 0.3-0.7 % worse than the whole class LP's on three of four, 10
-#: columns 0.1-0.2 % better on all four, for 4.4-9.1 s of CPU against 11.3-16.1 s
-#: (bench/planner.md, "Faster core").
-_SMALL_CORE_COLUMNS = 10
+#: Up to 3,000 jobs (above ``core_small_jobs``) the core is solved twice, with at least
+#: this many columns per class and then at least the second many (its classes hold fewer
+#: jobs each), and the better rounding is kept: another vertex rounds differently, by up to
+#: half a point of gap either way on ten-zone 1,000-2,000. Ten-zone 1,000 and 2,000 seeds
+#: 0-1 (bench/planner.md, "Quality at 500-3,000 jobs"): 20 columns alone gave plans
+#: 0.07-0.16 % lighter than the whole class LP's on all four, 15 alone lighter on three and
+#: 0.4 % heavier on one, the better of both 0.13-0.23 % lighter on all four (with the
+#: repair in windows of ``core_repair_columns``). (2026-11-26 (d): 3 columns 0.3-0.7 %
+#: heavier on three of ten-zone 2,000 and 3,000 seeds 0-1, 10 columns lighter.)
+_SMALL_CORE_COLUMNS = (20, 15)
+
+#: Up to 3,000 jobs (above ``core_small_jobs``) the core also stands in for a class LP
+#: within its limits that has more than this many columns per job: its classes gather few
+#: jobs (ten-zone 501-3,000 jobs: 51-70 columns per job; cjps-large at most 43 from 501
+#: jobs, the trace families at most 10). Ten-zone 500 and 800 seeds 0-1 (bench/planner.md,
+#: "Quality at 500-3,000 jobs"): the whole LP's rounding in row form ended 1.6-4.9 points
+#: above the cores' plans, in more CPU.
+_SMALL_CORE_COLUMNS_PER_JOB = 50
 
 
 @dataclass(slots=True)
@@ -971,9 +984,14 @@ def _solve_class_lp(
         options = class_lp_options(time_limit_s, flow=flow, method=LpMethod.IPM_VERTEX)
         if presolve:
             options = replace(options, presolve=True)
-        solution = solve(lp.program, options)
-        seconds = solution.seconds
-        retried = not (solution.status is SolveStatus.OPTIMAL and solution.vertex)
+        try:
+            solution = solve(lp.program, options)
+            seconds = solution.seconds
+            retried = not (solution.status is SolveStatus.OPTIMAL and solution.vertex)
+        except SolverError:
+            # HiGHS 1.16's interior point ended in "Solve error" on a 13-column core LP
+            # (tests/planning/test_core_lp.py, a property test): dual simplex instead
+            retried = True
     if method != "ipm-vertex" or retried:
         solution = solve(lp.program, class_lp_options(time_limit_s, flow=flow))
         seconds += solution.seconds
@@ -1024,7 +1042,7 @@ def carbonshift(
     late_repair_cpu_s: float = 30.0,
     core_columns: int = 3,
     core_max_jobs: int = 100_000,
-    core_small_jobs: int = 2000,
+    core_small_jobs: int = 400,
     core_lp_method: str = "ipm-vertex",
     core_fallback_last: bool = True,
     core_repair_columns: int = 800,
@@ -1058,13 +1076,14 @@ def carbonshift(
     ``late_repair_jobs = 0``: off, and the LP only within the limits). Above
     ``core_small_jobs`` (at most 3,000) and up to ``core_max_jobs`` jobs, where the class
     LP is beyond the limits, its core instead (per class the ``core_columns`` columns of
-    least priced grams, at least 10 up to 3,000 jobs, and the best plan's on-time starts;
-    Balas and Carrera 1996) is solved (``core_lp_method``: HiGHS interior point with
-    crossover, dual simplex again when that gives no optimal vertex; or dual simplex),
-    rounded and repaired the same way (above 3,000 jobs in windows of at most
-    ``core_repair_columns`` starts), kept when it beats the best plan, and a second
-    dual ascent starts from its prices (above 3,000 jobs only while the plan is more than
-    ``core_bound_gap``, relative, above the bound, and until it is within it;
+    least priced grams, and the best plan's on-time starts; Balas and Carrera 1996) is
+    solved (up to 3,000 jobs twice, with at least 20 and at least 15 columns per class, the
+    better rounding kept, and with ``core_columns`` when neither is on time;
+    ``core_lp_method``: HiGHS interior point with crossover, dual simplex again when that
+    gives no optimal vertex; or dual simplex), rounded and repaired the same way (in
+    windows of at most ``core_repair_columns`` starts), kept when it beats the best plan,
+    and a second dual ascent starts from its prices (above 3,000 jobs only while the plan
+    is more than ``core_bound_gap``, relative, above the bound, and until it is within it;
     ``core_columns = 0``: off). Above 3,000 jobs with
     ``core_fallback_last`` the core takes its starts from one price-guided placement, and
     the improved price-guided placements run after it only when its plan is late, no
@@ -1116,14 +1135,24 @@ def carbonshift(
     # the core of the class LP (step 2b) where the whole LP is beyond the limits, from
     # above core_small_jobs up to core_max_jobs jobs
     core_on = core_columns > 0 and core_small_jobs < arrays.n_jobs <= core_max_jobs
+    # up to 3,000 jobs also where the LP is within the limits but its classes gather few
+    # jobs (many columns per job)
+    whole = within and not (
+        core_on
+        and small
+        and columns is not None
+        and len(columns) > _SMALL_CORE_COLUMNS_PER_JOB * arrays.n_jobs
+    )
     # up to 3,000 jobs (core_small_jobs where the core is on) the LP is also solved beyond
     # the limits when its rounding's lateness is to be repaired (ten-zone 1,000: 69k
     # columns, about 3 s of CPU in flow form)
-    late_repair = small and late_repair_jobs > 0 and not core_on
+    # (where the whole LP is solved within the limits, core on or not, its rounding is
+    # repaired alike)
+    late_repair = small and late_repair_jobs > 0 and (whole or not core_on)
     use_lp = (
         columns is not None
         and bound in ("auto", "lp")
-        and (bound == "lp" or within or late_repair)
+        and (bound == "lp" or whole or late_repair)
         and bool(np.any(base > 0))
     )
     if use_lp and columns is not None:
@@ -1279,10 +1308,16 @@ def carbonshift(
     if core_on and lp is None and columns is not None and ascent_guide is not None:
         # where the class LP is too large: its core, rounded and repaired
         before_core = best_key
-        # up to 3,000 jobs a wider core first, the narrower one when its rounding stays late
-        tries = (max(core_columns, _SMALL_CORE_COLUMNS), core_columns) if small else (core_columns,)
+        # up to 3,000 jobs two wide cores (both rounded: the better plan is kept), the
+        # narrow one when neither rounding is on time
+        wide = tuple(max(core_columns, k) for k in _SMALL_CORE_COLUMNS)
+        tries = (*wide, core_columns) if small else (core_columns,)
+        diverse = len(dict.fromkeys(wide)) if small else 1
+        on_time_cores = 0
         core_prices: FloatArray | None = None
         for attempt, per_class in enumerate(dict.fromkeys(tries)):
+            if on_time_cores and attempt >= diverse:
+                break
             # above 3,000 jobs the classes the plan put wholly at their least priced start
             # stay there (ten-zone 10,000: a tenth fewer columns, the LP 0.1 s faster)
             fix = core_fix_cheapest and not small
@@ -1313,18 +1348,16 @@ def carbonshift(
             trial = _place_from_lp(
                 arrays, classes, core.columns, core.share, true_table, ascent_guide
             )
-            # above 3,000 jobs narrower windows: the repair's sub-MILPs took a fifth of
+            # narrower windows than the whole LP's repair: the sub-MILPs took a fifth of
             # ten-zone 10,000's time with 1,600 starts (seed 0: 0.33 s against 0.06 s with
-            # 800, the plan 353 g lighter)
-            repair_rounding(
-                trial, core.optimum_g, late_repair_columns if small else core_repair_columns
-            )
+            # 800, the plan 353 g lighter); at 1,000-2,000 jobs (seeds 0-1) 0.06-0.2 s
+            # against 0.1-0.5 s, the plans -0.13 to +0.19 %
+            repair_rounding(trial, core.optimum_g, core_repair_columns)
             # up to 3,000 jobs, as the whole LP's rounding: room made for jobs still late
             repair(trial, ascent_guide)
             consider(trial)
             core_prices = core.prices
-            if score(trial)[:2] == (0, 0):
-                break
+            on_time_cores += score(trial)[:2] == (0, 0)
         # above 3,000 jobs only while the plan is more than core_bound_gap above the bound,
         # and until it is not (ten-zone 10,000: the first ascent's bound is already within
         # 0.3 %); up to 3,000 jobs always (the bound decides whether the search runs)
