@@ -24,6 +24,16 @@ def test_quantities_parse_like_kubernetes(text: str, want: float) -> None:
     assert float(parse_quantity(text)) == pytest.approx(want)
 
 
+def test_a_quantity_read_again_is_the_same_and_a_bad_one_is_refused_each_time() -> None:
+    from carbonshift.errors import InputError
+
+    first, again = parse_quantity(" 750m"), parse_quantity("750m")
+    assert first == again == parse_quantity("0.75")
+    for what in ("cpu request", "memory request"):  # not remembered: named each time
+        with pytest.raises(InputError, match=f"^{what} '-1' is negative"):
+            parse_quantity("-1", what=what)
+
+
 @pytest.mark.parametrize(
     ("annotations", "want_deadline", "want_runtime", "want_source"),
     [

@@ -210,6 +210,122 @@ async def test_bodies_go_as_plain_json_and_others_through_the_library(
         await kube.close()
 
 
+async def test_requests_skip_the_library_call_api_and_keep_its_auth_and_headers(
+    fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every verb goes straight to the library's aiohttp session (``DirectSend``), not through
+    ``ApiClient.call_api``'s generic per-call work; the bearer token is still asked of the
+    library per request (a refreshed token is used), and the User-Agent, fieldManager,
+    content types and bodies are what the library sent."""
+    from kubernetes_asyncio.client import ApiClient
+
+    async def refused(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("call_api was used")
+
+    await with_pods(fakekube, ["direct"])
+    kube = await admin_client(fakekube)
+    monkeypatch.setattr(ApiClient, "call_api", refused)
+    configuration = kube._client.configuration
+    good = configuration.api_key["BearerToken"]
+    configuration.api_key["BearerToken"] = "expired"
+    refreshed: list[str] = []
+
+    def refresh(config: Any) -> None:  # as an exec plugin or a rotated token file would
+        refreshed.append("yes")
+        config.api_key["BearerToken"] = good
+
+    configuration.refresh_api_key_hook = refresh
+    sent: list[tuple[str, Any]] = []
+    session = kube._client.rest_client.pool_manager
+    real_request = session.request
+
+    def spy(method: str, url: str, **kwargs: Any) -> Any:
+        sent.append((f"{method} {url}", kwargs.get("headers")))
+        return real_request(method, url, **kwargs)
+
+    monkeypatch.setattr(session, "request", spy)
+    path = "/api/v1/namespaces/batch/pods/direct"
+    try:
+        got = await kube.get(path)
+        listed = await kube.list("/api/v1/namespaces/batch/pods", labelSelector="app!=x")
+        patched = await kube.patch(path, {"metadata": {"annotations": {"a": "1"}}})
+        json_patched = await kube.patch(
+            path,
+            [{"op": "add", "path": "/metadata/labels/b", "value": "2"}],
+            content_type="application/json-patch+json",
+        )
+        events = kube.watch("/api/v1/namespaces/batch/pods", listed["metadata"]["resourceVersion"])
+        first = await asyncio.wait_for(anext(events), timeout=10)
+        await events.aclose()
+    finally:
+        await kube.close()
+    assert got["metadata"]["name"] == "direct"
+    assert [o["metadata"]["name"] for o in listed["items"]] == ["direct"]
+    assert patched["metadata"]["annotations"]["a"] == "1"
+    assert json_patched["metadata"]["labels"]["b"] == "2"
+    assert first["type"] in ("ADDED", "MODIFIED")
+    assert len(refreshed) == len(sent) == 5
+    base = configuration.host
+    assert [line for line, _ in sent] == [
+        f"GET {base}{path}",
+        f"GET {base}/api/v1/namespaces/batch/pods?labelSelector=app%21%3Dx",
+        f"PATCH {base}{path}?fieldManager=carbonshift",
+        f"PATCH {base}{path}?fieldManager=carbonshift",
+        f"GET {base}/api/v1/namespaces/batch/pods?watch=true&resourceVersion="
+        f"{listed['metadata']['resourceVersion']}&allowWatchBookmarks=true&timeoutSeconds=300",
+    ]
+    want_types = [
+        "application/json",
+        "application/json",
+        "application/merge-patch+json",
+        "application/json-patch+json",
+        "application/json",
+    ]
+    for (_, headers), want_type in zip(sent, want_types, strict=True):
+        assert headers["Content-Type"] == want_type
+        assert headers["Accept"] == "application/json"
+        assert headers["authorization"] == f"Bearer {good.removeprefix('Bearer ')}"
+        assert headers["User-Agent"].startswith("carbonshift")
+
+
+class _RefusedError(ValueError):
+    """What a parser stub raises for input it refuses (as orjson's JSONDecodeError)."""
+
+
+def _refusing_parser(raw: bytes | str) -> Any:
+    raise _RefusedError(raw)
+
+
+PARSE_CASES = [
+    ("an object", b'{"a": [1, 2.5, "x", null, true]}', {"a": [1, 2.5, "x", None, True]}),
+    ("a lone surrogate", b'{"s": "\\ud800"}', {"s": "\ud800"}),
+]
+
+
+@pytest.mark.parametrize("fast", ["installed", "absent", "refusing"])
+@pytest.mark.parametrize(
+    ("raw", "want"), [(r, w) for _, r, w in PARSE_CASES], ids=[i for i, _, _ in PARSE_CASES]
+)
+def test_answers_parse_alike_with_or_without_orjson(
+    fast: str, raw: bytes, want: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import types
+
+    from carbonshift.k8s import client
+
+    stub = {
+        "installed": types.SimpleNamespace(loads=json.loads, JSONDecodeError=ValueError),
+        "absent": None,
+        "refusing": types.SimpleNamespace(loads=_refusing_parser, JSONDecodeError=_RefusedError),
+    }[fast]
+    if fast != "installed" or client._orjson is None:
+        monkeypatch.setattr(client, "_orjson", stub)
+    assert client.parse_json(raw) == want
+    with pytest.raises(ValueError, match="Expecting value"):  # json's own message
+        client.parse_json(b"not json")
+
+
 # -- the Event budget ---------------------------------------------------------------------------
 
 

@@ -166,6 +166,9 @@ def parse_quantity(text: object, *, what: str = "quantity") -> Decimal:
     Follows the API server's grammar; refuses negative values and values beyond int64.
     """
     raw = str(text).strip()
+    known = _PARSED_QUANTITIES.get(raw)
+    if known is not None:
+        return known
     match = _QUANTITY.match(raw)
     if match is None:
         raise InputError(f"{what} {text!r} is not a Kubernetes quantity; write e.g. 500m, 2 or 1Gi")
@@ -179,7 +182,16 @@ def parse_quantity(text: object, *, what: str = "quantity") -> Decimal:
         raise InputError(f"{what} {text!r} is negative; requests and capacities are >= 0")
     if value > _MAX_QUANTITY:
         raise InputError(f"{what} {text!r} is out of range (over 2^63); write e.g. 500m, 2 or 1Gi")
+    if len(_PARSED_QUANTITIES) < _MAX_PARSED_QUANTITIES:
+        _PARSED_QUANTITIES[raw] = value
     return value
+
+
+_PARSED_QUANTITIES: dict[str, Decimal] = {}
+"""Valid quantities by their text: a fleet asks for a handful of sizes ("1", "500m", "4Gi"),
+and each of 10,000 Jobs read at the hub's start parsed its own (a regular expression and
+Decimal arithmetic, about 6 % of that start's CPU); a Decimal is immutable, so one is shared."""
+_MAX_PARSED_QUANTITIES = 4096
 
 
 @dataclass(frozen=True, slots=True)
