@@ -24,7 +24,7 @@ import pytest
 
 from carbonshift.errors import InputError
 from carbonshift.k8s import reconciler
-from carbonshift.k8s.client import ApiKube, connect
+from carbonshift.k8s.client import ApiKube, DirectSend, connect
 from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.config import parse_config
 from carbonshift.k8s.flowcontrol import TokenBucket
@@ -516,3 +516,23 @@ def test_an_answer_with_more_than_our_write_is_read_afresh() -> None:
         assert controller._carry_intent(old, answer, written) is want_carried, version
         carried = controller._intents.get(("Pod", "u1", version))
         assert (carried is intent) is want_carried, version
+
+
+async def test_a_library_with_another_auth_hook_keeps_call_api(
+    fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``DirectSend`` calls the library's ``update_params_for_auth`` as kubernetes-asyncio 36
+    has it; a release where that hook is not the same coroutine keeps ``call_api`` (the
+    library's own path, which knows its own hook)."""
+    from kubernetes_asyncio.client import ApiClient
+
+    def old_hook(self: Any, headers: Any, querys: Any, auth_settings: Any) -> None:
+        """A synchronous hook of another shape, as an older or newer release might have."""
+
+    monkeypatch.setattr(ApiClient, "update_params_for_auth", old_hook)
+    kube = await admin_client(fakekube)
+    try:
+        assert DirectSend.of(kube._client) is None
+        assert kube._direct is None
+    finally:
+        await kube.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import inspect
 import json
 import logging
 import os
@@ -155,6 +156,20 @@ def library_json(api_client: Any, body: Any) -> Any:
     return walker.sanitize_for_serialization(body)
 
 
+def _auth_hook_as_known(api_client: Any) -> bool:
+    """Whether the library's ``update_params_for_auth`` is the coroutine
+    ``(headers, queries, auth_settings, ...)`` that :class:`DirectSend` calls (as in
+    kubernetes-asyncio 36). Another release of the library keeps ``call_api``."""
+    hook = getattr(api_client, "update_params_for_auth", None)
+    if hook is None or not inspect.iscoroutinefunction(hook):
+        return False
+    try:
+        names = list(inspect.signature(hook).parameters)
+    except (TypeError, ValueError):
+        return False
+    return names[:3] == ["headers", "queries", "auth_settings"]
+
+
 class DirectSend:
     """kubernetes-asyncio's request path for plain JSON, without its generic per-call work:
     a request goes straight to the library's aiohttp session (its TLS, client certificate,
@@ -201,6 +216,8 @@ class DirectSend:
             return None
         session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
         if not isinstance(api_client, ApiClient) or not isinstance(session, aiohttp.ClientSession):
+            return None
+        if not _auth_hook_as_known(api_client):
             return None
         return cls(api_client, session)
 
