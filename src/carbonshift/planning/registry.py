@@ -257,6 +257,8 @@ POLICIES: dict[str, PolicySpec] = {
                     core_repair_columns=p.get_int("core_repair_columns"),
                     core_bound_gap=p.get_float("core_bound_gap"),
                     core_fix_cheapest=p.get_bool("core_fix_cheapest"),
+                    support_nodes=p.get_int("support_nodes"),
+                    support_time_limit_s=p.get_float("support_time_limit_s"),
                 ),
                 context=ctx,
                 bound_iterations=(
@@ -316,6 +318,21 @@ POLICIES: dict[str, PolicySpec] = {
                     "MIP neighbourhood search after the ruin-and-recreate: sub-MILPs of a "
                     "window of jobs re-planned exactly (up to 3,000 jobs; 0: off)",
                     0,
+                ),
+                ParamSpec(
+                    "support_nodes",
+                    int,
+                    500,
+                    "HiGHS branch-and-bound nodes of the last step up to 3,000 jobs: the job "
+                    "MILP restricted to the class LP's support and the plan's starts (0: off)",
+                    0,
+                ),
+                ParamSpec(
+                    "support_time_limit_s",
+                    float,
+                    5.0,
+                    "seconds (wall) at most for that MILP, a guard (the node limit ends it)",
+                    0.01,
                 ),
                 ParamSpec("polish_jobs", int, 40, "most jobs freed per sub-MILP", 2),
                 ParamSpec("polish_columns", int, 1600, "most on-time starts per sub-MILP", 2),
