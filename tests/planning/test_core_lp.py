@@ -309,11 +309,14 @@ def _whole_lp_optimum_g(inst: Instance, solve_lp: Any = None) -> float:
     return float(whole.optimum_g)
 
 
-def _failing_interior_point(real: Any, status: SolveStatus) -> Any:
-    """``solve`` that answers ``status`` (no vertex) whenever interior point is asked for."""
+def _failing_interior_point(real: Any, status: SolveStatus | None) -> Any:
+    """``solve`` that answers ``status`` (no vertex) whenever interior point is asked for,
+    or raises a solver error there when ``status`` is None."""
 
     def fake(program: Any, options: SolveOptions | None = None, **kwargs: Any) -> Solution:
         if options is not None and options.method is LpMethod.IPM_VERTEX:
+            if status is None:
+                raise SolverError("HiGHS failed with model status 'Solve error'")
             return Solution(status, np.zeros(0), float("nan"), float("nan"), float("nan"), 0.0)
         result: Solution = real(program, options, **kwargs)
         return result
@@ -323,46 +326,22 @@ def _failing_interior_point(real: Any, status: SolveStatus) -> Any:
 
 @pytest.mark.parametrize(
     "status",
-    [SolveStatus.NO_SOLUTION, SolveStatus.FEASIBLE, SolveStatus.OPTIMAL],
-    ids=["ipm-fails", "ipm-stops-early", "ipm-optimal-but-no-vertex"],
+    [SolveStatus.NO_SOLUTION, SolveStatus.FEASIBLE, SolveStatus.OPTIMAL, None],
+    ids=["ipm-fails", "ipm-stops-early", "ipm-optimal-but-no-vertex", "ipm-raises"],
 )
 def test_the_core_lp_falls_back_to_simplex_when_interior_point_gives_no_vertex(
-    status: SolveStatus,
+    status: SolveStatus | None,
 ) -> None:
-    """Interior point failing, stopping early, or ending off a vertex: the same LP again by
-    dual simplex, the same optimum as simplex alone, ``retried`` set; the policy says so
-    in its stats and still plans every job on time."""
+    """Interior point failing, stopping early, ending off a vertex, or ending in a solver
+    error (HiGHS 1.16's "Solve error" on a 13-column core LP, found by a property test): the
+    same LP again by dual simplex, the same optimum as simplex alone, ``retried`` set; the
+    policy says so in its stats and still plans every job on time."""
     inst = _spread(80, 3)
     inputs = _lp_inputs(inst)
     want = cs._solve_class_lp(*inputs, 60.0, method="simplex")
     assert want.optimum_g is not None
     assert not want.retried
     with mock.patch.object(cs, "solve", _failing_interior_point(solve, status)):
-        got = cs._solve_class_lp(*inputs, 60.0, method="ipm-vertex")
-        planned = _plan(inst, core_lp_method="ipm-vertex")
-    assert got.retried
-    assert got.optimum_g is not None
-    assert got.optimum_g == pytest.approx(want.optimum_g, rel=1e-9)
-    assert planned.stats["core_lp_retried"] == 1.0
-    assert _key(inst, planned)[:2] == (0, 0)
-
-
-def test_the_core_lp_falls_back_to_simplex_when_interior_point_raises() -> None:
-    """Interior point ending in a solver error (HiGHS 1.16's "Solve error" on a 13-column
-    core LP, found by a property test): the same LP again by dual simplex, the same optimum
-    as simplex alone, ``retried`` set; the policy still plans every job on time."""
-    inst = _spread(80, 3)
-    inputs = _lp_inputs(inst)
-    want = cs._solve_class_lp(*inputs, 60.0, method="simplex")
-    assert want.optimum_g is not None
-
-    def raising(program: Any, options: SolveOptions | None = None, **kwargs: Any) -> Solution:
-        if options is not None and options.method is LpMethod.IPM_VERTEX:
-            raise SolverError("HiGHS failed with model status 'Solve error'")
-        result: Solution = solve(program, options, **kwargs)
-        return result
-
-    with mock.patch.object(cs, "solve", raising):
         got = cs._solve_class_lp(*inputs, 60.0, method="ipm-vertex")
         planned = _plan(inst, core_lp_method="ipm-vertex")
     assert got.retried
