@@ -824,6 +824,7 @@ def _support_milp(
     *,
     max_nodes: int,
     time_limit_s: float,
+    stats: dict[str, float] | None = None,
 ) -> _State | None:
     """The job-level MILP restricted to the class LP's support (every job may take any start
     its class has weight at in the LP) and the plan's own starts, the plan as incumbent:
@@ -831,7 +832,9 @@ def _support_milp(
     class LP's quotas mix jobs of different weights (trace-pai 1,000 seed 2: 358 of 1,000
     jobs find no room at their class's LP starts in the rounding); the restricted MILP packs
     whole jobs into them exactly (Danna, Rothberg and Le Pape 2005, restricting to the LP's
-    support as RINS does). None unless HiGHS finds a plan with fewer grams that fits."""
+    support as RINS does). None unless HiGHS finds a plan with fewer grams that fits.
+    ``stats`` gets the MILP's columns, its wall seconds and HiGHS's relative gap at the end
+    (cjps-small 100 seed 0: 215 columns, the 5 s guard binding at 20 nodes)."""
     problem = build_problem(arrays, on_time_only=True)
     starts = problem.starts
     job = starts.job
@@ -856,6 +859,10 @@ def _support_milp(
     )
     options = SolveOptions(integer=True, time_limit_s=time_limit_s, max_nodes=max_nodes)
     solution = solve(program, options, start=current[keep].astype(np.float64))
+    if stats is not None:
+        stats["support_columns"] = float(keep.shape[0])
+        stats["support_seconds"] = solution.seconds
+        stats["support_gap"] = solution.gap
     if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return None
     chosen = keep[solution.values > 0.5]
@@ -1523,6 +1530,7 @@ def carbonshift(
             best,
             max_nodes=support_nodes,
             time_limit_s=support_time_limit_s,
+            stats=stats,
         )
         stats["support_milp_kept"] = float(packed is not None)
         if packed is not None and score(packed) < best_key:
