@@ -62,6 +62,29 @@ def test_packs_the_lp_quotas_by_whole_jobs() -> None:
     assert float(packed.free.min()) >= -1e-9
 
 
+def test_reports_its_size_time_and_gap() -> None:
+    _, arrays, classes, table, lp = _mixed_class()
+    best = _state(arrays, classes, [(0, 0), (0, 0), (0, 1), (0, 1)])
+    stats: dict[str, float] = {}
+    cs._support_milp(
+        arrays,
+        classes,
+        table,
+        lp.columns,
+        lp.share,
+        best,
+        max_nodes=50,
+        time_limit_s=10.0,
+        stats=stats,
+    )
+    # four jobs, each at the class's two LP starts (slots 0 and 1); the plan's starts are
+    # among them
+    want_columns = 8.0
+    assert stats["support_columns"] == want_columns
+    assert stats["support_seconds"] >= 0.0
+    assert stats["support_gap"] == pytest.approx(0.0, abs=1e-4)
+
+
 def test_no_plan_when_nothing_is_gained() -> None:
     _, arrays, classes, table, lp = _mixed_class()
     best = _state(arrays, classes, [(0, 0), (0, 0), (0, 1), (0, 1)])

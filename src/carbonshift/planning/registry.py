@@ -259,6 +259,8 @@ POLICIES: dict[str, PolicySpec] = {
                     core_fix_cheapest=p.get_bool("core_fix_cheapest"),
                     support_nodes=p.get_int("support_nodes"),
                     support_time_limit_s=p.get_float("support_time_limit_s"),
+                    band_columns=p.get_int("band_columns"),
+                    band_lp_iterations=p.get_int("band_lp_iterations"),
                 ),
                 context=ctx,
                 bound_iterations=(
@@ -333,6 +335,21 @@ POLICIES: dict[str, PolicySpec] = {
                     5.0,
                     "seconds (wall) at most for that MILP, a guard (the node limit ends it)",
                     0.01,
+                ),
+                ParamSpec(
+                    "band_columns",
+                    int,
+                    300,
+                    "where the cores stand in for the class LP (401-3,000 jobs): time bands "
+                    "re-planned by sub-MILPs of at most this many starts (0: off)",
+                    0,
+                ),
+                ParamSpec(
+                    "band_lp_iterations",
+                    int,
+                    30_000,
+                    "budget of the time bands: HiGHS simplex iterations, 100 more per band",
+                    0,
                 ),
                 ParamSpec("polish_jobs", int, 40, "most jobs freed per sub-MILP", 2),
                 ParamSpec("polish_columns", int, 1600, "most on-time starts per sub-MILP", 2),

@@ -49,6 +49,7 @@ __all__ = [
     "LateRepairStats",
     "PolishStats",
     "polish",
+    "polish_bands",
     "repair_late",
     "resolve_jobs",
     "sub_milp_options",
@@ -70,6 +71,11 @@ STEP_TARGET = 600
 
 #: The search stops after this many sub-MILPs in a row that gained nothing.
 STALL_STEPS = 40
+
+#: :func:`polish_bands`: each band is this many slots wide (bands start every half band)
+#: and each freed job may also take its this many starts of least priced grams.
+BAND_SLOTS = 3
+BAND_STARTS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +311,106 @@ def polish(
             between()
         if finished or time.process_time() - began >= cpu_limit_s:
             break
+    return PolishStats(
+        steps=total.steps,
+        kept=total.kept,
+        saved_g=total.saved_g,
+        lp_iterations=total.lp_iterations,
+        cpu_seconds=time.process_time() - began,
+    )
+
+
+def polish_bands(
+    arrays: InstanceArrays,
+    classes: JobClasses,
+    table: FloatArray,
+    free: FloatArray,
+    cluster: IntArray,
+    start: IntArray,
+    guide: FloatArray,
+    support_key: IntArray,
+    *,
+    max_columns: int,
+    max_nodes: int,
+    lp_iterations: int,
+    cpu_limit_s: float,
+) -> PolishStats:
+    """Time bands: a neighbourhood of many jobs with few starts each, which the windows of
+    :func:`polish` (every on-time start of a few jobs) cannot hold. For each band of
+    :data:`BAND_SLOTS` slots, from the horizon's start, every movable job whose run overlaps
+    it, on any cluster, is freed; each may take its own start, the starts its class has
+    weight at in an LP (``support_key``: ``(class x clusters + cluster) x (slots + 1) +
+    start``, sorted) and its :data:`BAND_STARTS` on-time starts of least ``guide`` cost (the
+    grams priced by capacity prices). A band whose sub-MILP has more than ``max_columns``
+    columns is skipped; the others are solved as :func:`polish`'s (``max_nodes`` nodes, the
+    current starts as incumbent) and kept when lighter, until ``lp_iterations`` simplex
+    iterations are spent (each band also counts :data:`STEP_ITERATIONS`) or, a guard,
+    ``cpu_limit_s`` seconds of CPU. Fix-and-optimise over time (Pochet and Wolsey 2006,
+    "Production planning by mixed integer programming", relax-and-fix by periods) on the
+    LP's support, as RINS restricts a MILP to it (Danna, Rothberg and Le Pape 2005)."""
+    began = time.process_time()
+    total = _Tally()
+    n_m, _, horizon = free.shape
+    runtime = arrays.runtime_slots
+    for t in range(0, horizon, max(1, BAND_SLOTS // 2)):
+        left = cpu_limit_s - (time.process_time() - began)
+        if left <= 0 or total.lp_iterations >= lp_iterations:
+            break
+        placed = cluster >= 0
+        in_band = placed & (start < t + BAND_SLOTS) & (start + runtime > t)
+        movable = in_band & (start + runtime <= arrays.deadline_slot) & ~arrays.critical
+        freed = np.flatnonzero(movable & classes.on_time)
+        if freed.shape[0] < 2:
+            continue
+        with _freed(arrays, free, cluster, start, freed):
+            problem = build_problem(_freed_arrays(arrays, free, freed), on_time_only=True)
+            starts = problem.starts
+            job = freed[starts.job]
+            current = (starts.cluster == cluster[job]) & (starts.start_slot == start[job])
+            if int(current.sum()) != freed.shape[0]:
+                continue
+            priced = guide[classes.shape[job], starts.cluster, starts.start_slot]
+            order = np.lexsort((priced, starts.job))
+            first = np.searchsorted(starts.job[order], np.arange(freed.shape[0]))
+            rank = np.empty(len(starts), dtype=np.int64)
+            rank[order] = np.arange(len(starts)) - first[starts.job[order]]
+            key = (classes.klass[job] * n_m + starts.cluster) * (horizon + 1) + starts.start_slot
+            keep = np.flatnonzero(current | (rank < BAND_STARTS) | np.isin(key, support_key))
+            if keep.shape[0] > max_columns:
+                continue
+            grams = (
+                table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
+            )
+            program = on_time_program(problem, grams)
+            program = replace(
+                program,
+                objective=program.objective[keep],
+                matrix=program.matrix[:, keep],
+                n_integer=int(keep.shape[0]),
+                column_upper=None if program.column_upper is None else program.column_upper[keep],
+            )
+            try:
+                solution = solve(
+                    program,
+                    sub_milp_options(left, max_nodes, restart=False),
+                    start=current[keep].astype(np.float64),
+                )
+            except (InputError, SolverError):
+                break  # the plan so far stands, as in polish
+            total.steps += 1
+            total.lp_iterations += solution.lp_iterations + STEP_ITERATIONS
+            if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+                continue
+            chosen = keep[solution.values > 0.5]
+            if not np.array_equal(np.sort(starts.job[chosen]), np.arange(freed.shape[0])):
+                continue
+            before = float(grams[current].sum())
+            gain = before - float(grams[chosen].sum())
+            if gain > 1e-9 * max(before, 1.0) and _take(
+                arrays, free, cluster, start, job, starts, chosen
+            ):
+                total.kept += 1
+                total.saved_g += gain
     return PolishStats(
         steps=total.steps,
         kept=total.kept,
