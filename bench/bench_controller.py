@@ -180,7 +180,9 @@ async def _run(
         limited = await connect(str(kubeconfig), clock, qps=qps, burst=burst)
         counting = Counting()
         counting.install()
-        # as the process's entry (ControllerApp.connect): settle the heap after the first list
+        # as the process's entry (ControllerApp.connect): the collector's young threshold
+        # raised at the start, the heap settled after the first list
+        heap.prepare()
         controller = Controller(config, limited, clock, after_list=heap.settle)
         original_pass = controller.plan_pass
 

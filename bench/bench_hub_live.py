@@ -163,7 +163,9 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
         config = HubConfig.model_validate(
             {"planning": {"policy": policy, "forecast": "seasonal-day"}}
         )
-        # as ``carbonshift hub``: settle the heap once the first list of hub objects is stored
+        # as ``carbonshift hub``: the collector's young threshold raised at the start, the heap
+        # settled once the first list of each kind of hub object is stored
+        heap.prepare()
         hub_api = HubApi(await connect(str(hub_cfg), clock))
         controller = HubController(config, hub_api, clock, after_list=heap.settle)
         counting = Counting(hub_url)
