@@ -38,11 +38,12 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from bench.bench_controller import START, fake_server
+    from bench.bench_controller import START, GcTime, fake_server
     from bench.bench_hub import ZONES
 except ImportError:  # run as a script: bench/ is on the path, the checkout is not
-    from bench_controller import START, fake_server  # type: ignore[no-redef]
+    from bench_controller import START, GcTime, fake_server  # type: ignore[no-redef]
     from bench_hub import ZONES  # type: ignore[no-redef]
+from carbonshift.k8s import heap
 from carbonshift.k8s.client import ApiKube, connect
 from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.intent import HUB_LABEL
@@ -162,10 +163,15 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
         config = HubConfig.model_validate(
             {"planning": {"policy": policy, "forecast": "seasonal-day"}}
         )
-        controller = HubController(config, HubApi(await connect(str(hub_cfg), clock)), clock)
+        # as ``carbonshift hub``: the collector's young threshold raised at the start, the heap
+        # settled once the first list of each kind of hub object is stored
+        heap.prepare()
+        hub_api = HubApi(await connect(str(hub_cfg), clock))
+        controller = HubController(config, hub_api, clock, after_list=heap.settle)
         counting = Counting(hub_url)
         counting.install()
         rows = []
+        gc_time = GcTime()
         try:
             for period in range(periods + 1):
                 if period:  # one slot on every clock; the fakes settle before answering
@@ -190,10 +196,12 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                     # wall seconds of the last pass's phases and of its planning call
                     "phase_wall_s": {k: round(v, 2) for k, v in controller.last_phase_s.items()},
                     "plan_wall_s": round(controller.last_plan_s or 0.0, 2),
+                    **gc_time.take(),
                 }
                 rows.append(row)
                 _progress(f"{row['name']}: {row}")
         finally:
+            gc_time.close()
             counting.uninstall()
             await controller.close()
             await controller.hub.close()

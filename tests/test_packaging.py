@@ -191,6 +191,15 @@ def test_the_image_lock_pins_every_runtime_requirement_with_hashes() -> None:
     assert sorted(name for name, found in hashes.items() if not found) == []
 
 
+def test_the_k8s_extra_and_the_image_bring_orjson() -> None:
+    # the client parses every answer and watch event with it (carbonshift.k8s.client.
+    # parse_json; bench/controller.md, 2026-11-27): a dependency, not an accident of the venv
+    k8s = {_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["k8s"]}
+    assert "orjson" in k8s
+    lock = (REPO / "requirements" / "image.lock").read_text()
+    assert re.search(r"^orjson==\S+ \\\n +--hash=sha256:", lock, re.MULTILINE)
+
+
 def test_the_manifests_name_the_image_the_build_produces() -> None:
     build = (REPO / "image" / "build.sh").read_text()
     match = re.search(r'^IMAGE_NAME="\$\{IMAGE_NAME:-([^}]+)\}"', build, re.MULTILINE)

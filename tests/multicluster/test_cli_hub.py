@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gc
 import json
 import signal
 import socket
@@ -15,6 +16,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -49,6 +51,15 @@ def hub_and_spoke() -> Iterator[tuple[FakeKube, FakeKube]]:
         yield hub, spoke
 
 
+@pytest.fixture(autouse=True)
+def _unfrozen() -> Iterator[None]:
+    thresholds = gc.get_threshold()
+    yield
+    # ``--once`` in this process tuned its collector and froze its heap (carbonshift.k8s.heap)
+    gc.set_threshold(*thresholds)
+    gc.unfreeze()
+
+
 def hub_events(hub: FakeKube, name: str) -> list[str]:
     return sorted(
         e["reason"]
@@ -72,6 +83,25 @@ def test_once_prints_the_spokes_and_the_plan_as_json() -> None:
         assert (decision["cluster"], decision["start_now"]) == ("de", True)
         assert [j["metadata"]["name"] for j in spoke.list("Job", "batch", "batch/v1")] == ["urgent"]
         assert hub_events(hub, "urgent") == ["CarbonReleased", "CreatedInSpoke"]
+
+
+def test_the_hub_entry_tunes_the_collector_and_settles_the_heap_after_its_first_lists(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from carbonshift.k8s import heap
+
+    settled: list[int] = []
+    prepared: list[int] = []
+    monkeypatch.setattr(heap, "settle", lambda: settled.append(1))
+    monkeypatch.setattr(heap, "prepare", lambda: prepared.append(len(settled)))
+    with hub_and_spoke() as (hub, _spoke):
+        app = typer.Typer()
+        app.command()(command)
+        answer = CliRunner().invoke(app, ["--kubeconfig", str(hub.kubeconfig), "--once"])
+        assert answer.exit_code == 0, answer.output
+    assert prepared == [0]  # the collector tuned before the first list
+    # settled once per kind of hub object the hub lists (Jobs, Kueue Workloads, AppWrappers)
+    assert len(settled) == 3
 
 
 def _free_port() -> int:

@@ -132,3 +132,28 @@ async def test_a_copy_deleted_in_its_spoke_is_seen_and_made_again() -> None:
         again = await f.get(spoke, "Job", "now-0", "batch", "batch/v1")
         assert again["metadata"]["uid"] != old["metadata"]["uid"]
         assert controller.counters.spoke_creates == creates + 1
+
+
+async def test_after_list_runs_once_per_kind_when_its_first_list_is_stored() -> None:
+    # ``carbonshift hub`` settles the heap there (carbonshift.k8s.heap.settle); a relist
+    # after a failed watch is no first list
+    async with fleet(START, config=FLUIDOS) as f:
+        await f.create(f.hub, hub_job("later-0", cpu=2, runtime_h=1, deadline_h=20))
+        await f.create(f.hub, hub_job("later-1", cpu=2, runtime_h=1, deadline_h=20))
+        controller = await f.start_controller()
+        stored: list[tuple[str, int]] = []
+        controller.after_list = lambda: stored.extend(
+            (path, len(c.items)) for path, c in controller._caches.items() if c.listed
+        )
+        await f.step(0)
+        assert stored[0] == (JOBS, 2)  # the hub Jobs: listed and stored before the call
+        kinds = len(stored)
+        assert sorted(p for p, _ in stored[-len(controller._caches) :]) == sorted(
+            controller._caches
+        )
+        f.hub.compact()
+        f.hub.drop_watches()
+        await f.create(f.hub, hub_job("late", cpu=2, runtime_h=1, deadline_h=20))
+        await f.caught_up()
+        await f.step(0)
+        assert len(stored) == kinds  # no call after the first pass's lists

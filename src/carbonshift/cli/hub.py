@@ -23,6 +23,7 @@ import typer
 from prometheus_client import make_asgi_app
 
 from carbonshift.carbon.providers._http import ScrubSecrets
+from carbonshift.k8s import heap
 from carbonshift.k8s.app import Served, serve
 from carbonshift.k8s.client import ApiKube, connect
 from carbonshift.k8s.clock import SystemClock
@@ -114,7 +115,9 @@ async def _run(
     limit = config.client_connection
     kube = await connect(kubeconfig, clock, qps=limit.qps, burst=limit.burst)
     hub = HubApi(kube)
-    controller = HubController(config, hub, clock)
+    # the process's own hub: the collector tuned, the heap settled once its first lists are in
+    heap.prepare()
+    controller = HubController(config, hub, clock, after_list=heap.settle)
     try:
         if not once:
             await _serve(controller, kube, resync_s)

@@ -20,6 +20,7 @@ import uvicorn
 from prometheus_client import make_asgi_app
 
 from carbonshift.errors import InputError
+from carbonshift.k8s import heap
 from carbonshift.k8s.client import ApiKube, Kube, connect
 from carbonshift.k8s.clock import Clock, SystemClock
 from carbonshift.k8s.config import ControllerConfig, ServerSection
@@ -102,6 +103,11 @@ class ControllerApp:
     servers: dict[str, Served] = field(default_factory=dict)
     controller: Controller | None = None
     elector: LeaderElector | None = None
+    settle_heap: bool = False
+    """Whether the app tunes the garbage collector (:func:`carbonshift.k8s.heap.prepare` at
+    the start, :func:`~carbonshift.k8s.heap.settle` once the first lists are stored):
+    process-wide, so set by :meth:`connect`, the process's own entry, and not by tests that
+    start many apps in one process."""
     _tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -112,15 +118,24 @@ class ControllerApp:
     async def connect(
         cls, config: ControllerConfig, kubeconfig: str | None, clock: Clock | None = None
     ) -> ControllerApp:
-        """An app with a client from ``kubeconfig`` (None: in-cluster, then ~/.kube/config)."""
+        """An app with a client from ``kubeconfig`` (None: in-cluster, then ~/.kube/config),
+        as the process runs it (``carbonshift controller``): it settles the heap."""
         clock = clock or SystemClock()
         limit = config.client_connection
         kube = await connect(kubeconfig, clock, qps=limit.qps, burst=limit.burst)
-        return cls(config=config, kube=kube, clock=clock)
+        return cls(config=config, kube=kube, clock=clock, settle_heap=True)
 
     async def start(self) -> None:
         config = self.config
-        self.controller = Controller(config, self.kube, self.clock, metrics=self.metrics)
+        if self.settle_heap:
+            heap.prepare()
+        self.controller = Controller(
+            config,
+            self.kube,
+            self.clock,
+            metrics=self.metrics,
+            after_list=heap.settle if self.settle_heap else None,
+        )
         nodes = self.controller.nodes
         if config.webhook.enabled:
             board = self.controller.source.board

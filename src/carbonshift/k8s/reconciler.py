@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -200,11 +200,15 @@ class Controller:
         *,
         metrics: Metrics | None = None,
         source: CarbonSource | None = None,
+        after_list: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.kube = kube
         self.clock = clock
         self.metrics = metrics or Metrics()
+        #: called once the initial lists are stored, before the watches start (the app's
+        #: :func:`carbonshift.k8s.heap.settle`; None: nothing)
+        self.after_list = after_list
         self.source = source or carbon_source_for(config)
         self._informers = {
             path: Informer(
@@ -259,6 +263,8 @@ class Controller:
                 except (TemporaryError, KubeError) as exc:
                     _LOG.warning("initial list failed: %s; retrying", exc)
                     await self.clock.backoff(1.0)
+            if self.after_list is not None:
+                self.after_list()
             for path in (_PODS, _JOBS, _NODES):
                 watches.append(asyncio.create_task(self._watch(path)))
             self._watching = True  # from here the watches keep the caches: no relist per pass

@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
 
 from carbonshift.carbon.series import CarbonSeries
@@ -103,10 +103,12 @@ class HubController(InventoryPhase, ActPhase):
         connector: Connector | None = None,
         series: Mapping[str, CarbonSeries] | None = None,
         metrics: HubMetrics | None = None,
+        after_list: Callable[[], None] | None = None,
     ) -> None:
         self.config = config
         self.hub = hub
         self.clock = clock
+        self.after_list = after_list
         self.metrics = metrics or HubMetrics()
         """Where the controller records what it times (the observer may hand its own)."""
         limit = config.client_connection

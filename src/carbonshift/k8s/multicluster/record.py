@@ -118,6 +118,9 @@ class HubState:
     """What :meth:`InventoryPhase._collect` read from each object version it saw last."""
     _check_names: frozenset[str] = frozenset()
     """Names of the Kueue AdmissionChecks this hub answers (found each pass)."""
+    after_list: Callable[[], None] | None = None
+    """Called once the first list of each kind of hub object is stored (``carbonshift
+    hub``'s :func:`carbonshift.k8s.heap.settle`; None: nothing)."""
 
     def _event(
         self,
@@ -154,6 +157,7 @@ class HubState:
         if path in self._absent:
             return None
         informer = self._caches.get(path)
+        first = informer is None or not informer.listed
         if informer is None:
             informer = Informer(self.hub, path, kind=adapter.kind, api_version=adapter.api_version)
             self._caches[path] = informer
@@ -163,6 +167,8 @@ class HubState:
             except NotFoundError:
                 self._absent.add(path)
                 return None
+            if first and self.after_list is not None:
+                self.after_list()
             informer.start(self.clock.backoff)
         return list(informer.items.values())
 
