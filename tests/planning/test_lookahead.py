@@ -6,16 +6,18 @@ from dataclasses import replace
 
 import pytest
 
-from carbonshift.domain import JobId, check_feasibility
+from carbonshift.domain import Assignment, ClusterName, Instance, JobId, Plan, check_feasibility
 from carbonshift.errors import InputError
 from carbonshift.formats import instance_from_dict
 from carbonshift.planning.lookahead import (
     PHANTOM_PREFIX,
+    planned_with_reserve,
     real_bound,
     real_part,
     with_phantoms,
 )
 from carbonshift.planning.registry import run_policy
+from carbonshift.planning.types import PlanStatus, PolicyResult
 
 
 def instance(future: list[float] | None) -> dict[str, object]:
@@ -153,3 +155,28 @@ def test_no_bound_for_a_plan_that_leaves_a_real_job_late() -> None:
     assert answer.bound is not None
     assert answer.bound.lower_bound_g is None
     assert answer.bound.gap is None
+
+
+def test_phantoms_never_make_a_real_job_later_than_the_plan_without_them() -> None:
+    """A planner that weighs a phantom's lateness as a real job's may put the real job
+    late to keep phantoms on time; then the plan without phantoms is made and kept."""
+    inst = instance_from_dict(
+        {
+            **instance([1.0, 0.0, 0.0]),
+            "jobs": [{"id": "r", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 1}],
+        }
+    )
+    seen: list[int] = []
+
+    def planner(planned: Instance) -> PolicyResult:
+        seen.append(len(planned.jobs))
+        start = 1 if len(planned.jobs) > 1 else 0  # with phantoms: the real job late
+        return PolicyResult(
+            plan=Plan.of("stub", [Assignment(JobId("r"), ClusterName("a"), start)], []),
+            status=PlanStatus.FEASIBLE,
+        )
+
+    answer = planned_with_reserve(inst, 1.0, planner)
+
+    assert seen == [2, 1]
+    assert [(a.job, a.start_slot) for a in answer.plan.assignments] == [("r", 0)]

@@ -157,11 +157,35 @@ def planned_with_reserve(
     """``plan`` run on ``instance`` with phantoms for ``weight`` x its forecast demand, and
     answered for the real jobs only; ``plan(instance)`` itself when that adds nothing. With
     ``bound_iterations`` the answer carries :func:`real_bound` (the bound of ``plan``'s own
-    answer was for the instance with phantoms)."""
+    answer was for the instance with phantoms).
+
+    The phantoms may move real work, never make it later: where the answer leaves a real job
+    late or out, ``plan(instance)`` is made too and the one with less lateness (jobs left
+    out, then slots late) is kept, the plan without phantoms on a tie. (The policy weighs a
+    phantom's lateness as a real job's; in a congested round it made real jobs late to keep
+    phantoms on time: examples/own-data, 81.7 % of deadlines met without the reserve, 73.3 %
+    with it.)"""
     augmented = with_phantoms(instance, weight, None if context is None else context.waited_slots)
     if augmented is instance:
         return plan(instance)
     real = real_part(plan(augmented), {job.id for job in instance.jobs})
+    behind = _lateness(instance, real)
+    if behind > (0, 0):
+        plain = plan(instance)
+        if _lateness(instance, plain) <= behind:
+            return plain
     if bound_iterations is None:
         return real
     return replace(real, bound=real_bound(instance, context, real, iterations=bound_iterations))
+
+
+def _lateness(instance: Instance, result: PolicyResult) -> tuple[int, int]:
+    """(jobs of ``instance`` the plan leaves out, slots late summed over the rest)."""
+    by_id = {job.id: job for job in instance.jobs}
+    placed = {a.job for a in result.plan.assignments}
+    late = sum(
+        max(0, a.start_slot + by_id[a.job].runtime_slots - by_id[a.job].deadline_slot)
+        for a in result.plan.assignments
+        if a.job in by_id
+    )
+    return len(by_id.keys() - placed), late
