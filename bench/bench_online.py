@@ -25,9 +25,15 @@ deadlines met online and in the clairvoyant plan. Runtimes are whole hours on ho
 and hourly slots, so the instance's grams and the simulator's grams measure the same thing
 (the static asap plan's grams are printed beside the simulated asap as a check).
 
+The online runs plan as a scenario that says nothing more would: ``carbonshift`` with its
+online defaults (the learned ``moving-average`` demand forecast and
+``reserve_future_demand = 0.75``; sim.experiment.online_settings) unless
+``--demand-forecast none`` (the default before 2026-11-27) or ``--reserve`` says otherwise.
+
 Run: ``.venv/bin/python bench/bench_online.py [--seeds 1,2,3] [--jobs 200] [--policy NAME]
-[--reserve W --demand-forecast oracle|moving-average|seasonal-day] [--param KEY=NUMBER]``
-(a table), or ``.venv/bin/python -m bench online`` (JSON rows).
+[--reserve W] [--demand-forecast none|oracle|moving-average|seasonal-day]
+[--param KEY=NUMBER] [--noise 25,75]`` (a table), or ``.venv/bin/python -m bench online``
+(JSON rows).
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ import numpy as np
 from carbonshift.carbon.signal import resample
 from carbonshift.domain import Cluster, ClusterName, Instance, TimeGrid, score_plan
 from carbonshift.planning import run_policy
-from carbonshift.sim.experiment import Experiment, prepare, simulate_policy
+from carbonshift.sim.experiment import Experiment, online_settings, prepare, simulate_policy
 from carbonshift.sim.outputs import run_metrics
 from carbonshift.sim.reproduce import CASPIAN_START, caspian_setting
 from carbonshift.workloads.convert import to_planning_jobs
@@ -115,6 +121,7 @@ def one_seed(
     policy: str,
     params: dict[str, Any] | None = None,
     demand_forecast: str | None = None,
+    noise_mae_g_per_kwh: Sequence[float] = NOISE_MAE_G_PER_KWH,
 ) -> dict[str, Any]:
     began = time.perf_counter()
     began_cpu = time.process_time()
@@ -129,9 +136,12 @@ def one_seed(
     static = run_policy(policy, inst)
     bound = run_policy("carbonshift", inst).bound if policy != "carbonshift" else static.bound
     static_scores = score_plan(inst, static.plan)
+    online_demand, online_params = online_settings(exp.demand_forecast, policy, params)
     row: dict[str, Any] = {
         "seed": seed,
         "jobs": n_jobs,
+        "demand_forecast": online_demand,
+        "reserve": online_params.get("reserve_future_demand", 0.0),
         "asap_kg": asap["carbon_kg"],
         "static_asap_kg": _grams(inst, run_policy("asap", inst).plan) / 1000.0,
         "online_kg": online["carbon_kg"],
@@ -149,7 +159,7 @@ def one_seed(
     }
     row["kept_pct"] = _kept(row["asap_kg"], row["online_kg"], row["clairvoyant_kg"])
     row["kept_of_bound_pct"] = _kept(row["asap_kg"], row["online_kg"], row["lower_bound_kg"])
-    for mae in NOISE_MAE_G_PER_KWH:
+    for mae in noise_mae_g_per_kwh:
         noisy = replace(
             exp, forecast="noisy-oracle", forecast_params={"mae_g_per_kwh": mae, "seed": seed}
         )
@@ -196,13 +206,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--reserve",
         type=float,
-        default=0.0,
-        help="online carbonshift's reserve_future_demand (needs --demand-forecast)",
+        default=None,
+        help="online carbonshift's reserve_future_demand (default: its online default)",
     )
     parser.add_argument(
         "--demand-forecast",
         default=None,
-        help="the rounds' future_demand: seasonal-day, moving-average, zero or oracle",
+        help="the rounds' future_demand: none, seasonal-day, moving-average, zero or oracle "
+        "(default: the policy's online default, moving-average for carbonshift)",
+    )
+    parser.add_argument(
+        "--noise",
+        default=",".join(f"{m:g}" for m in NOISE_MAE_G_PER_KWH),
+        help="noisy-oracle MAEs in g/kWh, comma-separated ('' for none)",
     )
     parser.add_argument(
         "--param",
@@ -213,7 +229,8 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    params: dict[str, Any] = {"reserve_future_demand": args.reserve} if args.reserve else {}
+    params: dict[str, Any] = {} if args.reserve is None else {"reserve_future_demand": args.reserve}
+    noise = [float(m) for m in args.noise.split(",") if m.strip()]
     for item in args.param:
         key, sep, value = item.partition("=")
         try:
@@ -224,7 +241,7 @@ def main(argv: list[str]) -> int:
             parser.error(f"--param {item!r}: give KEY=NUMBER, e.g. polish_steps=0")
     rows = []
     for seed in seeds:
-        row = one_seed(seed, args.jobs, args.policy, params, args.demand_forecast)
+        row = one_seed(seed, args.jobs, args.policy, params, args.demand_forecast, noise)
         rows.append(row)
         print(
             " ".join(
@@ -246,7 +263,8 @@ def main(argv: list[str]) -> int:
     )
     print(f"\n{args.policy}, {args.jobs} jobs, seeds {args.seeds}: mean (min-max)")
     for key in keys:
-        print(f"| {key} | {_spread([r[key] for r in rows])} |")
+        if key in rows[0]:
+            print(f"| {key} | {_spread([r[key] for r in rows])} |")
     return 0
 
 

@@ -6,21 +6,24 @@ from dataclasses import replace
 
 import pytest
 
-from carbonshift.domain import JobId, check_feasibility
+from carbonshift.domain import Assignment, ClusterName, Instance, JobId, Plan, check_feasibility
 from carbonshift.errors import InputError
 from carbonshift.formats import instance_from_dict
 from carbonshift.planning.lookahead import (
     PHANTOM_PREFIX,
+    planned_with_reserve,
     real_bound,
     real_part,
     with_phantoms,
 )
 from carbonshift.planning.registry import run_policy
+from carbonshift.planning.types import PlanStatus, PolicyResult
 
 
 def instance(future: list[float] | None) -> dict[str, object]:
     """One GPU; carbon 50 now, 10 next hour, 100 after. The pending job alone would wait
-    for the clean hour; work forecast to arrive then makes starting now the cheaper whole."""
+    for the clean hour; work forecast to arrive during this hour (``future[0]``, planned
+    from the next) makes starting now the cheaper whole."""
     data: dict[str, object] = {
         "version": 1,
         "slot_minutes": 60,
@@ -38,7 +41,7 @@ def instance(future: list[float] | None) -> dict[str, object]:
 def test_phantoms_follow_the_forecast_shaped_like_the_pending_work() -> None:
     inst = instance_from_dict(
         {
-            **instance([0.0, 2.5, 1.0]),
+            **instance([2.5, 1.0, 4.0]),
             "horizon_slots": 3,
             "jobs": [
                 {"id": "x", "demand": {"gpu": 2}, "runtime_slots": 2, "deadline_slot": 3},
@@ -48,8 +51,9 @@ def test_phantoms_follow_the_forecast_shaped_like_the_pending_work() -> None:
         }
     )
     phantoms = [j for j in with_phantoms(inst, 1.0).jobs if j.id.startswith(PHANTOM_PREFIX)]
-    # slot 1: 2.5 units in pieces of the median demand (2); slot 2: 1 unit; runtimes cut to
-    # the horizon; windows the pending work's median (3 slots), inside the horizon
+    # what arrives during slot 0 (2.5 units) is first planned at slot 1, in pieces of the
+    # median demand (2); slot 1's unit at slot 2; slot 2's arrives past the horizon's last
+    # round; runtimes cut to the horizon; windows the pending work's median (3 slots)
     assert [
         (j.release_slot, j.demand["gpu"], j.runtime_slots, j.deadline_slot) for j in phantoms
     ] == [
@@ -59,6 +63,29 @@ def test_phantoms_follow_the_forecast_shaped_like_the_pending_work() -> None:
     ]
     half = [j for j in with_phantoms(inst, 0.5).jobs if j.id.startswith(PHANTOM_PREFIX)]
     assert sum(j.demand["gpu"] for j in half) == pytest.approx(0.5 * 3.5)
+
+
+def test_phantom_windows_are_the_pending_work_s_windows_as_it_arrived() -> None:
+    """Two jobs due in 2 slots, one of which has already waited 4: as they arrived, their
+    windows were 2 and 6 slots, so the phantoms get the median, 4 (not 2)."""
+    inst = instance_from_dict(
+        {
+            **instance([1.0] + [0.0] * 7),
+            "horizon_slots": 8,
+            "carbon_g_per_kwh": {"a": [50.0] * 8},
+            "jobs": [
+                {"id": "new", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 2},
+                {"id": "old", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 2},
+            ],
+        }
+    )
+
+    fresh = [j for j in with_phantoms(inst, 1.0).jobs if j.id.startswith(PHANTOM_PREFIX)]
+    waited = with_phantoms(inst, 1.0, {"old": 4}).jobs
+    phantoms = [j for j in waited if j.id.startswith(PHANTOM_PREFIX)]
+
+    assert [(j.release_slot, j.deadline_slot) for j in fresh] == [(1, 3)]
+    assert [(j.release_slot, j.deadline_slot) for j in phantoms] == [(1, 5)]
 
 
 def test_nothing_changes_without_a_forecast_a_pending_job_or_a_weight() -> None:
@@ -73,10 +100,10 @@ def test_nothing_changes_without_a_forecast_a_pending_job_or_a_weight() -> None:
 def test_room_kept_for_forecast_work_moves_the_pending_job_to_now() -> None:
     """Alone, the pending job takes the clean hour (10 g); with one unit forecast to arrive
     then, it starts now (50 g) so that the arrival gets the clean hour instead of 100 g."""
-    alone = run_policy("carbonshift", instance_from_dict(instance([0.0, 1.0, 0.0])))
+    alone = run_policy("carbonshift", instance_from_dict(instance([1.0, 0.0, 0.0])))
     assert [(a.job, a.start_slot) for a in alone.plan.assignments] == [("pending", 1)]
 
-    inst = instance_from_dict(instance([0.0, 1.0, 0.0]))
+    inst = instance_from_dict(instance([1.0, 0.0, 0.0]))
     answer = run_policy("carbonshift", with_phantoms(inst, 1.0))
     real = real_part(answer, {JobId("pending")})
     assert [(a.job, a.start_slot) for a in real.plan.assignments] == [("pending", 0)]
@@ -96,7 +123,7 @@ def test_bad_weights_and_clashing_ids_are_named() -> None:
 
 
 def test_the_carbonshift_policy_reserves_room_when_asked() -> None:
-    inst = instance_from_dict(instance([0.0, 1.0, 0.0]))
+    inst = instance_from_dict(instance([1.0, 0.0, 0.0]))
     default = run_policy("carbonshift", inst)
     reserving = run_policy("carbonshift", inst, {"reserve_future_demand": 1.0})
     assert [(a.job, a.start_slot) for a in default.plan.assignments] == [("pending", 1)]
@@ -119,7 +146,7 @@ def test_the_carbonshift_policy_reserves_room_when_asked() -> None:
 def test_no_bound_for_a_plan_that_leaves_a_real_job_late() -> None:
     """Two one-hour jobs due in the first hour on one GPU: no plan puts both on time, so
     no bound is certified, as the policy itself reports it."""
-    data = instance([0.0, 1.0, 0.0])
+    data = instance([1.0, 0.0, 0.0])
     data["jobs"] = [
         {"id": "a", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 1},
         {"id": "b", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 1},
@@ -128,3 +155,28 @@ def test_no_bound_for_a_plan_that_leaves_a_real_job_late() -> None:
     assert answer.bound is not None
     assert answer.bound.lower_bound_g is None
     assert answer.bound.gap is None
+
+
+def test_phantoms_never_make_a_real_job_later_than_the_plan_without_them() -> None:
+    """A planner that weighs a phantom's lateness as a real job's may put the real job
+    late to keep phantoms on time; then the plan without phantoms is made and kept."""
+    inst = instance_from_dict(
+        {
+            **instance([1.0, 0.0, 0.0]),
+            "jobs": [{"id": "r", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 1}],
+        }
+    )
+    seen: list[int] = []
+
+    def planner(planned: Instance) -> PolicyResult:
+        seen.append(len(planned.jobs))
+        start = 1 if len(planned.jobs) > 1 else 0  # with phantoms: the real job late
+        return PolicyResult(
+            plan=Plan.of("stub", [Assignment(JobId("r"), ClusterName("a"), start)], []),
+            status=PlanStatus.FEASIBLE,
+        )
+
+    answer = planned_with_reserve(inst, 1.0, planner)
+
+    assert seen == [2, 1]
+    assert [(a.job, a.start_slot) for a in answer.plan.assignments] == [("r", 0)]

@@ -213,3 +213,39 @@ def test_a_solver_failure_leaves_the_plan_as_it_was(monkeypatch: pytest.MonkeyPa
     assert np.array_equal(state.free, want[0])
     assert np.array_equal(state.cluster, want[1])
     assert np.array_equal(state.start, want[2])
+
+
+def test_a_sub_milp_s_time_limit_is_a_hang_guard_not_the_cpu_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """HiGHS counts wall seconds: a sub-MILP given the CPU left (0.1 s here, after 29.9 s of
+    a 30 s guard) is cut short on a loaded machine, and the plan depends on the load. Its
+    limit is the guard's own multiple, whatever the CPU spent; the node limit ends it."""
+    from types import SimpleNamespace
+
+    from carbonshift.planning.policies import _polish
+
+    ticks = iter([0.0])
+    monkeypatch.setattr(_polish, "time", SimpleNamespace(process_time=lambda: next(ticks, 29.9)))
+    limits: list[float] = []
+    solve = _polish.solve
+
+    def spy(program: Any, options: Any, **kwargs: Any) -> Any:
+        limits.append(options.time_limit_s)
+        return solve(program, options, **kwargs)
+
+    monkeypatch.setattr(_polish, "solve", spy)
+    clusters = [cluster("a", gpu=4.0), cluster("b", gpu=10.0)]
+    inst = instance(
+        [job("big", gpu=3.0), job("s1", gpu=2.0), job("s2", gpu=2.0)],
+        clusters,
+        {"a": [10.0], "b": [500.0]},
+        horizon=1,
+    )
+    arrays, classes, table, own, state = _greedy(inst)
+
+    done = _run_polish(arrays, classes, table, own, state, cpu_limit_s=30.0)
+
+    assert limits, "the polish should solve a sub-MILP"
+    assert min(limits) >= 30.0  # at least the whole guard, whatever the CPU spent
+    assert done.kept == 1

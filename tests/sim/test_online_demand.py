@@ -1,5 +1,6 @@
 """The simulator's demand forecast for the rounds: learned from past arrivals only, nothing
-forecast after the declared arrival span, and reserving room for it keeps deadlines."""
+forecast after the declared arrival span, and reserving room for it keeps deadlines; by
+default ``carbonshift`` (and no other policy) plans online with it and a reserve of 0.75."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import numpy as np
 import pytest
 
 from carbonshift.domain import Instance, Plan
+from carbonshift.planning import parse_params, run_policy
 from carbonshift.planning.types import PlanContext, PlanStatus, PolicyResult
-from carbonshift.sim.experiment import Experiment, prepare, simulate_policy
+from carbonshift.sim import experiment as experiment_module
+from carbonshift.sim.experiment import Experiment, online_settings, prepare, simulate_policy
 from carbonshift.sim.outputs import run_metrics
 from carbonshift.sim.reproduce import caspian_setting
 from carbonshift.workloads import forecast_demand
@@ -76,3 +79,117 @@ def test_reserving_room_for_the_learned_demand_keeps_every_deadline_asap_keeps(
     assert reserving["deadline_met_pct"] == 100.0
     assert reserving["jobs_completed"] == asap["jobs_completed"] == 50
     assert reserving["carbon_kg"] < asap["carbon_kg"]
+
+
+ONLINE_SETTINGS = [
+    pytest.param(
+        "carbonshift",
+        None,
+        {},
+        ("moving-average", {"reserve_future_demand": 0.75}),
+        id="carbonshift-scenario-names-nothing-learned-demand-and-reserve",
+    ),
+    pytest.param(
+        "carbonshift",
+        "moving-average",
+        {},
+        ("moving-average", {"reserve_future_demand": 0.75}),
+        id="carbonshift-names-the-learned-forecast-same-as-default",
+    ),
+    pytest.param(
+        "carbonshift",
+        None,
+        {"reserve_future_demand": 0},
+        ("moving-average", {"reserve_future_demand": 0}),
+        id="carbonshift-reserve-0-turns-the-reserve-off",
+    ),
+    pytest.param(
+        "carbonshift",
+        "none",
+        {},
+        ("none", {}),
+        id="carbonshift-demand-none-turns-both-off",
+    ),
+    pytest.param(
+        "carbonshift",
+        "seasonal-day",
+        {"polish_steps": 0},
+        ("seasonal-day", {"polish_steps": 0}),
+        id="carbonshift-another-forecast-no-default-reserve-cjps-co2-reproductions",
+    ),
+    pytest.param(
+        "srr",
+        None,
+        {"future_weight": 1.0},
+        (None, {"future_weight": 1.0}),
+        id="srr-unchanged",
+    ),
+    pytest.param(
+        "window",
+        "seasonal-day",
+        {},
+        ("seasonal-day", {}),
+        id="window-unchanged",
+    ),
+    pytest.param("caspian", None, {}, (None, {}), id="caspian-unchanged"),
+    pytest.param("fluidos", None, {}, (None, {}), id="fluidos-unchanged"),
+]
+
+
+@pytest.mark.parametrize(("policy", "scenario_demand", "params", "want"), ONLINE_SETTINGS)
+def test_online_settings_give_carbonshift_alone_its_learned_demand_and_reserve(
+    policy: str,
+    scenario_demand: str | None,
+    params: dict[str, float],
+    want: tuple[str | None, dict[str, float]],
+) -> None:
+    assert online_settings(scenario_demand, policy, params) == want
+
+
+#: (policy, reserve_future_demand given, whether future_demand was carried) per round
+CALLS: list[tuple[str, object, bool]] = []
+
+
+def _spy(
+    name: str,
+    instance: Instance,
+    params: dict[str, object] | None = None,
+    context: PlanContext | None = None,
+) -> PolicyResult:
+    CALLS.append(
+        (name, (params or {}).get("reserve_future_demand"), instance.future_demand is not None)
+    )
+    return run_policy("asap", instance, {}, context)
+
+
+@pytest.mark.parametrize(
+    ("policy", "scenario_demand", "want_reserve", "want_demand"),
+    [
+        pytest.param("carbonshift", None, 0.75, True, id="carbonshift-by-default"),
+        pytest.param("carbonshift", "none", None, False, id="carbonshift-demand-none"),
+        pytest.param("caspian", None, None, False, id="caspian-as-before"),
+    ],
+)
+def test_the_rounds_of_a_scenario_that_names_no_demand_forecast(
+    monkeypatch: pytest.MonkeyPatch,
+    policy: str,
+    scenario_demand: str | None,
+    want_reserve: float | None,
+    want_demand: bool,
+) -> None:
+    exp = _small(1, 12, demand_forecast=scenario_demand)
+    monkeypatch.setattr(experiment_module, "run_policy", _spy)
+    CALLS.clear()
+
+    simulate_policy(exp, prepare(exp), policy, {})
+
+    assert CALLS
+    assert {(name, reserve, demand) for name, reserve, demand in CALLS} == {
+        (policy, want_reserve, want_demand)
+    }
+
+
+def test_static_plans_keep_no_reserve() -> None:
+    """``carbonshift plan`` on an instance with future_demand (CJPS, /v1/plan) is unchanged:
+    the policy's own default reserve is 0; only the simulator's rounds get 0.75."""
+    assert parse_params("carbonshift").get_float("reserve_future_demand") == 0.0

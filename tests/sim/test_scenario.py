@@ -337,3 +337,21 @@ def test_parse_scenario_from_a_mapping_is_frozen() -> None:
     assert isinstance(scenario, Scenario)
     with pytest.raises(ValueError, match="frozen"):
         scenario.simulation.hours = 2  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("line", "want_demand_forecast"),
+    [
+        pytest.param("", None, id="not-said-the-policy-default"),
+        pytest.param('demand_forecast = "none"', "none", id="none-turns-it-off"),
+        pytest.param('demand_forecast = "oracle"', "oracle", id="a-method"),
+    ],
+)
+def test_demand_forecast_may_be_none_to_turn_the_online_default_off(
+    tmp_path: Path, line: str, want_demand_forecast: str | None
+) -> None:
+    text = MINIMAL.replace('policy = "caspian"', f'policy = "carbonshift"\n{line}')
+
+    scenario = load_scenario(_write(tmp_path, text))
+
+    assert scenario.simulation.demand_forecast == want_demand_forecast

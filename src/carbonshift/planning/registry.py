@@ -45,6 +45,7 @@ from carbonshift.planning.types import PlanContext, PlanStatus, PolicyResult
 __all__ = [
     "ENTRY_POINT_GROUP",
     "POLICIES",
+    "OnlineDefaults",
     "ParamSpec",
     "Params",
     "PolicySpec",
@@ -153,14 +154,31 @@ Runner = Callable[[Instance, PlanContext | None, Params], PolicyResult]
 
 
 @dataclass(frozen=True, slots=True)
+class OnlineDefaults:
+    """How a policy plans in the simulator's rounds when the scenario does not say.
+
+    ``demand_forecast`` (a method of :data:`carbonshift.workloads.DEMAND_FORECASTS`) fills
+    the rounds' ``future_demand`` when the scenario names no demand forecast; ``params``
+    are the defaults that go with that forecast, applied under the scenario's own
+    parameters whenever the rounds carry it (named or not). A static plan
+    (:func:`run_policy`) never sees them.
+    """
+
+    demand_forecast: str
+    params: Mapping[str, ParamValue]
+
+
+@dataclass(frozen=True, slots=True)
 class PolicySpec:
-    """A policy: how to run it, its parameters and a one-line summary."""
+    """A policy: how to run it, its parameters and a one-line summary; ``online``: what
+    the simulator plans it with by default (None: the scenario's settings alone)."""
 
     name: str
     run: Runner
     params: tuple[ParamSpec, ...]
     summary: str
     function: Callable[..., PolicyResult]
+    online: OnlineDefaults | None = None
 
     @property
     def doc(self) -> str:
@@ -478,6 +496,9 @@ POLICIES: dict[str, PolicySpec] = {
             ),
             "least grams with every deadline kept, certified lower bound (the default)",
             carbonshift,
+            # online: room for 75 % of the demand learned from past arrivals (the weight
+            # chosen on Caspian's day for that forecast; bench/online.md, docs/simulator.md)
+            OnlineDefaults("moving-average", {"reserve_future_demand": 0.75}),
         ),
         PolicySpec(
             "asap",

@@ -25,7 +25,7 @@ from carbonshift.carbon.signal import resample
 from carbonshift.domain import Instance
 from carbonshift.errors import DataRangeError
 from carbonshift.planning.hold import HoldRule
-from carbonshift.planning.registry import parse_params, run_policy
+from carbonshift.planning.registry import parse_params, policy_spec, run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 from carbonshift.sim.engine import (
     DemandFn,
@@ -46,6 +46,7 @@ __all__ = [
     "Experiment",
     "ExperimentRuns",
     "execute",
+    "online_settings",
     "prepare",
     "run_experiment",
     "simulate_policy",
@@ -69,6 +70,8 @@ class Experiment:
     forecast: str = "oracle"
     forecast_params: Mapping[str, Any] = field(default_factory=dict)
     allow_replay: bool = False
+    #: the rounds' future demand: a method of workloads.DEMAND_FORECASTS, "none", or None
+    #: for the policy's own online default (:func:`online_settings`)
     demand_forecast: str | None = None
     seed: int = 1
     title: str = "carbonshift simulation"
@@ -150,6 +153,29 @@ def prepare(exp: Experiment) -> tuple[tuple[SimCluster, ...], ForecastFn]:
     return clusters, _forecast_fn(exp, clusters)
 
 
+def online_settings(
+    demand_forecast: str | None, name: str, params: Mapping[str, Any]
+) -> tuple[str | None, dict[str, Any]]:
+    """The demand forecast the rounds of policy ``name`` carry, and its parameters.
+
+    ``demand_forecast`` is the scenario's: a method, ``"none"`` (no forecast), or None (not
+    said). A policy with online defaults (:class:`~carbonshift.planning.registry.
+    OnlineDefaults`; ``carbonshift``: the learned ``moving-average`` demand and
+    ``reserve_future_demand = 0.75``) gets its forecast when the scenario names none, and
+    the parameters that go with that forecast under ``params`` whenever the rounds carry
+    it. Any other policy, forecast or ``"none"``: the scenario's settings as they are.
+    """
+    defaults = policy_spec(name).online
+    method = demand_forecast
+    if defaults is None:
+        return method, dict(params)
+    if method is None:
+        method = defaults.demand_forecast
+    if method == defaults.demand_forecast:
+        return method, {**defaults.params, **params}
+    return method, dict(params)
+
+
 def simulate_policy(
     exp: Experiment,
     prepared: tuple[tuple[SimCluster, ...], ForecastFn],
@@ -157,26 +183,27 @@ def simulate_policy(
     params: Mapping[str, Any],
     progress: ProgressFn | None = None,
 ) -> RunResult:
-    """Simulate one policy on the experiment's prepared input."""
+    """Simulate one policy on the experiment's prepared input (with its online defaults:
+    :func:`online_settings`)."""
     clusters, forecast = prepared
+    method, settings = online_settings(exp.demand_forecast, name, params)
     return run_simulation(
         exp.config,
         clusters,
         exp.workload,
-        _plan_fn(name, params),
+        _plan_fn(name, settings),
         forecast,
         progress=progress,
-        future_demand=_demand_fn(exp),
+        future_demand=_demand_fn(exp, method),
     )
 
 
-def _demand_fn(exp: Experiment) -> DemandFn | None:
-    """The workload's own demand forecast (``demand_forecast`` method), or None.
+def _demand_fn(exp: Experiment, method: str | None) -> DemandFn | None:
+    """The workload's own demand forecast by ``method``, or None.
 
     It reads only the jobs that arrived before each round, and knows the run's declared
     arrival span (``hours``): nothing is forecast to arrive after it (workloads/demand.py).
     """
-    method = exp.demand_forecast
     if method is None or method == "none":
         return None
     workload = exp.workload
@@ -248,11 +275,15 @@ def execute(
             exp if label == "policy" else replace(exp, config=replace(exp.config, hold=HoldRule()))
         )
         runs[label] = simulate_policy(run_exp, prepared, name, params, callback)
+    # what the policy's rounds ran with, its online defaults included
+    demand_forecast, policy_params = online_settings(
+        exp.demand_forecast, exp.policy, exp.policy_params
+    )
     extra = {
         "forecast": exp.forecast,
-        "demand_forecast": exp.demand_forecast,
+        "demand_forecast": demand_forecast,
         "seed": exp.seed,
-        "policy_params": dict(exp.policy_params),
+        "policy_params": policy_params,
         "baseline_params": dict(exp.baseline_params),
         "start": exp.config.start.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "hours": exp.config.hours,

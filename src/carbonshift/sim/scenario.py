@@ -10,11 +10,13 @@ Every problem becomes one :class:`~carbonshift.errors.InputError` naming the fil
 the value, its unit and the fix.
 
 Keys carbonshift adds to the contract (all optional): ``[simulation] demand_forecast`` (a
-method of :data:`carbonshift.workloads.DEMAND_FORECASTS` for CJPS's future demand; default
-none) and ``title``; ``[workload] trace`` (a CSV, SWF or GWF file, by its name), ``strict``
-(refuse a trace with malformed rows, default true) and ``params`` (the generator's
-parameters; they may also be written directly in ``[workload]``, where, next to a
-``generator``, ``trace`` is the generator's own parameter, e.g. the co2 family's pattern source).
+method of :data:`carbonshift.workloads.DEMAND_FORECASTS` for the rounds' future demand, or
+``none``; not set: the policy's online default, ``moving-average`` for ``carbonshift``, none
+for the others; sim.experiment.online_settings) and ``title``; ``[workload] trace`` (a CSV,
+SWF or GWF file, by its name), ``strict`` (refuse a trace with malformed rows, default true)
+and ``params`` (the generator's parameters; they may also be written directly in
+``[workload]``, where, next to a ``generator``, ``trace`` is the generator's own parameter,
+e.g. the co2 family's pattern source).
 """
 
 from __future__ import annotations
@@ -156,10 +158,10 @@ class SimulationSpec(BaseModel):
     @field_validator("demand_forecast")
     @classmethod
     def _demand_method(cls, value: str | None) -> str | None:
-        if value is not None and value not in DEMAND_FORECASTS:
+        if value is not None and value not in (*DEMAND_FORECASTS, "none"):
             raise ValueError(
                 f"{value!r} is not a demand forecast; "
-                f"{_choices_hint(value, list(DEMAND_FORECASTS))}"
+                f"{_choices_hint(value, [*DEMAND_FORECASTS, 'none'])}"
             )
         return value
 

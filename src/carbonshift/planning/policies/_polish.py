@@ -19,7 +19,10 @@ only where :data:`CAPACITY_TOLERANCE` says it fits), keeps every freed job on ti
 on-time starts are columns; only on-time jobs are freed) and never raises grams (kept only
 when grams fall). HiGHS's node limit ends each sub-MILP and the search's budget counts
 HiGHS's simplex iterations, so the plan is deterministic for a seed; only the CPU guard
-``cpu_limit_s``, where it binds first, makes it depend on the machine.
+``cpu_limit_s``, checked between sub-MILPs, where it binds first, makes it depend on the
+machine. HiGHS's own time limit, which counts wall seconds, is a guard against a hang
+(:data:`WALL_GUARD_PER_CPU_S`), not the CPU left: set to the CPU left it cut sub-MILPs short
+on a loaded machine, and plans depended on the load (bench/online.md, 2026-11-27).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from carbonshift.planning.problem import (
 from carbonshift.planning.types import SolveStatus
 
 __all__ = [
+    "WALL_GUARD_PER_CPU_S",
     "LateRepairStats",
     "PolishStats",
     "polish",
@@ -234,9 +238,16 @@ def _window(
     return chosen
 
 
+#: HiGHS's time limit of a sub-MILP, in wall seconds per CPU second of the search's guard
+#: (``cpu_limit_s``): only a guard against a hang. Under load wall time runs ahead of CPU
+#: time (a clairvoyant Caspian plan at load 7: 53 s of wall for 7.6 s of CPU), and a limit
+#: of the CPU left cut 2 of its 17 sub-MILPs after about 1 s of CPU each.
+WALL_GUARD_PER_CPU_S = 10.0
+
+
 def sub_milp_options(left_s: float, max_nodes: int, restart: bool) -> SolveOptions:
-    """HiGHS options of one sub-MILP: ``left_s`` seconds at most (a guard; the node limit
-    ends a sub-MILP), ``max_nodes`` nodes, HiGHS's root restart on or off, no presolve.
+    """HiGHS options of one sub-MILP: ``left_s`` wall seconds at most (a guard; the node
+    limit ends a sub-MILP), ``max_nodes`` nodes, HiGHS's root restart on or off, no presolve.
 
     HiGHS 1.16's MILP presolve ran past its time limit (minutes) on a 106-row sub-MILP of a
     CJPS simulation round (``tests/planning/data/polish_presolve_hang.json``); without
@@ -303,6 +314,7 @@ def polish(
             max_nodes=max_nodes,
             lp_iterations=max(1, lp_iterations // max(1, rounds)),
             cpu_limit_s=cpu_limit_s - (time.process_time() - began),
+            wall_guard_s=WALL_GUARD_PER_CPU_S * cpu_limit_s,
             rng=np.random.default_rng(seed + r),
             target_g=target_g,
             restart=restart,
@@ -392,7 +404,7 @@ def polish_bands(
             try:
                 solution = solve(
                     program,
-                    sub_milp_options(left, max_nodes, restart=False),
+                    sub_milp_options(WALL_GUARD_PER_CPU_S * cpu_limit_s, max_nodes, restart=False),
                     start=current[keep].astype(np.float64),
                 )
             except (InputError, SolverError):
@@ -444,6 +456,7 @@ def _round(
     max_nodes: int,
     lp_iterations: int,
     cpu_limit_s: float,
+    wall_guard_s: float,
     rng: np.random.Generator,
     target_g: float | None,
     restart: bool,
@@ -486,7 +499,7 @@ def _round(
         total.steps += 1
         if chosen.shape[0] < 2:
             continue
-        options = sub_milp_options(left, max_nodes, restart)
+        options = sub_milp_options(wall_guard_s, max_nodes, restart)
         try:
             gain, work, proved = resolve_jobs(
                 arrays, classes, table, free, cluster, start, chosen, options
@@ -638,7 +651,7 @@ def repair_late(
             )
             if not np.any(chosen == j):
                 chosen = np.sort(np.append(chosen, j))
-            options = sub_milp_options(left, scale * max_nodes, False)
+            options = sub_milp_options(WALL_GUARD_PER_CPU_S * cpu_limit_s, scale * max_nodes, False)
             try:
                 with _freed(arrays, free, cluster, start, chosen):
                     gained, spent = _resolve_late(
