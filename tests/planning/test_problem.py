@@ -20,6 +20,7 @@ from carbonshift.planning.problem import (
     caspian_z3,
     gru,
     linear_program,
+    on_time_program,
 )
 from carbonshift.planning.types import PlanContext
 from tests.builders import cluster, instance, job
@@ -126,6 +127,27 @@ def test_matrix_rows_are_capacity_then_jobs_then_future(inst: Instance) -> None:
         assert dense[n_cap : n_cap + arrays.n_jobs, col].sum() == 0
         assert dense[n_cap + arrays.n_jobs :, col].sum() == 1.0
     assert problem.row_upper[n_cap:].tolist() == [1.0] * (dense.shape[0] - n_cap)
+
+
+def test_a_restricted_program_keeps_every_row_and_only_the_columns_kept() -> None:
+    inst = instance(
+        [job("a", gpu=1.0, deadline=3), job("b", gpu=2.0, deadline=3)],
+        [cluster(gpu=2.0)],
+        {"c1": [100.0, 200.0, 300.0]},
+        horizon=3,
+    )
+    problem = build_problem(arrays_of(inst), on_time_only=True)
+    grams = np.arange(1.0, len(problem.starts) + 1.0)
+    whole = on_time_program(problem, grams)
+    keep = np.array([0, 2, len(problem.starts) - 1], dtype=np.int64)
+    sub = whole.restricted_to(keep)
+    np.testing.assert_array_equal(sub.objective, grams[keep])
+    np.testing.assert_array_equal(sub.matrix.toarray(), whole.matrix.toarray()[:, keep])
+    np.testing.assert_array_equal(sub.row_upper, whole.row_upper)
+    assert whole.row_lower is not None
+    assert sub.row_lower is not None
+    np.testing.assert_array_equal(sub.row_lower, whole.row_lower)
+    assert (sub.n_integer, sub.n_columns, sub.maximise) == (3, 3, False)
 
 
 def test_memory_follows_the_feasible_starts() -> None:

@@ -395,6 +395,19 @@ class LinearProgram:
     def n_columns(self) -> int:
         return int(self.objective.shape[0])
 
+    def restricted_to(self, keep: npt.NDArray[np.int64]) -> LinearProgram:
+        """The program on the columns ``keep`` only (every row kept), each of them integer
+        when solved as a MILP: a sub-MILP of the starts a step allows."""
+        return LinearProgram(
+            objective=self.objective[keep],
+            matrix=self.matrix[:, keep],
+            row_upper=self.row_upper,
+            maximise=self.maximise,
+            n_integer=int(keep.shape[0]),
+            row_lower=self.row_lower,
+            column_upper=None if self.column_upper is None else self.column_upper[keep],
+        )
+
 
 def linear_program(
     problem: StartProblem,

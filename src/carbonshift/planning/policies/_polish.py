@@ -323,13 +323,7 @@ def polish(
             between()
         if finished or time.process_time() - began >= cpu_limit_s:
             break
-    return PolishStats(
-        steps=total.steps,
-        kept=total.kept,
-        saved_g=total.saved_g,
-        lp_iterations=total.lp_iterations,
-        cpu_seconds=time.process_time() - began,
-    )
+    return total.stats(began)
 
 
 def polish_bands(
@@ -393,14 +387,7 @@ def polish_bands(
             grams = (
                 table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
             )
-            program = on_time_program(problem, grams)
-            program = replace(
-                program,
-                objective=program.objective[keep],
-                matrix=program.matrix[:, keep],
-                n_integer=int(keep.shape[0]),
-                column_upper=None if program.column_upper is None else program.column_upper[keep],
-            )
+            program = on_time_program(problem, grams).restricted_to(keep)
             try:
                 solution = solve(
                     program,
@@ -423,13 +410,7 @@ def polish_bands(
             ):
                 total.kept += 1
                 total.saved_g += gain
-    return PolishStats(
-        steps=total.steps,
-        kept=total.kept,
-        saved_g=total.saved_g,
-        lp_iterations=total.lp_iterations,
-        cpu_seconds=time.process_time() - began,
-    )
+    return total.stats(began)
 
 
 @dataclass(slots=True)
@@ -438,6 +419,16 @@ class _Tally:
     kept: int = 0
     saved_g: float = 0.0
     lp_iterations: int = 0
+
+    def stats(self, began_cpu_s: float) -> PolishStats:
+        """The search's figures, its CPU counted from ``began_cpu_s`` (process time)."""
+        return PolishStats(
+            steps=self.steps,
+            kept=self.kept,
+            saved_g=self.saved_g,
+            lp_iterations=self.lp_iterations,
+            cpu_seconds=time.process_time() - began_cpu_s,
+        )
 
 
 def _round(

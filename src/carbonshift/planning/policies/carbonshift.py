@@ -850,14 +850,7 @@ def _support_milp(
         return None
     keep = np.flatnonzero(current | (np.isin(key, key_lp) & ~arrays.critical[job]))
     grams = table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
-    program = on_time_program(problem, grams)
-    program = replace(
-        program,
-        objective=program.objective[keep],
-        matrix=program.matrix[:, keep],
-        n_integer=int(keep.shape[0]),
-        column_upper=None if program.column_upper is None else program.column_upper[keep],
-    )
+    program = on_time_program(problem, grams).restricted_to(keep)
     options = SolveOptions(integer=True, time_limit_s=time_limit_s, max_nodes=max_nodes)
     solution = solve(program, options, start=current[keep].astype(np.float64))
     if stats is not None:
