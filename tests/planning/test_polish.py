@@ -83,16 +83,23 @@ def _used(arrays: InstanceArrays, state: Any) -> npt.NDArray[np.float64]:
     return used
 
 
+def _big_for_two_small() -> Instance:
+    """One clean slot on cluster ``a`` of 4 units, a dirty ``b`` of 10: jobs of 3, 2 and 2
+    units (largest first, the 3 takes the clean cells and both 2s go dirty)."""
+    return instance(
+        [job("big", gpu=3.0), job("s1", gpu=2.0), job("s2", gpu=2.0)],
+        [cluster("a", gpu=4.0), cluster("b", gpu=10.0)],
+        {"a": [10.0], "b": [500.0]},
+        horizon=1,
+    )
+
+
 def test_an_exchange_of_two_small_jobs_for_a_large_one_is_found() -> None:
     """One clean slot on cluster ``a`` of 4 units, a dirty ``b`` of 10: jobs of 3, 2 and 2
     units. Largest first, the 3 takes the clean cells and both 2s go dirty; no single
     re-insertion helps, and the ruin-and-recreate's ejection (a 2 in, the 3 out to ``b``)
     costs grams. The optimum swaps the 3 for both 2s; the polish finds it."""
-    clusters = [cluster("a", gpu=4.0), cluster("b", gpu=10.0)]
-    carbon = {"a": [10.0], "b": [500.0]}
-    jobs = [job("big", gpu=3.0), job("s1", gpu=2.0), job("s2", gpu=2.0)]
-    inst = instance(jobs, clusters, carbon, horizon=1)
-    arrays, classes, table, own, state = _greedy(inst)
+    arrays, classes, table, own, state = _greedy(_big_for_two_small())
     before = cs._grams(arrays, classes, state, table)
     want_g = (4 * 10.0 + 3 * 500.0) * 1.0  # kW per unit x g/kWh x 1 h
     assert before > want_g * (1 + 1e-9), "the greedy alone should miss the swap"
@@ -199,14 +206,7 @@ def test_a_solver_failure_leaves_the_plan_as_it_was(monkeypatch: pytest.MonkeyPa
         raise SolverError("HiGHS failed (a test double)")
 
     monkeypatch.setattr(_polish, "solve", failing)
-    clusters = [cluster("a", gpu=4.0), cluster("b", gpu=10.0)]
-    inst = instance(
-        [job("big", gpu=3.0), job("s1", gpu=2.0), job("s2", gpu=2.0)],
-        clusters,
-        {"a": [10.0], "b": [500.0]},
-        horizon=1,
-    )
-    arrays, classes, table, own, state = _greedy(inst)
+    arrays, classes, table, own, state = _greedy(_big_for_two_small())
     want = (state.free.copy(), state.cluster.copy(), state.start.copy())
     done = _run_polish(arrays, classes, table, own, state)
     assert done.kept == 0
@@ -235,14 +235,7 @@ def test_a_sub_milp_s_time_limit_is_a_hang_guard_not_the_cpu_left(
         return solve(program, options, **kwargs)
 
     monkeypatch.setattr(_polish, "solve", spy)
-    clusters = [cluster("a", gpu=4.0), cluster("b", gpu=10.0)]
-    inst = instance(
-        [job("big", gpu=3.0), job("s1", gpu=2.0), job("s2", gpu=2.0)],
-        clusters,
-        {"a": [10.0], "b": [500.0]},
-        horizon=1,
-    )
-    arrays, classes, table, own, state = _greedy(inst)
+    arrays, classes, table, own, state = _greedy(_big_for_two_small())
 
     done = _run_polish(arrays, classes, table, own, state, cpu_limit_s=30.0)
 
