@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 import resource
 import threading
 import time
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from multiprocessing import forkserver, spawn
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -36,6 +38,7 @@ from carbonshift.planning.registry import operator_policy_modules
 
 __all__ = [
     "DEFAULT_SOLVE_MEMORY_MB",
+    "MAIN_PATH_ENV",
     "BusyError",
     "ClientGoneError",
     "SolveBudgetError",
@@ -45,6 +48,10 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger("carbonshift.api.solves")
+
+#: names the program's main path to :mod:`carbonshift.api._solve_main`, only while the
+#: forkserver starts
+MAIN_PATH_ENV = "CARBONSHIFT_SOLVE_MAIN_PATH"
 _POLL_S = 0.05
 
 
@@ -119,6 +126,20 @@ def _solve_child(
         conn.close()
 
 
+def _start_forkserver_with_main() -> None:
+    """Start the forkserver with the program's main path in its environment, so that
+    :mod:`carbonshift.api._solve_main` imports the main module there once."""
+    main_path = spawn.get_preparation_data("solve").get("init_main_from_path")
+    if not main_path:  # run with -m, or interactively: workers import nothing heavy
+        forkserver.ensure_running()
+        return
+    os.environ[MAIN_PATH_ENV] = main_path
+    try:
+        forkserver.ensure_running()
+    finally:
+        os.environ.pop(MAIN_PATH_ENV, None)
+
+
 @dataclass(frozen=True, slots=True)
 class _Slot:
     process: BaseProcess
@@ -142,8 +163,14 @@ class SolveRunner:
         if self._ctx is None:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(
-                ["carbonshift.planning", "carbonshift.formats", "carbonshift.api.solves"]
+                [
+                    "carbonshift.planning",
+                    "carbonshift.formats",
+                    "carbonshift.api.solves",
+                    "carbonshift.api._solve_main",  # the main module, once (see there)
+                ]
             )
+            _start_forkserver_with_main()
             self._ctx = ctx
         return self._ctx
 
