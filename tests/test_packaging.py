@@ -72,6 +72,14 @@ def test_servers_import_nothing_from_the_plotting_stack(module: str) -> None:
     assert sorted(p for p in PLOTTING if p in loaded) == []
 
 
+def test_the_cli_imports_the_plotting_stack_only_to_draw() -> None:
+    # every verb is registered at start-up; matplotlib (0.4-0.6 s) waits for a figure
+    loaded = _imported_by("carbonshift.cli.app")
+    assert "carbonshift.sim.reproduce" in loaded
+    assert "carbonshift.sim.sweep" in loaded
+    assert sorted(p for p in PLOTTING if p in loaded) == []
+
+
 #: True while the controller still takes the weekly replay from the simulator.
 _REPLAY_IN_SIM = (
     "from carbonshift.sim" in (REPO / "src" / "carbonshift" / "k8s" / "planner.py").read_text()

@@ -11,11 +11,13 @@ traceback.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from types import ModuleType
 
 from carbonshift.errors import CarbonshiftError
 
-__all__ = ["EXTRA_OF", "MissingExtraError", "missing_extra", "pyplot", "require"]
+__all__ = ["EXTRA_OF", "MissingExtraError", "installed", "missing_extra", "pyplot", "require"]
 
 #: top-level import name -> the extra of carbonshift that installs it.
 EXTRA_OF: dict[str, str] = {
@@ -51,6 +53,16 @@ def missing_extra(
         f"{needed_for} needs the Python package {top!r}, which is not installed; "
         f"install carbonshift[{extra}] (pip install 'carbonshift[{extra}]')"
     )
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it."""
+    if module in sys.modules:
+        return sys.modules[module] is not None  # None: blocked, as ``import`` reads it
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def require(module: str, *, needed_for: str, extra: str | None = None) -> ModuleType:

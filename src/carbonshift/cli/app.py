@@ -17,7 +17,7 @@ from importlib.metadata import PackageNotFoundError, version
 import typer
 from rich.markup import escape
 
-from carbonshift._extras import missing_extra
+from carbonshift._extras import installed, missing_extra
 from carbonshift.errors import CarbonshiftError, TemporaryError
 
 __all__ = ["app", "main"]
@@ -108,8 +108,21 @@ def _needs_extra(verb: str, error: CarbonshiftError) -> None:
     del _missing
 
 
+#: verb -> packages it needs on every run but imports only when it draws (found at start-up,
+#: not imported: a verb without them is listed as not installed, as one that fails to load is)
+_VERB_DRAWS: dict[str, tuple[str, ...]] = {
+    "sweep": ("matplotlib",),
+    "reproduce": ("matplotlib",),
+}
+
+
 def _register() -> None:
     for verb, module_name in _VERBS.items():
+        package = next((p for p in _VERB_DRAWS.get(verb, ()) if not installed(p)), None)
+        absent = package and missing_extra(package, f"carbonshift {verb}", extra=_VERB_EXTRAS[verb])
+        if absent:
+            _needs_extra(verb, absent)
+            continue
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:

@@ -16,15 +16,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-import matplotlib
 import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-from matplotlib.figure import Figure
-
+from carbonshift._extras import pyplot
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.signal import integral_g_h_per_kwh
 from carbonshift.errors import InputError
@@ -40,6 +36,9 @@ from carbonshift.sim.sweep import seed_stats
 from carbonshift.workloads.generators import generate
 from carbonshift.workloads.model import Workload
 from carbonshift.workloads.readers import read_workload
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 __all__ = [
     "CASPIAN_START",
@@ -304,12 +303,24 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _plt() -> Any:
+    """matplotlib's pyplot (Agg), imported on first use: a reproduction without figures,
+    and every other verb of the CLI, needs none."""
+    return pyplot(needed_for="the reproductions' figures")
+
+
+def _subplots(*args: Any, **kwargs: Any) -> tuple[Figure, Any]:
+    """``pyplot.subplots`` on :func:`_plt`: a figure and its axes."""
+    fig, axes = _plt().subplots(*args, **kwargs)
+    return cast("Figure", fig), axes
+
+
 def _save(fig: Figure, path: Path, dpi: int = 150) -> Path:
     """Write ``fig`` as ``path`` (PNG) and beside it as PDF, then close it."""
     fig.tight_layout()
     fig.savefig(path, dpi=dpi)
     fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    _plt().close(fig)
     return path
 
 
@@ -324,7 +335,7 @@ def _plot_caspian(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
 
 def _caspian_figure(rows: Sequence[Mapping[str, Any]]) -> Figure:
     omegas = np.array([r["omega1"] for r in rows], dtype=float)
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = _subplots(figsize=(7, 4))
     for metric, marker, label in (
         ("saving_pct", "o-", "carbon saving (ours)"),
         ("deadline_met_pct", "^-", "deadlines met (ours)"),
@@ -509,7 +520,7 @@ def _cjps_figure(rows: Sequence[Mapping[str, Any]]) -> Figure:
     every load; its CFP ratios (Fig. 3b) are drawn, not tabulated, so only the bound and the
     ratio's break-even line 1 can stand beside ours."""
     loads = _column(rows, "load_pct")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6))
+    fig, (left, right) = _subplots(1, 2, figsize=(9, 3.6))
     left.plot(loads, _column(rows, "round_s_mean"), "o-", label="mean round (ours)")
     left.plot(loads, _column(rows, "round_s_max"), "^-", label="slowest round (ours)")
     left.plot(
@@ -684,7 +695,7 @@ def _co2_figure(rows: Sequence[Mapping[str, Any]]) -> Figure:
     """Saving per scenario, ours (seed-day mean with its 95 % interval) beside the thesis's
     (seeds/002, section 10.4: 0.37 % to 2.41 %, whole-server power)."""
     x = np.arange(len(rows))
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = _subplots(figsize=(7, 4))
     bars = (
         ("saving_with_idle_pct", "ours, window, idle power included (the thesis's measure)"),
         ("saving_jobs_pct", "ours, window, the jobs' share only"),
@@ -841,7 +852,7 @@ def _fluidos_figure(rows: Sequence[Mapping[str, Any]]) -> Figure:
     """Saving per node set. The thesis (seeds/004, section 4.2) evaluates its scheduler
     qualitatively and reports no saving to draw; the figure says so where its points would
     stand."""
-    fig, ax = plt.subplots(figsize=(7, 3.6))
+    fig, ax = _subplots(figsize=(7, 3.6))
     seeds = _column(rows, "seed")
     saving = _column(rows, "saving_pct")
     ax.bar(seeds, saving, label="saving against asap per node set (ours)")
@@ -878,7 +889,7 @@ def _plot_heat_map(exp: Experiment, path: Path) -> Path:
             grid[ci, s] = kw * integral_g_h_per_kwh(cluster.actual, t0, t1) + (
                 2 * cluster.embodied_g_per_unit_hour.get("cpu", 0.0) * 4
             )
-    fig, ax = plt.subplots(figsize=(9, 3.5))
+    fig, ax = _subplots(figsize=(9, 3.5))
     image = ax.imshow(grid, aspect="auto", cmap="RdYlGn_r")
     ax.set_yticks(range(len(exp.clusters)), [c.name for c in exp.clusters])
     ax.set_xticks(range(slots), [f"{2 * s:02d}h" for s in range(slots)])

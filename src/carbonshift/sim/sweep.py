@@ -38,12 +38,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 from pydantic import ValidationError
 
+from carbonshift._extras import pyplot
 from carbonshift.errors import InputError
 from carbonshift.planning.registry import parse_params
 from carbonshift.sim.experiment import run_experiment
@@ -371,6 +368,7 @@ def _error(row: Mapping[str, Any], metric: str) -> tuple[float, float]:
 def plot_sweep(summary: Sequence[Mapping[str, Any]], swept: Sequence[str], path: Path) -> Path:
     """Saving and deadlines met per policy, against the first swept parameter (or per run),
     with the seeds' 95 % intervals as error bars (bands for unswept reference lines)."""
+    plt = pyplot(needed_for="the sweep's figure")
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
     key = f"param_{swept[0]}" if swept else None
     metrics = ((left, "carbon_saving_pct"), (right, "deadline_met_pct"))
