@@ -242,3 +242,48 @@ def test_a_sub_milp_s_time_limit_is_a_hang_guard_not_the_cpu_left(
     assert limits, "the polish should solve a sub-MILP"
     assert min(limits) >= 30.0  # at least the whole guard, whatever the CPU spent
     assert done.kept == 1
+
+
+def _big_for_two_small_later() -> Instance:
+    """:func:`_big_for_two_small` one slot later: every job released at slot 1 of 2 (the
+    clean cells of ``a`` and the dirty ones of ``b`` at both slots)."""
+    return instance(
+        [
+            job("big", gpu=3.0, release=1),
+            job("s1", gpu=2.0, release=1),
+            job("s2", gpu=2.0, release=1),
+        ],
+        [cluster("a", gpu=4.0), cluster("b", gpu=10.0)],
+        {"a": [10.0, 10.0], "b": [500.0, 500.0]},
+        horizon=2,
+    )
+
+
+@pytest.mark.parametrize(
+    ("commit_slots", "want_swap"),
+    [
+        pytest.param(None, True, id="static-plan-every-job-may-be-drawn"),
+        pytest.param(1, False, id="round-commits-slot-0-no-job-can-start-there"),
+        pytest.param(2, True, id="round-commits-both-slots"),
+    ],
+)
+def test_an_online_round_polishes_only_around_the_jobs_it_commits(
+    commit_slots: int | None, want_swap: bool
+) -> None:
+    """In an online round only the starts before ``commit_slots`` are acted on: a window
+    is drawn only around a job that may start before it. Here no job may start at slot 0,
+    so a round that commits slot 0 alone leaves the plan to the next round (no sub-MILP),
+    while a static plan, or a round that commits slot 1 too, makes the swap."""
+    arrays, classes, table, own, state = _greedy(_big_for_two_small_later())
+    before_g = cs._grams(arrays, classes, state, table)
+    want_swap_g = (4 * 10.0 + 3 * 500.0) * 1.0
+    assert before_g > want_swap_g * (1 + 1e-9), "the greedy alone should miss the swap"
+    done = _run_polish(arrays, classes, table, own, state, rounds=3, commit_slots=commit_slots)
+    got_g = cs._grams(arrays, classes, state, table)
+    if want_swap:
+        assert got_g == want_swap_g
+        assert done.kept >= 1
+    else:
+        assert got_g == before_g
+        assert done.steps == 0
+        assert done.lp_iterations == 0

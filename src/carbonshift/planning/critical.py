@@ -83,7 +83,9 @@ def critical_first(run: Runner, instance: Instance, context: PlanContext | None)
     inner = run(
         rest,
         PlanContext(
-            held_units=held, waited_slots=context.waited_slots if context is not None else {}
+            held_units=held,
+            waited_slots=context.waited_slots if context is not None else {},
+            commit_slots=context.commit_slots if context is not None else None,
         ),
     )
     jobs, clusters = instance.jobs, instance.clusters

@@ -1517,6 +1517,8 @@ def carbonshift(
             rounds=_POLISH_ROUNDS,
             # as after the search: the re-planned windows leave holes single jobs can use
             between=lambda: _improve(arrays, classes, best, true_table, own, passes),
+            # an online round acts on its first slots only: windows around those jobs
+            commit_slots=None if context is None else context.commit_slots,
         )
         stats["polish_steps"] = float(done.steps)
         stats["polish_kept"] = float(done.kept)
