@@ -18,6 +18,7 @@ from carbonshift.planning.lagrangian import JobClasses, classes_of, shape_costs,
 from carbonshift.planning.policies import carbonshift as cs
 from carbonshift.planning.policies._polish import PolishStats, polish
 from carbonshift.planning.problem import CAPACITY_TOLERANCE, InstanceArrays, arrays_of
+from carbonshift.planning.types import PlanContext
 from tests.builders import cluster, instance, job
 from tests.planning.strategies import instances
 from tests.planning.test_carbonshift import HEURISTIC, assert_stage_never_costs, congested
@@ -244,46 +245,39 @@ def test_a_sub_milp_s_time_limit_is_a_hang_guard_not_the_cpu_left(
     assert done.kept == 1
 
 
-def _big_for_two_small_later() -> Instance:
-    """:func:`_big_for_two_small` one slot later: every job released at slot 1 of 2 (the
-    clean cells of ``a`` and the dirty ones of ``b`` at both slots)."""
-    return instance(
-        [
-            job("big", gpu=3.0, release=1),
-            job("s1", gpu=2.0, release=1),
-            job("s2", gpu=2.0, release=1),
-        ],
-        [cluster("a", gpu=4.0), cluster("b", gpu=10.0)],
-        {"a": [10.0, 10.0], "b": [500.0, 500.0]},
-        horizon=2,
-    )
-
-
 @pytest.mark.parametrize(
-    ("commit_slots", "want_swap"),
+    ("context", "want_budget"),
     [
-        pytest.param(None, True, id="static-plan-every-job-may-be-drawn"),
-        pytest.param(1, False, id="round-commits-slot-0-no-job-can-start-there"),
-        pytest.param(2, True, id="round-commits-both-slots"),
+        pytest.param(None, 15_000, id="static-plan-whole-budget"),
+        pytest.param(PlanContext(), 15_000, id="context-without-commit-slots-whole-budget"),
+        pytest.param(
+            PlanContext(commit_slots=1),
+            round(15_000 * cs._ONLINE_POLISH_SHARE),
+            id="online-round-its-share",
+        ),
     ],
 )
-def test_an_online_round_polishes_only_around_the_jobs_it_commits(
-    commit_slots: int | None, want_swap: bool
+def test_an_online_round_gives_the_polish_a_share_of_its_budget(
+    monkeypatch: pytest.MonkeyPatch, context: PlanContext | None, want_budget: int
 ) -> None:
-    """In an online round only the starts before ``commit_slots`` are acted on: a window
-    is drawn only around a job that may start before it. Here no job may start at slot 0,
-    so a round that commits slot 0 alone leaves the plan to the next round (no sub-MILP),
-    while a static plan, or a round that commits slot 1 too, makes the swap."""
-    arrays, classes, table, own, state = _greedy(_big_for_two_small_later())
-    before_g = cs._grams(arrays, classes, state, table)
-    want_swap_g = (4 * 10.0 + 3 * 500.0) * 1.0
-    assert before_g > want_swap_g * (1 + 1e-9), "the greedy alone should miss the swap"
-    done = _run_polish(arrays, classes, table, own, state, rounds=3, commit_slots=commit_slots)
-    got_g = cs._grams(arrays, classes, state, table)
-    if want_swap:
-        assert got_g == want_swap_g
-        assert done.kept >= 1
-    else:
-        assert got_g == before_g
-        assert done.steps == 0
-        assert done.lp_iterations == 0
+    """A round that acts on its first slots only (``commit_slots``, set by the simulator)
+    polishes with :data:`_ONLINE_POLISH_SHARE` of ``polish_lp_iterations``; a static plan,
+    or a context that does not say, with all of it. The swap is found either way."""
+    budgets: list[int] = []
+
+    def recording(*args: Any, **kwargs: Any) -> PolishStats:
+        budgets.append(kwargs["lp_iterations"])
+        return polish(*args, **kwargs)
+
+    monkeypatch.setattr(cs, "polish", recording)
+    inst = _big_for_two_small()
+    result = run_policy(
+        "carbonshift", inst, {"exact_max_starts": 0, "polish_lp_iterations": 15_000}, context
+    )
+    assert budgets == [want_budget]
+    assert sorted((a.job, a.cluster) for a in result.plan.assignments) == [
+        ("big", "b"),
+        ("s1", "a"),
+        ("s2", "a"),
+    ]
+    assert 0 < cs._ONLINE_POLISH_SHARE < 1

@@ -282,7 +282,6 @@ def polish(
     restart: bool = False,
     rounds: int = 1,
     between: Callable[[], object] | None = None,
-    commit_slots: int | None = None,
 ) -> PolishStats:
     """Sub-MILPs (module docstring) on the plan ``free`` / ``cluster`` / ``start``, changed
     in place (``table``: grams per unit of weight of each shape, cluster and start;
@@ -295,15 +294,7 @@ def polish(
     early after :data:`STALL_STEPS` sub-MILPs in a row without gain; the search ends once a
     window holding every movable job is solved to optimality, when no job pays above its
     own cheapest start, when the plan's grams reach ``target_g``, on a solver failure, or
-    after ``cpu_limit_s`` seconds of this process's CPU (a guard).
-
-    ``commit_slots`` (an online round, :class:`~carbonshift.planning.types.PlanContext`):
-    only the plan's starts before that slot are acted on; the rest is planned again next
-    round. Each window is then drawn around a job that may start before it (its first
-    on-time start is), the only jobs whose start this round decides, and the search ends
-    when none of them pays above its own cheapest start; the window still takes in the
-    other jobs around it, whose room those starts trade with. None: every job may be
-    drawn (a static plan)."""
+    after ``cpu_limit_s`` seconds of this process's CPU (a guard)."""
     began = time.process_time()
     total = _Tally()
     for r in range(max(1, rounds)):
@@ -327,7 +318,6 @@ def polish(
             rng=np.random.default_rng(seed + r),
             target_g=target_g,
             restart=restart,
-            commit_slots=commit_slots,
         )
         if between is not None and total.kept > kept_before:
             between()
@@ -461,7 +451,6 @@ def _round(
     rng: np.random.Generator,
     target_g: float | None,
     restart: bool,
-    commit_slots: int | None = None,
 ) -> bool:
     """One round of :func:`polish`, counted in ``total``; True when the whole search is
     over (nothing left to gain, or a solver failure), False when the round's budget, its
@@ -471,10 +460,6 @@ def _round(
     weight = classes.weight
     spent = stalled = 0
     size = max(2, max_jobs // 2)
-    # the jobs a window may be drawn around: those whose start this plan decides
-    decided = (
-        np.ones(arrays.n_jobs, dtype=bool) if commit_slots is None else classes.lo < commit_slots
-    )
     for _ in range(steps):
         left = cpu_limit_s - (time.process_time() - began)
         if left <= 0 or spent >= lp_iterations:
@@ -489,7 +474,6 @@ def _round(
             return True
         excess = np.where(movable, weight * (cost - np.where(movable, own_best, 0.0)), 0.0)
         excess = np.where(excess > 1e-9 * np.maximum(weight * cost, 1.0), excess, 0.0)
-        excess = np.where(decided, excess, 0.0)
         paid = float(excess.sum())
         if paid <= 0:
             return True  # every movable job is at its own cheapest start
