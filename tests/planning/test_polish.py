@@ -18,7 +18,6 @@ from carbonshift.planning.lagrangian import JobClasses, classes_of, shape_costs,
 from carbonshift.planning.policies import carbonshift as cs
 from carbonshift.planning.policies._polish import PolishStats, polish
 from carbonshift.planning.problem import CAPACITY_TOLERANCE, InstanceArrays, arrays_of
-from carbonshift.planning.types import PlanContext
 from tests.builders import cluster, instance, job
 from tests.planning.strategies import instances
 from tests.planning.test_carbonshift import HEURISTIC, assert_stage_never_costs, congested
@@ -243,41 +242,3 @@ def test_a_sub_milp_s_time_limit_is_a_hang_guard_not_the_cpu_left(
     assert limits, "the polish should solve a sub-MILP"
     assert min(limits) >= 30.0  # at least the whole guard, whatever the CPU spent
     assert done.kept == 1
-
-
-@pytest.mark.parametrize(
-    ("context", "want_budget"),
-    [
-        pytest.param(None, 15_000, id="static-plan-whole-budget"),
-        pytest.param(PlanContext(), 15_000, id="context-without-commit-slots-whole-budget"),
-        pytest.param(
-            PlanContext(commit_slots=1),
-            round(15_000 * cs._ONLINE_POLISH_SHARE),
-            id="online-round-its-share",
-        ),
-    ],
-)
-def test_an_online_round_gives_the_polish_a_share_of_its_budget(
-    monkeypatch: pytest.MonkeyPatch, context: PlanContext | None, want_budget: int
-) -> None:
-    """A round that acts on its first slots only (``commit_slots``, set by the simulator)
-    polishes with :data:`_ONLINE_POLISH_SHARE` of ``polish_lp_iterations``; a static plan,
-    or a context that does not say, with all of it. The swap is found either way."""
-    budgets: list[int] = []
-
-    def recording(*args: Any, **kwargs: Any) -> PolishStats:
-        budgets.append(kwargs["lp_iterations"])
-        return polish(*args, **kwargs)
-
-    monkeypatch.setattr(cs, "polish", recording)
-    inst = _big_for_two_small()
-    result = run_policy(
-        "carbonshift", inst, {"exact_max_starts": 0, "polish_lp_iterations": 15_000}, context
-    )
-    assert budgets == [want_budget]
-    assert sorted((a.job, a.cluster) for a in result.plan.assignments) == [
-        ("big", "b"),
-        ("s1", "a"),
-        ("s2", "a"),
-    ]
-    assert 0 < cs._ONLINE_POLISH_SHARE < 1

@@ -250,39 +250,3 @@ def test_the_simulator_honours_the_hold_thresholds(rule: HoldRule, want_start_h:
     (row,) = result.jobs
     assert (row.state, row.start_h) == ("completed", want_start_h)
     assert row.met_deadline
-
-
-@pytest.mark.parametrize("replan_every_slots", [1, 3], ids=["every-slot", "every-third-slot"])
-def test_each_round_tells_the_policy_the_slots_it_commits(replan_every_slots: int) -> None:
-    """A round acts on the starts before its next round and re-plans the rest: the policy's
-    context says how many slots that is (``commit_slots``, read by ``carbonshift``'s
-    polish), in every round."""
-    clusters = [
-        SimCluster(
-            name="c1",
-            capacity={"gpu": 1},
-            watts_per_unit={"gpu": 1000},
-            actual=series([100.0] * 100),
-        )
-    ]
-    workload = Workload.from_columns(
-        ids=["a", "b"],
-        submit_h=[0.0, 1.5],
-        runtime_h=[1.0, 1.0],
-        demand={"gpu": [1, 1]},
-        deadline_h=[20, 20],
-    )
-    seen: list[int | None] = []
-
-    def recording(instance: Instance, context: PlanContext) -> PolicyResult:
-        seen.append(context.commit_slots)
-        return greedy_earliest(instance, context)
-
-    config = SimConfig(
-        start=START, hours=4.0, horizon_slots=6, replan_every_slots=replan_every_slots
-    )
-    result = run_simulation(config, clusters, workload, recording, oracle_for(clusters))
-    assert {r.job: r.state for r in result.jobs} == {"a": "completed", "b": "completed"}
-    want_rounds = 2
-    assert len(seen) >= want_rounds
-    assert set(seen) == {replan_every_slots}

@@ -83,9 +83,7 @@ def critical_first(run: Runner, instance: Instance, context: PlanContext | None)
     inner = run(
         rest,
         PlanContext(
-            held_units=held,
-            waited_slots=context.waited_slots if context is not None else {},
-            commit_slots=context.commit_slots if context is not None else None,
+            held_units=held, waited_slots=context.waited_slots if context is not None else {}
         ),
     )
     jobs, clusters = instance.jobs, instance.clusters

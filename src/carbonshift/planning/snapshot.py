@@ -100,14 +100,11 @@ class Snapshot:
             released_this_slot=released_this_slot,
         )
 
-    def context(self, commit_slots: int | None = None) -> PlanContext:
-        """The policy's context: units held by running work, slots waited, and
-        ``commit_slots``, the slots of the plan acted on before the next round
-        (:class:`PlanContext`; None: all of it)."""
+    def context(self) -> PlanContext:
+        """The policy's context: units held by running work, slots waited."""
         return PlanContext(
             held_units=held_units(self.instance, self.running),
             waited_slots=dict(self.waited_slots),
-            commit_slots=commit_slots,
         )
 
 

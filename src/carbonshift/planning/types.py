@@ -51,17 +51,10 @@ class PlanContext:
     policy plans against ``capacity - held_units``. ``waited_slots`` says how many slots a
     pending job has already waited before slot 0 (the window rule releases a job that has
     waited 24 h). Both default to nothing held and nothing waited.
-
-    ``commit_slots``: how many slots of the plan, from slot 0, the caller acts on before it
-    plans again (the simulator: ``replan_every_slots``); the rest of the plan is re-planned
-    next round. A policy may spend less work on what is re-planned anyway (``carbonshift``'s
-    polish, docs/design/0002-carbonshift-planner.md). None (the default): the whole plan is
-    acted on, as in a static plan.
     """
 
     held_units: FloatArray | None = None
     waited_slots: Mapping[str, int] = field(default_factory=dict)
-    commit_slots: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

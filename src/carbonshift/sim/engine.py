@@ -367,10 +367,7 @@ def _plan_round(
         running=[_held_work(a) for a in active if a not in movable],
         future_demand=None if future_demand is None else future_demand(now_h, horizon),
     )
-    # the plan's first replan_every_slots slots are committed below; the rest is planned
-    # again next round
-    instance = snapshot.instance
-    context = snapshot.context(commit_slots=config.replan_every_slots)
+    instance, context = snapshot.instance, snapshot.context()
     assert context.held_units is not None
     held = context.held_units.copy()  # what the commits below add to
     started = time.perf_counter()

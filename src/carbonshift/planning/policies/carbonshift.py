@@ -97,13 +97,6 @@ _SEARCH_JOBS = 1000
 #: against 0.32-0.86 %), a wash elsewhere.
 _POLISH_ROUNDS = 3
 
-#: In an online round (``PlanContext.commit_slots`` set: the simulator) the polish gets
-#: this share of ``polish_lp_iterations``: only the round's first slots are acted on, and
-#: the rest is planned and polished again next round. The polish was 89 % of an online
-#: run's CPU on Caspian's day (seed 1); half its budget kept that seed's grams (36.69 kg)
-#: in 65 % of the CPU, a third cost 0.23 kg more (bench/online.md, 2026-11-27 (b)).
-_ONLINE_POLISH_SHARE = 0.5
-
 #: The late-job repair after the LP's rounding stops after this many rounds over the late
 #: jobs (ten-zone 1,000 seeds 0-4 needed 2-12 sub-MILPs in at most 4 rounds).
 _LATE_REPAIR_ROUNDS = 8
@@ -1505,10 +1498,6 @@ def carbonshift(
         best_key = score(best)
     if small and polish_steps > 0 and complete_on_time() and not close_enough():
         # sub-MILPs over windows of jobs (_polish); above 3,000 jobs, as the search, off
-        polish_budget = polish_lp_iterations
-        if context is not None and context.commit_slots is not None:
-            # an online round: a share of the budget (_ONLINE_POLISH_SHARE)
-            polish_budget = max(1, round(polish_lp_iterations * _ONLINE_POLISH_SHARE))
         done = polish(
             arrays,
             classes,
@@ -1521,7 +1510,7 @@ def carbonshift(
             max_jobs=polish_jobs,
             max_columns=polish_columns,
             max_nodes=polish_nodes,
-            lp_iterations=polish_budget,
+            lp_iterations=polish_lp_iterations,
             cpu_limit_s=polish_cpu_s,
             seed=search_seed,
             target_g=None if lower is None else lower * (1 + 1e-3),
