@@ -50,6 +50,22 @@ class CapacityLedger:
         """:meth:`fitting_starts` of every cluster at once, shape (clusters, horizon)."""
         return self._fitting(job, self.free_units)
 
+    def fits_now_everywhere(self, job: int) -> BoolArray:
+        """``fitting_starts_everywhere(job)[:, 0]`` without the other starts: whether the job
+        started in slot 0 fits each cluster over its whole run, shape (clusters,). The hold
+        rule asks it of every held job each round (10,000 a controller pass at fleet
+        scale), and needs slot 0 only."""
+        n_clusters, _, horizon = self.free_units.shape
+        runtime = int(self._arrays.runtime_slots[job])
+        if runtime > horizon:
+            return np.zeros(n_clusters, dtype=bool)
+        resources, amount = self._needs(job)
+        window = self.free_units[:, resources, :runtime]
+        fits: BoolArray = np.all(
+            ~(window + CAPACITY_TOLERANCE < amount[None, :, None]), axis=(1, 2)
+        )
+        return fits
+
     def _fitting(self, job: int, free_units: npt.NDArray[np.float64]) -> BoolArray:
         n_clusters, _, horizon = free_units.shape
         runtime = int(self._arrays.runtime_slots[job])
