@@ -20,16 +20,22 @@ IntArray = npt.NDArray[np.int64]
 class CapacityLedger:
     """Free units per (cluster, resource, slot), starting from ``arrays.free_units``."""
 
-    __slots__ = ("_arrays", "free_units")
+    __slots__ = ("_arrays", "_needed", "free_units")
 
     def __init__(self, arrays: InstanceArrays) -> None:
         self._arrays = arrays
         self.free_units = arrays.free_units.copy()
+        #: each job's (resources it needs, amounts), made on first use: the hold rule asks
+        #: for a job's several times a round (its fit now, its move, its placement)
+        self._needed: dict[int, tuple[IntArray, npt.NDArray[np.float64]]] = {}
 
     def _needs(self, job: int) -> tuple[IntArray, npt.NDArray[np.float64]]:
-        demand = self._arrays.demand_units[job]
-        resources = np.flatnonzero(demand > 0)
-        return resources, demand[resources]
+        found = self._needed.get(job)
+        if found is None:
+            demand = self._arrays.demand_units[job]
+            resources = np.flatnonzero(demand > 0)
+            found = self._needed[job] = (resources, demand[resources])
+        return found
 
     def fits(self, job: int, cluster: int, start_slot: int) -> bool:
         """Whether ``job`` started at ``start_slot`` on ``cluster`` fits over its whole run."""
