@@ -7,6 +7,7 @@ refuse anything ambiguous with an :class:`~carbonshift.errors.InputError`.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -64,8 +65,15 @@ def parse_utc(text: str, *, what: str = "time") -> datetime:
     return to_utc(moment, what=what)
 
 
+@functools.lru_cache(maxsize=4096)
 def format_utc(moment: datetime) -> str:
-    """Format an aware datetime as ``YYYY-MM-DDTHH:MM:SSZ``."""
+    """Format an aware datetime as ``YYYY-MM-DDTHH:MM:SSZ``.
+
+    Remembered for the last 4,096 moments: a controller pass writes a planned and a latest
+    start on each of 10,000 held workloads, nearly all slot boundaries and a few dozen
+    deadlines (bench/controller.md, "Per-request and per-workload CPU"). Equal keys give
+    equal texts: aware datetimes are equal only when they are the same instant, and a
+    naive one never equals an aware one."""
     return to_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

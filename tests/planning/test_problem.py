@@ -198,3 +198,25 @@ def test_fitting_starts_everywhere_is_every_clusters_fitting_starts(
     for j in range(arrays.n_jobs):
         want = np.stack([ledger.fitting_starts(j, m) for m in range(arrays.n_clusters)])
         assert np.array_equal(ledger.fitting_starts_everywhere(j), want)
+
+
+@given(instances(), st.data())
+@settings(max_examples=60, deadline=None)
+def test_fits_now_everywhere_is_slot_zero_of_every_clusters_fit(
+    inst: Instance, data: st.DataObject
+) -> None:
+    """The hold rule's slot-0 fit (one per held job and round) against each cluster's
+    ``fits`` at slot 0 and ``fitting_starts_everywhere``'s first column, on a ledger part
+    filled by placing some jobs where they fit."""
+    arrays = arrays_of(inst)
+    ledger = CapacityLedger(arrays)
+    for j in range(arrays.n_jobs):
+        m = data.draw(st.integers(0, arrays.n_clusters - 1))
+        s = data.draw(st.integers(0, arrays.horizon_slots - 1))
+        if ledger.fits(j, m, s):
+            ledger.place(j, m, s)
+    for j in range(arrays.n_jobs):
+        want = [ledger.fits(j, m, 0) for m in range(arrays.n_clusters)]
+        got = ledger.fits_now_everywhere(j)
+        assert got.tolist() == want
+        assert np.array_equal(got, ledger.fitting_starts_everywhere(j)[:, 0])

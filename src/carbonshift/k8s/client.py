@@ -82,6 +82,36 @@ def parse_json(raw: bytes | str) -> Any:
     return json.loads(raw)
 
 
+def dump_json(body: Any) -> bytes:
+    """A request body as JSON bytes: by orjson when it is installed (faster than
+    ``json.dumps`` on our patches), else by ``json.dumps``. What ``json.dumps`` refuses
+    (a datetime, a dataclass, a model object, a key that is not a string) orjson is told
+    to refuse too (its ``OPT_PASSTHROUGH_*``): either way ``TypeError`` (orjson's
+    ``JSONEncodeError`` is one) before anything is sent, and the caller hands the body to
+    the library's walk (:func:`library_json`)."""
+    if _orjson is not None:
+        try:
+            return bytes(_orjson.dumps(body, option=_ORJSON_STRICT))
+        except _orjson.JSONEncodeError as exc:
+            if _ORJSON_TOO_BIG not in str(exc):
+                raise
+            # an integer past 64 bits, which json.dumps writes as it is
+    return json.dumps(body).encode()
+
+
+_ORJSON_TOO_BIG = "Integer exceeds 64-bit range"
+_ORJSON_STRICT = (
+    0
+    if _orjson is None
+    else _orjson.OPT_PASSTHROUGH_DATETIME
+    | _orjson.OPT_PASSTHROUGH_DATACLASS
+    | _orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+#: query names whose values repeat from request to request (their encoded strings are kept)
+_FIXED_QUERY_NAMES = frozenset({"fieldManager", "force", "labelSelector", "limit", "fieldSelector"})
+_REMEMBERED_QUERIES = 64
+
+
 def set_user_agent(api_client: Any) -> Any:
     """Name carbonshift as the User-Agent of a kubernetes-asyncio ``ApiClient`` (its default
     is ``OpenAPI-Generator/...``); answers the client."""
@@ -204,6 +234,10 @@ class DirectSend:
         # by seconds; None (a watch): no timeout, as the library's ClientTimeout()
         self._timeouts: dict[float | None, Any] = {None: aiohttp.ClientTimeout()}
         self._timeout = aiohttp.ClientTimeout
+        #: encoded query strings by their (name, value) pairs: nearly every write sends the
+        #: same ``fieldManager=carbonshift`` (``urlencode`` costs about as much as the rest of
+        #: building the request; bench/controller.md, "Per-request and per-workload CPU")
+        self._queries: dict[tuple[tuple[str, str], ...], str] = {}
 
     @classmethod
     def of(cls, api_client: Any) -> DirectSend | None:
@@ -220,6 +254,19 @@ class DirectSend:
         if not _auth_hook_as_known(api_client):
             return None
         return cls(api_client, session)
+
+    def _query_string(self, queries: list[tuple[str, str]]) -> str:
+        """``urlencode(queries)``, remembered for the few that repeat (a watch's or a list
+        page's carry a resourceVersion or a continue token: those are encoded each time)."""
+        key = tuple(queries)
+        found = self._queries.get(key)
+        if found is None:
+            found = urllib.parse.urlencode(queries)
+            if len(self._queries) < _REMEMBERED_QUERIES and all(
+                name in _FIXED_QUERY_NAMES for name, _ in queries
+            ):
+                self._queries[key] = found
+        return found
 
     async def send(
         self,
@@ -239,8 +286,8 @@ class DirectSend:
         await api.update_params_for_auth(headers, queries, ["BearerToken"])
         url = api.configuration.host + path
         if queries:
-            url += "?" + urllib.parse.urlencode(queries)
-        data = None if body is None else json.dumps(body).encode()
+            url += "?" + self._query_string(queries)
+        data = None if body is None else dump_json(body)
         timeout = self._timeouts.get(timeout_s)
         if timeout is None:
             timeout = self._timeouts[timeout_s] = self._timeout(total=timeout_s)

@@ -25,9 +25,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
@@ -127,6 +127,9 @@ def _key(obj: Obj) -> str:
     meta = obj.get("metadata") or {}
     return f"{obj.get('kind')}/{meta.get('namespace', '')}/{meta.get('name', '')}"
 
+
+#: :meth:`Controller._fail_open` found nothing held (a sentinel: no latest start)
+_NO_HELD = datetime.max.replace(tzinfo=UTC)
 
 _older = older  # the resourceVersion guard lives with the caches (carbonshift.k8s.informer)
 
@@ -242,6 +245,9 @@ class Controller:
         #: the object
         self._intents: dict[tuple[str, str, str], Intent | NotHeld] = {}
         self._queue: asyncio.Queue[str] = asyncio.Queue()
+        #: the earliest latest start of the held workloads, as the last fail-open scan left
+        #: them (_NO_HELD: none held; None: no scan since the loop last slept)
+        self._earliest_latest_start: datetime | None = None
         self._next_plan: datetime | None = None
         self._idle_at: datetime | None = None
         self._asleep_until: datetime | None = None
@@ -324,22 +330,19 @@ class Controller:
                 return
         self._idle_at = self.clock.now()
 
-    @contextlib.asynccontextmanager
-    async def _contained(self, stage: str, key: str) -> AsyncIterator[None]:
-        """Contain an exception raised while handling one object: log, count, go on."""
-        try:
-            yield
-        except CarbonshiftError as exc:
-            self.metrics.errors.labels(stage=stage).inc()
-            _LOG.warning("%s of %s failed: %s", stage, key or "held workloads", exc)
-        except Exception:
-            self.metrics.errors.labels(stage=stage).inc()
-            _LOG.exception("%s of %s failed", stage, key or "held workloads")
+    def _contained(self, stage: str, key: str | Obj) -> _Contained:
+        """Contain an exception raised while handling one object (``key``, or the object
+        itself: its key is made only when something fails): log, count, go on."""
+        return _Contained(self, stage, key)
 
     async def _sleep_until_due(self) -> None:
         wake = self._next_plan or self.clock.now()
-        for intent in self._held_intents().values():
-            wake = min(wake, intent.latest_start)
+        earliest, self._earliest_latest_start = self._earliest_latest_start, None
+        if earliest is None:  # the step's fail-open scan did not finish: scan again
+            for intent in self._held_intents().values():
+                wake = min(wake, intent.latest_start)
+        elif earliest is not _NO_HELD:
+            wake = min(wake, earliest)
         if not self._queue.empty():
             return
         sleeper = asyncio.create_task(self.clock.sleep_until(wake))
@@ -591,7 +594,7 @@ class Controller:
             uid = obj["metadata"].get("uid", "")
             if uid in self._released:
                 continue
-            async with self._contained("collect", _key(obj)):
+            async with self._contained("collect", obj):
                 intent = self._intent(obj, now)
                 if isinstance(intent, NotHeld):
                     await self._release(obj, None, "not-held", f"released: {intent.reason}")
@@ -665,16 +668,25 @@ class Controller:
                     later, self._later_events = self._later_events, None
                     for args, warning in later:
                         await self._event(*args, warning=warning)
-                for intent in pending:
-                    outcome = outcomes[intent.key]
-                    if outcome.start_now:
-                        continue
-                    async with self._contained("act", intent.key):
-                        counts[intent.kind] += 1
-                        self.metrics.planned_delay.observe(
-                            max(0.0, (outcome.planned_start - now).total_seconds())
-                        )
-                        await self._write_plan(objects[intent.key], intent, outcome)
+                # their Held Events after every plan write, within the Event budget as it
+                # stands then: the writes say why each workload waits; the number of Events
+                # no longer grows with how long the writes take (bench/controller.md)
+                self._later_events = []
+                try:
+                    for intent in pending:
+                        outcome = outcomes[intent.key]
+                        if outcome.start_now:
+                            continue
+                        async with self._contained("act", intent.key):
+                            counts[intent.kind] += 1
+                            self.metrics.planned_delay.observe(
+                                max(0.0, (outcome.planned_start - now).total_seconds())
+                            )
+                            await self._write_plan(objects[intent.key], intent, outcome)
+                finally:
+                    later, self._later_events = self._later_events, None
+                    for args, warning in later:
+                        await self._event(*args, warning=warning)
         for kind, count in counts.items():
             self.metrics.held.labels(kind=kind).set(count)
         self.metrics.reconcile_duration.observe(time.perf_counter() - began)
@@ -705,12 +717,24 @@ class Controller:
         return replace(outcome, reason=outcome.reason.replace(_RATE_LIMITED, note, 1))
 
     async def _fail_open(self, now: datetime) -> None:
+        """Release every held workload whose latest start has come; remember the earliest
+        latest start of those still held after it, for the loop's wake-up
+        (:meth:`_sleep_until_due`), so a step scans the held workloads once, not twice (a
+        change to the caches meanwhile queues a check, and the loop then does not sleep)."""
+        self._earliest_latest_start = None
+        earliest: datetime | None = None
         for obj in self._held_objects():
             intent = self._intent(obj, now)
-            released = obj["metadata"].get("uid") in self._released
-            if isinstance(intent, Intent) and now >= intent.latest_start and not released:
+            if not isinstance(intent, Intent) or obj["metadata"].get("uid") in self._released:
+                continue
+            if now >= intent.latest_start:
                 async with self._contained("fail-open", intent.key):
                     await self._release(obj, intent, "fail-open", self._fail_open_reason(intent))
+                if obj["metadata"].get("uid") in self._released:
+                    continue
+            if earliest is None or intent.latest_start < earliest:
+                earliest = intent.latest_start
+        self._earliest_latest_start = _NO_HELD if earliest is None else earliest
 
     def _fail_open_reason(self, intent: Intent) -> str:
         return (
@@ -787,7 +811,7 @@ class Controller:
         if objects is None:
             objects = [*self.pods.values(), *self.jobs.values()]
         for obj in objects:
-            async with self._contained("note", _key(obj)):
+            async with self._contained("note", obj):
                 await self._note_one(now, obj)
 
     async def _note_one(self, now: datetime, obj: Obj) -> None:
@@ -1079,6 +1103,38 @@ class Controller:
             await self.kube.create(f"/api/v1/namespaces/{meta.get('namespace')}/events", event)
         except (KubeError, TemporaryError) as exc:
             _LOG.info("event %s on %s not recorded: %s", reason, _key(obj), exc)
+
+
+class _Contained:
+    """:meth:`Controller._contained`: an exception raised in the block is logged, counted in
+    ``carbonshift_errors_total{stage}`` and swallowed (a carbonshift error as a warning, any
+    other with its traceback); cancellation goes through. A class, not a generator-based
+    context manager: a pass enters one per held workload and phase (tens of thousands at
+    fleet scale), and this costs a third as much (bench/controller.md, "Per-request and
+    per-workload CPU")."""
+
+    __slots__ = ("_controller", "_key", "_stage")
+
+    def __init__(self, controller: Controller, stage: str, key: str | Obj) -> None:
+        self._controller = controller
+        self._stage = stage
+        self._key = key
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
+        if exc is None or not isinstance(exc, Exception):
+            return False
+        self._controller.metrics.errors.labels(stage=self._stage).inc()
+        key = self._key if isinstance(self._key, str) else _key(self._key)
+        if isinstance(exc, CarbonshiftError):
+            _LOG.warning("%s of %s failed: %s", self._stage, key or "held workloads", exc)
+        else:
+            _LOG.error("%s of %s failed", self._stage, key or "held workloads", exc_info=exc)
+        return True
 
 
 def describe(obj: Obj) -> dict[str, Any]:

@@ -207,7 +207,7 @@ def apply_hold_rule(
             if int(arrays.runtime_slots[j]) > arrays.horizon_slots:
                 continue
             # the clusters where it could start now, least grams first (ties: listed first)
-            fits_now = ledger.fitting_starts_everywhere(j)[:, 0]
+            fits_now = ledger.fits_now_everywhere(j)
             fits_now[m] = True
             for c in np.lexsort((np.arange(arrays.n_clusters), now_g)):
                 c = int(c)

@@ -20,16 +20,22 @@ IntArray = npt.NDArray[np.int64]
 class CapacityLedger:
     """Free units per (cluster, resource, slot), starting from ``arrays.free_units``."""
 
-    __slots__ = ("_arrays", "free_units")
+    __slots__ = ("_arrays", "_needed", "free_units")
 
     def __init__(self, arrays: InstanceArrays) -> None:
         self._arrays = arrays
         self.free_units = arrays.free_units.copy()
+        #: each job's (resources it needs, amounts), made on first use: the hold rule asks
+        #: for a job's several times a round (its fit now, its move, its placement)
+        self._needed: dict[int, tuple[IntArray, npt.NDArray[np.float64]]] = {}
 
     def _needs(self, job: int) -> tuple[IntArray, npt.NDArray[np.float64]]:
-        demand = self._arrays.demand_units[job]
-        resources = np.flatnonzero(demand > 0)
-        return resources, demand[resources]
+        found = self._needed.get(job)
+        if found is None:
+            demand = self._arrays.demand_units[job]
+            resources = np.flatnonzero(demand > 0)
+            found = self._needed[job] = (resources, demand[resources])
+        return found
 
     def fits(self, job: int, cluster: int, start_slot: int) -> bool:
         """Whether ``job`` started at ``start_slot`` on ``cluster`` fits over its whole run."""
@@ -49,6 +55,22 @@ class CapacityLedger:
     def fitting_starts_everywhere(self, job: int) -> BoolArray:
         """:meth:`fitting_starts` of every cluster at once, shape (clusters, horizon)."""
         return self._fitting(job, self.free_units)
+
+    def fits_now_everywhere(self, job: int) -> BoolArray:
+        """``fitting_starts_everywhere(job)[:, 0]`` without the other starts: whether the job
+        started in slot 0 fits each cluster over its whole run, shape (clusters,). The hold
+        rule asks it of every held job each round (10,000 a controller pass at fleet
+        scale), and needs slot 0 only."""
+        n_clusters, _, horizon = self.free_units.shape
+        runtime = int(self._arrays.runtime_slots[job])
+        if runtime > horizon:
+            return np.zeros(n_clusters, dtype=bool)
+        resources, amount = self._needs(job)
+        window = self.free_units[:, resources, :runtime]
+        fits: BoolArray = np.all(
+            ~(window + CAPACITY_TOLERANCE < amount[None, :, None]), axis=(1, 2)
+        )
+        return fits
 
     def _fitting(self, job: int, free_units: npt.NDArray[np.float64]) -> BoolArray:
         n_clusters, _, horizon = free_units.shape
