@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from carbonshift.domain import Instance, check_feasibility, score_plan
+from carbonshift.domain import Cluster, Instance, Job, TimeGrid, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.lagrangian import (
     _unique_rows,
@@ -181,15 +181,33 @@ def test_an_ascent_resumed_is_the_same_ascent_as_one_run(
     assert np.allclose(rest.prices, whole.prices, rtol=1e-12, atol=1e-12)
 
 
+#: found by hypothesis: the random greedy puts j0 (deadline 1) late at slot 1 behind j1; the
+#: search ejects j0 from j1's cleaner cell, places j1 there, and puts j0 back on time
+_LATE_JOB_PUT_BACK_ON_TIME = Instance(
+    grid=TimeGrid(slot_minutes=30, horizon_slots=2),
+    resources=("gpu", "mem"),
+    clusters=(
+        Cluster(name="c0", capacity={"gpu": 2.0, "mem": 0.0}, watts_per_unit={"gpu": 1.0}),
+        Cluster(name="c1", capacity={"gpu": 0.0, "mem": 0.0}, watts_per_unit={"gpu": 0.0}),
+    ),
+    carbon_g_per_kwh={"c0": (1.0, 0.0), "c1": (0.0, 0.0)},
+    jobs=(
+        Job(id="j0", demand={"gpu": 1.0}, runtime_slots=1, deadline_slot=1),
+        Job(id="j1", demand={"gpu": 2.0}, runtime_slots=1, deadline_slot=2),
+    ),
+)
+
+
 @_SETTINGS
 @given(
     instances(max_jobs=8, max_horizon=8, max_clusters=2, future=False),
     st.integers(0, 3),
 )
+@example(_LATE_JOB_PUT_BACK_ON_TIME, 1)
 def test_ruin_and_recreate_never_costs_grams_nor_breaks_a_plan(inst: Instance, seed: int) -> None:
     """From a greedy plan on random costs (far from the least grams), the search keeps
-    capacity, every job placed, every on-time job on time and the late ones where they
-    were; its grams never rise; the same seed gives the same plan."""
+    capacity, every job placed, every on-time job on time and each late one where it was
+    or on time; its grams never rise; the same seed gives the same plan."""
     arrays = arrays_of(inst)
     classes = classes_of(arrays)
     table = shape_costs(classes, unit_grams(arrays))
@@ -216,8 +234,10 @@ def test_ruin_and_recreate_never_costs_grams_nor_breaks_a_plan(inst: Instance, s
     assert np.array_equal(state.cluster >= 0, want_placed)
     on_time = state.start + arrays.runtime_slots <= arrays.deadline_slot
     assert np.all(on_time[want_placed & ~late])
-    assert np.array_equal(state.cluster[late], first.cluster[late])
-    assert np.array_equal(state.start[late], first.start[late])
+    # a late job that could be on time may be in the way of a move and put back on time
+    # (hypothesis found one: two jobs on one cluster, swapped); otherwise it stays put
+    stayed = (state.cluster == first.cluster) & (state.start == first.start)
+    assert np.all((stayed | on_time)[late])
     assert cs._grams(arrays, classes, state, table) <= want_grams * (1 + 1e-12) + 1e-9
     assert np.array_equal(plans[1].cluster, state.cluster)
     assert np.array_equal(plans[1].start, state.start)
