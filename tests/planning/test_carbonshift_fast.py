@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from carbonshift.domain import Cluster, Instance, Job, TimeGrid, check_feasibility, score_plan
+from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.lagrangian import (
     _unique_rows,
@@ -183,18 +183,12 @@ def test_an_ascent_resumed_is_the_same_ascent_as_one_run(
 
 #: found by hypothesis: the random greedy puts j0 (deadline 1) late at slot 1 behind j1; the
 #: search ejects j0 from j1's cleaner cell, places j1 there, and puts j0 back on time
-_LATE_JOB_PUT_BACK_ON_TIME = Instance(
-    grid=TimeGrid(slot_minutes=30, horizon_slots=2),
-    resources=("gpu", "mem"),
-    clusters=(
-        Cluster(name="c0", capacity={"gpu": 2.0, "mem": 0.0}, watts_per_unit={"gpu": 1.0}),
-        Cluster(name="c1", capacity={"gpu": 0.0, "mem": 0.0}, watts_per_unit={"gpu": 0.0}),
-    ),
-    carbon_g_per_kwh={"c0": (1.0, 0.0), "c1": (0.0, 0.0)},
-    jobs=(
-        Job(id="j0", demand={"gpu": 1.0}, runtime_slots=1, deadline_slot=1),
-        Job(id="j1", demand={"gpu": 2.0}, runtime_slots=1, deadline_slot=2),
-    ),
+_LATE_JOB_PUT_BACK_ON_TIME = instance(
+    [job("j0", gpu=1.0, deadline=1), job("j1", gpu=2.0, deadline=2)],
+    [cluster("c0", gpu=2.0, watts=1.0), cluster("c1", gpu=0.0, watts=0.0)],
+    {"c0": [1.0, 0.0], "c1": [0.0, 0.0]},
+    horizon=2,
+    slot_minutes=30,
 )
 
 
