@@ -27,7 +27,7 @@ from carbonshift.domain import Instance, Plan
 from carbonshift.errors import InputError
 from carbonshift.planning.backends.highs import LpMethod
 from carbonshift.planning.critical import critical_first
-from carbonshift.planning.lookahead import planned_with_reserve
+from carbonshift.planning.lookahead import PHANTOM_SHAPES, planned_with_reserve
 from carbonshift.planning.policies.asap import asap
 from carbonshift.planning.policies.carbonshift import (
     BOUND_METHODS,
@@ -284,6 +284,7 @@ POLICIES: dict[str, PolicySpec] = {
                 bound_iterations=(
                     None if p.get_str("bound") == "none" else p.get_int("dual_iterations")
                 ),
+                shapes=p.get_str("reserve_shapes"),
             ),
             (
                 ParamSpec(
@@ -492,6 +493,15 @@ POLICIES: dict[str, PolicySpec] = {
                     "Lagrangian dual's for the real jobs)",
                     0.0,
                     10.0,
+                ),
+                ParamSpec(
+                    "reserve_shapes",
+                    str,
+                    "median",
+                    "shapes of the phantom jobs of reserve_future_demand: median (one shape, "
+                    "the pending work's median runtime, window and demand) or sample (the "
+                    "pending jobs' own shapes in turn: runtimes, windows, demands, clusters)",
+                    choices=PHANTOM_SHAPES,
                 ),
             ),
             "least grams with every deadline kept, certified lower bound (the default)",
