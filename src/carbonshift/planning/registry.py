@@ -506,9 +506,12 @@ POLICIES: dict[str, PolicySpec] = {
             ),
             "least grams with every deadline kept, certified lower bound (the default)",
             carbonshift,
-            # online: room for 75 % of the demand learned from past arrivals (the weight
-            # chosen on Caspian's day for that forecast; bench/online.md, docs/simulator.md)
-            OnlineDefaults("moving-average", {"reserve_future_demand": 0.75}),
+            # online: room for all of the demand learned from past arrivals, in phantoms
+            # shaped as the pending jobs are (chosen on Caspian's day, seeds 1-3;
+            # bench/online.md 2026-11-27 (ii), docs/simulator.md)
+            OnlineDefaults(
+                "moving-average", {"reserve_future_demand": 1.0, "reserve_shapes": "sample"}
+            ),
         ),
         PolicySpec(
             "asap",
