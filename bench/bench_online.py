@@ -27,8 +27,9 @@ and hourly slots, so the instance's grams and the simulator's grams measure the 
 
 The online runs plan as a scenario that says nothing more would: ``carbonshift`` with its
 online defaults (the learned ``moving-average`` demand forecast and
-``reserve_future_demand = 0.75``; sim.experiment.online_settings) unless
-``--demand-forecast none`` (the default before 2026-11-27) or ``--reserve`` says otherwise.
+``reserve_future_demand = 1.0`` with ``reserve_shapes = sample``;
+sim.experiment.online_settings) unless ``--demand-forecast none`` (the default before
+2026-11-27), ``--reserve`` or ``--param reserve_shapes=median`` says otherwise.
 
 Run: ``.venv/bin/python bench/bench_online.py [--seeds 1,2,3] [--jobs 200] [--policy NAME]
 [--reserve W] [--demand-forecast none|oracle|moving-average|seasonal-day]
