@@ -27,12 +27,13 @@ and hourly slots, so the instance's grams and the simulator's grams measure the 
 
 The online runs plan as a scenario that says nothing more would: ``carbonshift`` with its
 online defaults (the learned ``moving-average`` demand forecast and
-``reserve_future_demand = 0.75``; sim.experiment.online_settings) unless
-``--demand-forecast none`` (the default before 2026-11-27) or ``--reserve`` says otherwise.
+``reserve_future_demand = 1.0`` with ``reserve_shapes = sample``;
+sim.experiment.online_settings) unless ``--demand-forecast none`` (the default before
+2026-11-27), ``--reserve`` or ``--param reserve_shapes=median`` says otherwise.
 
 Run: ``.venv/bin/python bench/bench_online.py [--seeds 1,2,3] [--jobs 200] [--policy NAME]
 [--reserve W] [--demand-forecast none|oracle|moving-average|seasonal-day]
-[--param KEY=NUMBER] [--noise 25,75]`` (a table), or ``.venv/bin/python -m bench online``
+[--param KEY=VALUE] [--noise 25,75]`` (a table), or ``.venv/bin/python -m bench online``
 (JSON rows).
 """
 
@@ -198,6 +199,17 @@ def run(
     ]
 
 
+def _param_value(value: str) -> int | float | str:
+    """A ``--param`` value: an int, else a float, else the word itself (the policy's own
+    parameter check says whether it is allowed)."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1,2,3", help="comma-separated seeds")
@@ -225,7 +237,8 @@ def main(argv: list[str]) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="another parameter of the online policy (a number), e.g. polish_steps=0",
+        help="another parameter of the online policy (a number or a word), e.g. "
+        "polish_steps=0 or reserve_shapes=median",
     )
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -233,12 +246,9 @@ def main(argv: list[str]) -> int:
     noise = [float(m) for m in args.noise.split(",") if m.strip()]
     for item in args.param:
         key, sep, value = item.partition("=")
-        try:
-            params[key] = float(value) if "." in value else int(value)
-        except ValueError:
-            parser.error(f"--param {item!r}: give KEY=NUMBER, e.g. polish_steps=0")
-        if not sep or not key:
-            parser.error(f"--param {item!r}: give KEY=NUMBER, e.g. polish_steps=0")
+        if not sep or not key or not value:
+            parser.error(f"--param {item!r}: give KEY=VALUE, e.g. polish_steps=0")
+        params[key] = _param_value(value)
     rows = []
     for seed in seeds:
         row = one_seed(seed, args.jobs, args.policy, params, args.demand_forecast, noise)

@@ -180,3 +180,67 @@ def test_phantoms_never_make_a_real_job_later_than_the_plan_without_them() -> No
 
     assert seen == [2, 1]
     assert [(a.job, a.start_slot) for a in answer.plan.assignments] == [("r", 0)]
+
+
+def test_sampled_phantoms_spread_over_the_pending_shapes() -> None:
+    """A short, tight, small job on any cluster and a long, loose, large one on cluster b
+    only: ``shapes="sample"`` gives phantoms of both shapes (each with its own runtime,
+    window, demand and clusters), where ``median`` gives one shape; the forecast units of
+    each slot are the same either way."""
+    inst = instance_from_dict(
+        {
+            **instance([4.0, 4.0, 4.0] + [0.0] * 5),
+            "horizon_slots": 8,
+            "carbon_g_per_kwh": {"a": [50.0] * 8, "b": [50.0] * 8},
+            "clusters": [
+                {"name": "a", "capacity": {"gpu": 8}, "watts_per_unit": {"gpu": 1}},
+                {"name": "b", "capacity": {"gpu": 8}, "watts_per_unit": {"gpu": 1}},
+            ],
+            "jobs": [
+                {"id": "short", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 2},
+                {
+                    "id": "long",
+                    "demand": {"gpu": 3},
+                    "runtime_slots": 4,
+                    "deadline_slot": 7,
+                    "allowed_clusters": ["b"],
+                },
+            ],
+        }
+    )
+
+    def phantoms(shapes: str) -> list[tuple[int, int, int, float, frozenset[str] | None]]:
+        return [
+            (
+                j.release_slot,
+                j.runtime_slots,
+                j.deadline_slot - j.release_slot,
+                j.demand["gpu"],
+                j.allowed_clusters,
+            )
+            for j in with_phantoms(inst, 1.0, shapes=shapes).jobs
+            if j.id.startswith(PHANTOM_PREFIX)
+        ]
+
+    b = frozenset({ClusterName("b")})
+    want_sample = [
+        (1, 1, 2, 1.0, None),  # slot 0's 4 units: short (1), long (3)
+        (1, 4, 7, 3.0, b),
+        (2, 1, 2, 1.0, None),  # slot 1's: in turn again
+        (2, 4, 6, 3.0, b),  # the window cut at the horizon (8)
+        (3, 1, 2, 1.0, None),
+        (3, 4, 5, 3.0, b),
+    ]
+    assert phantoms("sample") == want_sample
+    median = phantoms("median")
+    assert {(r, w) for _, r, w, _, _ in median} <= {(2, 4), (2, 5), (2, 6)}
+    for slot in (1, 2, 3):
+        for shapes in ("sample", "median"):
+            got = sum(d for s, _, _, d, _ in phantoms(shapes) if s == slot)
+            assert got == pytest.approx(4.0)
+
+
+def test_unknown_phantom_shapes_are_refused() -> None:
+    inst = instance_from_dict(instance([1.0, 0.0, 0.0]))
+    with pytest.raises(InputError, match="reserve_shapes 'quantile'"):
+        with_phantoms(inst, 1.0, shapes="quantile")

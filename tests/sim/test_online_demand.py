@@ -1,6 +1,7 @@
 """The simulator's demand forecast for the rounds: learned from past arrivals only, nothing
 forecast after the declared arrival span, and reserving room for it keeps deadlines; by
-default ``carbonshift`` (and no other policy) plans online with it and a reserve of 0.75."""
+default ``carbonshift`` (and no other policy) plans online with it and a reserve of 1.0 in
+phantoms shaped as the pending jobs."""
 
 from __future__ import annotations
 
@@ -86,21 +87,21 @@ ONLINE_SETTINGS = [
         "carbonshift",
         None,
         {},
-        ("moving-average", {"reserve_future_demand": 0.75}),
+        ("moving-average", {"reserve_future_demand": 1.0, "reserve_shapes": "sample"}),
         id="carbonshift-scenario-names-nothing-learned-demand-and-reserve",
     ),
     pytest.param(
         "carbonshift",
         "moving-average",
         {},
-        ("moving-average", {"reserve_future_demand": 0.75}),
+        ("moving-average", {"reserve_future_demand": 1.0, "reserve_shapes": "sample"}),
         id="carbonshift-names-the-learned-forecast-same-as-default",
     ),
     pytest.param(
         "carbonshift",
         None,
         {"reserve_future_demand": 0},
-        ("moving-average", {"reserve_future_demand": 0}),
+        ("moving-average", {"reserve_future_demand": 0, "reserve_shapes": "sample"}),
         id="carbonshift-reserve-0-turns-the-reserve-off",
     ),
     pytest.param(
@@ -165,7 +166,7 @@ def _spy(
 @pytest.mark.parametrize(
     ("policy", "scenario_demand", "want_reserve", "want_demand"),
     [
-        pytest.param("carbonshift", None, 0.75, True, id="carbonshift-by-default"),
+        pytest.param("carbonshift", None, 1.0, True, id="carbonshift-by-default"),
         pytest.param("carbonshift", "none", None, False, id="carbonshift-demand-none"),
         pytest.param("caspian", None, None, False, id="caspian-as-before"),
     ],
@@ -191,5 +192,5 @@ def test_the_rounds_of_a_scenario_that_names_no_demand_forecast(
 
 def test_static_plans_keep_no_reserve() -> None:
     """``carbonshift plan`` on an instance with future_demand (CJPS, /v1/plan) is unchanged:
-    the policy's own default reserve is 0; only the simulator's rounds get 0.75."""
+    the policy's own default reserve is 0; only the simulator's rounds get 1.0."""
     assert parse_params("carbonshift").get_float("reserve_future_demand") == 0.0

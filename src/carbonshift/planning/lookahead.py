@@ -32,29 +32,56 @@ from carbonshift.planning.lagrangian import classes_of, dual_ascent, shape_costs
 from carbonshift.planning.problem import arrays_of
 from carbonshift.planning.types import PlanContext, PolicyResult
 
-__all__ = ["PHANTOM_PREFIX", "planned_with_reserve", "real_bound", "real_part", "with_phantoms"]
+__all__ = [
+    "PHANTOM_PREFIX",
+    "PHANTOM_SHAPES",
+    "planned_with_reserve",
+    "real_bound",
+    "real_part",
+    "with_phantoms",
+]
 
 #: job ids of phantom jobs start with this (a real id that does is refused)
 PHANTOM_PREFIX = "~future-"
 
 
+#: how phantoms are shaped (``reserve_shapes``): ``median``, one shape per slot, the pending
+#: work's medians; ``sample``, the shapes of the pending jobs themselves, in turn
+PHANTOM_SHAPES = ("median", "sample")
+
+
 def with_phantoms(
-    instance: Instance, weight: float, waited_slots: Mapping[str, int] | None = None
+    instance: Instance,
+    weight: float,
+    waited_slots: Mapping[str, int] | None = None,
+    *,
+    shapes: str = "median",
 ) -> Instance:
     """``instance`` plus phantom jobs for ``weight`` x its forecast future demand.
 
     Unchanged when there is no forecast, no pending job or ``weight`` is 0. The demand
     forecast for slot ``k`` arrives during ``[k, k + 1)`` (workloads/demand.py), after this
     round, so its phantoms are released at slot ``k + 1``, the first round that will see
-    them (as a real arrival is: the slot boundary after it). Their window is the pending
-    jobs' median window as they arrived: release to deadline plus the slots each has
-    already waited (``waited_slots``, :class:`~carbonshift.planning.types.PlanContext`).
-    Phantoms may run on any cluster and are never critical.
+    them (as a real arrival is: the slot boundary after it). A pending job's window as it
+    arrived is its release to deadline plus the slots it has already waited
+    (``waited_slots``, :class:`~carbonshift.planning.types.PlanContext`).
+
+    ``shapes="median"``: every phantom has the pending jobs' median runtime and median
+    window as they arrived, and a piece of their median demand of the first resource; it may
+    run on any cluster. ``shapes="sample"``: the forecast units of each slot are split into
+    phantoms shaped as the pending jobs are, taken in turn across the slots (each job's
+    runtime, window as it arrived, demand of every resource in its proportions, allowed
+    clusters), so the arriving units spread over shapes as the pending units do, long and
+    short, tight and loose. Phantoms are never critical.
     """
     if not 0.0 <= weight <= 10.0 or not np.isfinite(weight):
         raise InputError(
             f"reserve_future_demand {weight!r} is outside 0-10; give the share of the forecast "
             "demand to reserve room for (0 off, 1 all of it)"
+        )
+    if shapes not in PHANTOM_SHAPES:
+        raise InputError(
+            f"reserve_shapes {shapes!r} is not known; give one of {', '.join(PHANTOM_SHAPES)}"
         )
     resource = instance.resources[0]
     jobs = instance.jobs
@@ -69,32 +96,48 @@ def with_phantoms(
         )
     waited = waited_slots or {}
     horizon = instance.grid.horizon_slots
-    runtime = max(1, round(float(np.median([job.runtime_slots for job in jobs]))))
-    window = round(
-        float(
-            np.median(
-                [job.deadline_slot - job.release_slot + waited.get(job.id, 0) for job in jobs]
-            )
+    windows = [job.deadline_slot - job.release_slot + waited.get(job.id, 0) for job in jobs]
+    samples = [
+        (job, window)
+        for job, window in zip(jobs, windows, strict=True)
+        if job.demand.get(resource, 0.0) > 0
+    ]
+    if shapes == "median" or not samples:
+        runtime = max(1, round(float(np.median([job.runtime_slots for job in jobs]))))
+        window = round(float(np.median(windows)))
+        demands = [job.demand.get(resource, 0.0) for job in jobs]
+        piece = float(np.median([d for d in demands if d > 0] or [1.0]))
+        median = Job(
+            id=JobId("median"),
+            demand={resource: piece},
+            runtime_slots=runtime,
+            deadline_slot=runtime,
         )
-    )
-    demands = [job.demand.get(resource, 0.0) for job in jobs]
-    piece = float(np.median([d for d in demands if d > 0] or [1.0]))
+        samples = [(median, window)]
     phantoms: list[Job] = []
+    turn = 0
     for slot in range(1, horizon):
         left = float(future[slot - 1]) * weight  # arrives in the slot before it is planned
-        run = min(runtime, horizon - slot)
-        deadline = min(horizon, slot + max(window, run))
         count = 0
-        while left > 1e-9 and run > 0:
-            amount = min(left, piece)
+        while left > 1e-9:
+            shape, window = samples[turn % len(samples)]
+            turn += 1
+            run = min(shape.runtime_slots, horizon - slot)
+            unit = shape.demand[resource]
+            amount = min(left, unit)
             left -= amount
             phantoms.append(
                 Job(
                     id=JobId(f"{PHANTOM_PREFIX}{slot}-{count}"),
-                    demand={resource: amount},
+                    demand={
+                        r: amount if r == resource else v * amount / unit
+                        for r, v in shape.demand.items()
+                        if v > 0
+                    },
                     runtime_slots=run,
-                    deadline_slot=deadline,
+                    deadline_slot=min(horizon, slot + max(window, run)),
                     release_slot=slot,
+                    allowed_clusters=shape.allowed_clusters,
                 )
             )
             count += 1
@@ -153,6 +196,7 @@ def planned_with_reserve(
     *,
     context: PlanContext | None = None,
     bound_iterations: int | None = None,
+    shapes: str = "median",
 ) -> PolicyResult:
     """``plan`` run on ``instance`` with phantoms for ``weight`` x its forecast demand, and
     answered for the real jobs only; ``plan(instance)`` itself when that adds nothing. With
@@ -165,7 +209,9 @@ def planned_with_reserve(
     phantom's lateness as a real job's; in a congested round it made real jobs late to keep
     phantoms on time: examples/own-data, 81.7 % of deadlines met without the reserve, 73.3 %
     with it.)"""
-    augmented = with_phantoms(instance, weight, None if context is None else context.waited_slots)
+    augmented = with_phantoms(
+        instance, weight, None if context is None else context.waited_slots, shapes=shapes
+    )
     if augmented is instance:
         return plan(instance)
     real = real_part(plan(augmented), {job.id for job in instance.jobs})

@@ -27,7 +27,7 @@ from carbonshift.domain import Instance, Plan
 from carbonshift.errors import InputError
 from carbonshift.planning.backends.highs import LpMethod
 from carbonshift.planning.critical import critical_first
-from carbonshift.planning.lookahead import planned_with_reserve
+from carbonshift.planning.lookahead import PHANTOM_SHAPES, planned_with_reserve
 from carbonshift.planning.policies.asap import asap
 from carbonshift.planning.policies.carbonshift import (
     BOUND_METHODS,
@@ -284,6 +284,7 @@ POLICIES: dict[str, PolicySpec] = {
                 bound_iterations=(
                     None if p.get_str("bound") == "none" else p.get_int("dual_iterations")
                 ),
+                shapes=p.get_str("reserve_shapes"),
             ),
             (
                 ParamSpec(
@@ -493,12 +494,24 @@ POLICIES: dict[str, PolicySpec] = {
                     0.0,
                     10.0,
                 ),
+                ParamSpec(
+                    "reserve_shapes",
+                    str,
+                    "median",
+                    "shapes of the phantom jobs of reserve_future_demand: median (one shape, "
+                    "the pending work's median runtime, window and demand) or sample (the "
+                    "pending jobs' own shapes in turn: runtimes, windows, demands, clusters)",
+                    choices=PHANTOM_SHAPES,
+                ),
             ),
             "least grams with every deadline kept, certified lower bound (the default)",
             carbonshift,
-            # online: room for 75 % of the demand learned from past arrivals (the weight
-            # chosen on Caspian's day for that forecast; bench/online.md, docs/simulator.md)
-            OnlineDefaults("moving-average", {"reserve_future_demand": 0.75}),
+            # online: room for all of the demand learned from past arrivals, in phantoms
+            # shaped as the pending jobs are (chosen on Caspian's day, seeds 1-3;
+            # bench/online.md 2026-11-27 (ii), docs/simulator.md)
+            OnlineDefaults(
+                "moving-average", {"reserve_future_demand": 1.0, "reserve_shapes": "sample"}
+            ),
         ),
         PolicySpec(
             "asap",

@@ -160,10 +160,11 @@ def online_settings(
 
     ``demand_forecast`` is the scenario's: a method, ``"none"`` (no forecast), or None (not
     said). A policy with online defaults (:class:`~carbonshift.planning.registry.
-    OnlineDefaults`; ``carbonshift``: the learned ``moving-average`` demand and
-    ``reserve_future_demand = 0.75``) gets its forecast when the scenario names none, and
-    the parameters that go with that forecast under ``params`` whenever the rounds carry
-    it. Any other policy, forecast or ``"none"``: the scenario's settings as they are.
+    OnlineDefaults`; ``carbonshift``: the learned ``moving-average`` demand,
+    ``reserve_future_demand = 1.0`` and ``reserve_shapes = "sample"``) gets its forecast
+    when the scenario names none, and the parameters that go with that forecast under
+    ``params`` whenever the rounds carry it. Any other policy, forecast or ``"none"``:
+    the scenario's settings as they are.
     """
     defaults = policy_spec(name).online
     method = demand_forecast
