@@ -45,6 +45,17 @@ def held_pod(name: str, deadline: datetime, version: str = "7") -> Obj:
     return obj
 
 
+def _wake_ups(monkeypatch: pytest.MonkeyPatch, clock: ExternalClock) -> list[datetime]:
+    """The moments the controller sleeps until from now on (it returns at once)."""
+    woke_at: list[datetime] = []
+
+    async def sleep_until(moment: datetime) -> None:
+        woke_at.append(moment)
+
+    monkeypatch.setattr(clock, "sleep_until", sleep_until)
+    return woke_at
+
+
 def controller_with(objects: list[Obj]) -> tuple[Controller, ExternalClock]:
     config = parse_config(
         {
@@ -79,12 +90,7 @@ async def test_a_step_scans_the_held_workloads_once_for_fail_open_and_wake_up(
         return found
 
     monkeypatch.setattr(Controller, "_held_objects", counted)
-    woke_at: list[datetime] = []
-
-    async def sleep_until(moment: datetime) -> None:
-        woke_at.append(moment)
-
-    monkeypatch.setattr(clock, "sleep_until", sleep_until)
+    woke_at = _wake_ups(monkeypatch, clock)
 
     await controller._fail_open(NOW)  # nothing due yet: nothing released, no request
     await controller._sleep_until_due()
@@ -99,12 +105,7 @@ async def test_the_wake_up_scans_when_no_fail_open_scan_ran_since_it_last_slept(
 ) -> None:
     controller, clock = controller_with([held_pod("soon", NOW + timedelta(hours=2))])
     controller._next_plan = NOW + timedelta(hours=3)
-    woke_at: list[datetime] = []
-
-    async def sleep_until(moment: datetime) -> None:
-        woke_at.append(moment)
-
-    monkeypatch.setattr(clock, "sleep_until", sleep_until)
+    woke_at = _wake_ups(monkeypatch, clock)
     await controller._fail_open(NOW)
     await controller._sleep_until_due()
     # a workload arrived without a step between: the next wake-up reads the caches again
@@ -118,12 +119,7 @@ async def test_with_nothing_held_the_loop_sleeps_until_the_next_plan(
 ) -> None:
     controller, clock = controller_with([])
     controller._next_plan = NOW + timedelta(hours=1)
-    woke_at: list[datetime] = []
-
-    async def sleep_until(moment: datetime) -> None:
-        woke_at.append(moment)
-
-    monkeypatch.setattr(clock, "sleep_until", sleep_until)
+    woke_at = _wake_ups(monkeypatch, clock)
     await controller._fail_open(NOW)
     await controller._sleep_until_due()
     assert woke_at == [NOW + timedelta(hours=1)]

@@ -11,6 +11,7 @@ from carbonshift.domain import Instance, job_carbon_g
 from carbonshift.errors import InputError
 from carbonshift.planning.ledger import CapacityLedger
 from carbonshift.planning.problem import (
+    InstanceArrays,
     arrays_of,
     build_problem,
     build_starts,
@@ -181,13 +182,8 @@ def test_objective_length_must_match_columns() -> None:
         linear_program(problem, np.zeros(len(problem.starts) + 1))
 
 
-@given(instances(), st.data())
-@settings(max_examples=60, deadline=None)
-def test_fitting_starts_everywhere_is_every_clusters_fitting_starts(
-    inst: Instance, data: st.DataObject
-) -> None:
-    """The ledger's all-clusters fit (FLUIDOS asks it once a job) against one cluster at a
-    time, on a ledger part filled by placing some jobs where they fit."""
+def _partly_filled(inst: Instance, data: st.DataObject) -> tuple[InstanceArrays, CapacityLedger]:
+    """The instance's arrays and a ledger filled by placing each job where drawn, if it fits."""
     arrays = arrays_of(inst)
     ledger = CapacityLedger(arrays)
     for j in range(arrays.n_jobs):
@@ -195,6 +191,17 @@ def test_fitting_starts_everywhere_is_every_clusters_fitting_starts(
         s = data.draw(st.integers(0, arrays.horizon_slots - 1))
         if ledger.fits(j, m, s):
             ledger.place(j, m, s)
+    return arrays, ledger
+
+
+@given(instances(), st.data())
+@settings(max_examples=60, deadline=None)
+def test_fitting_starts_everywhere_is_every_clusters_fitting_starts(
+    inst: Instance, data: st.DataObject
+) -> None:
+    """The ledger's all-clusters fit (FLUIDOS asks it once a job) against one cluster at a
+    time, on a ledger part filled by placing some jobs where they fit."""
+    arrays, ledger = _partly_filled(inst, data)
     for j in range(arrays.n_jobs):
         want = np.stack([ledger.fitting_starts(j, m) for m in range(arrays.n_clusters)])
         assert np.array_equal(ledger.fitting_starts_everywhere(j), want)
@@ -208,13 +215,7 @@ def test_fits_now_everywhere_is_slot_zero_of_every_clusters_fit(
     """The hold rule's slot-0 fit (one per held job and round) against each cluster's
     ``fits`` at slot 0 and ``fitting_starts_everywhere``'s first column, on a ledger part
     filled by placing some jobs where they fit."""
-    arrays = arrays_of(inst)
-    ledger = CapacityLedger(arrays)
-    for j in range(arrays.n_jobs):
-        m = data.draw(st.integers(0, arrays.n_clusters - 1))
-        s = data.draw(st.integers(0, arrays.horizon_slots - 1))
-        if ledger.fits(j, m, s):
-            ledger.place(j, m, s)
+    arrays, ledger = _partly_filled(inst, data)
     for j in range(arrays.n_jobs):
         want = [ledger.fits(j, m, 0) for m in range(arrays.n_clusters)]
         got = ledger.fits_now_everywhere(j)
