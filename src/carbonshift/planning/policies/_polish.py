@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -94,6 +95,11 @@ class PolishStats:
     cpu_seconds: float
 
 
+#: a sub-MILP's columns chosen among its freed jobs' on-time starts (``starts``; ``job``, each
+#: start's job; ``current``, each job's start now, all to be kept), or None: solve nothing
+Columns = Callable[[Starts, IntArray, BoolArray], IntArray | None]
+
+
 def _use(arrays: InstanceArrays, free: FloatArray, j: int, m: int, s: int, sign: float) -> None:
     r = int(arrays.runtime_slots[j])
     free[m, :, s : s + r] += sign * arrays.demand_units[j][:, None]
@@ -114,14 +120,16 @@ def resolve_jobs(
     start: IntArray,
     freed: IntArray,
     options: SolveOptions,
-) -> tuple[float, int, bool]:
+    columns: Columns | None = None,
+) -> tuple[float, int, bool] | None:
     """Re-plan the jobs ``freed`` (placed, on time) exactly on the room the others leave:
     least ``table`` grams (per unit of weight of each shape, cluster and start) over their
-    on-time starts. Applied to ``free`` / ``cluster`` / ``start`` when the sub-MILP finds
-    fewer grams. Returns the grams saved (0: nothing changed), HiGHS's LP iterations, and
-    whether HiGHS proved its answer optimal."""
+    on-time starts, or those ``columns`` chooses. Applied to ``free`` / ``cluster`` /
+    ``start`` when the sub-MILP finds fewer grams. Returns the grams saved (0: nothing
+    changed), HiGHS's LP iterations, and whether HiGHS proved its answer optimal; None when
+    no sub-MILP was solved (a freed job not at an on-time start, or ``columns`` said no)."""
     with _freed(arrays, free, cluster, start, freed):
-        return _resolve(arrays, classes, table, free, cluster, start, freed, options)
+        return _resolve(arrays, classes, table, free, cluster, start, freed, options, columns)
 
 
 @contextmanager
@@ -186,20 +194,29 @@ def _resolve(
     start: IntArray,
     freed: IntArray,
     options: SolveOptions,
-) -> tuple[float, int, bool]:
+    columns: Columns | None,
+) -> tuple[float, int, bool] | None:
     problem = build_problem(_freed_arrays(arrays, free, freed), on_time_only=True)
     starts = problem.starts
     job = freed[starts.job]
-    grams = table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
     current = (starts.cluster == cluster[job]) & (starts.start_slot == start[job])
     if int(current.sum()) != freed.shape[0]:
-        return 0.0, 0, False  # some freed job is not at an on-time start: not ours to move
-    solution = solve(on_time_program(problem, grams), options, start=current.astype(np.float64))
+        return None  # some freed job is not at an on-time start: not ours to move
+    keep = None if columns is None else columns(starts, job, current)
+    if columns is not None and keep is None:
+        return None
+    grams = table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
+    program = on_time_program(problem, grams)
+    if keep is not None:
+        program = program.restricted_to(keep)
+    first = current if keep is None else current[keep]
+    solution = solve(program, options, start=first.astype(np.float64))
     work = solution.lp_iterations
     proved = solution.status is SolveStatus.OPTIMAL
     if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return 0.0, work, False
-    chosen = np.flatnonzero(solution.values > 0.5)
+    picked = np.flatnonzero(solution.values > 0.5)
+    chosen = picked if keep is None else keep[picked]
     if not np.array_equal(np.sort(starts.job[chosen]), np.arange(freed.shape[0])):
         return 0.0, work, proved
     before = float(grams[current].sum())
@@ -356,7 +373,7 @@ def polish_bands(
     LP's support, as RINS restricts a MILP to it (Danna, Rothberg and Le Pape 2005)."""
     began = time.process_time()
     total = _Tally()
-    n_m, _, horizon = free.shape
+    horizon = free.shape[2]
     runtime = arrays.runtime_slots
     for t in range(0, horizon, max(1, BAND_SLOTS // 2)):
         left = cpu_limit_s - (time.process_time() - began)
@@ -368,49 +385,51 @@ def polish_bands(
         freed = np.flatnonzero(movable & classes.on_time)
         if freed.shape[0] < 2:
             continue
-        with _freed(arrays, free, cluster, start, freed):
-            problem = build_problem(_freed_arrays(arrays, free, freed), on_time_only=True)
-            starts = problem.starts
-            job = freed[starts.job]
-            current = (starts.cluster == cluster[job]) & (starts.start_slot == start[job])
-            if int(current.sum()) != freed.shape[0]:
-                continue
-            priced = guide[classes.shape[job], starts.cluster, starts.start_slot]
-            order = np.lexsort((priced, starts.job))
-            first = np.searchsorted(starts.job[order], np.arange(freed.shape[0]))
-            rank = np.empty(len(starts), dtype=np.int64)
-            rank[order] = np.arange(len(starts)) - first[starts.job[order]]
-            key = (classes.klass[job] * n_m + starts.cluster) * (horizon + 1) + starts.start_slot
-            keep = np.flatnonzero(current | (rank < BAND_STARTS) | np.isin(key, support_key))
-            if keep.shape[0] > max_columns:
-                continue
-            grams = (
-                table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
+        options = sub_milp_options(WALL_GUARD_PER_CPU_S * cpu_limit_s, max_nodes, restart=False)
+        try:
+            columns = partial(
+                _band_columns, classes, guide, support_key, horizon, max_columns=max_columns
             )
-            program = on_time_program(problem, grams).restricted_to(keep)
-            try:
-                solution = solve(
-                    program,
-                    sub_milp_options(WALL_GUARD_PER_CPU_S * cpu_limit_s, max_nodes, restart=False),
-                    start=current[keep].astype(np.float64),
-                )
-            except (InputError, SolverError):
-                break  # the plan so far stands, as in polish
-            total.steps += 1
-            total.lp_iterations += solution.lp_iterations + STEP_ITERATIONS
-            if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
-                continue
-            chosen = keep[solution.values > 0.5]
-            if not np.array_equal(np.sort(starts.job[chosen]), np.arange(freed.shape[0])):
-                continue
-            before = float(grams[current].sum())
-            gain = before - float(grams[chosen].sum())
-            if gain > 1e-9 * max(before, 1.0) and _take(
-                arrays, free, cluster, start, job, starts, chosen
-            ):
-                total.kept += 1
-                total.saved_g += gain
+            outcome = resolve_jobs(
+                arrays, classes, table, free, cluster, start, freed, options, columns
+            )
+        except (InputError, SolverError):
+            break  # the plan so far stands, as in polish
+        if outcome is None:
+            continue
+        gain, work, _ = outcome
+        total.steps += 1
+        total.lp_iterations += work + STEP_ITERATIONS
+        if gain > 0:
+            total.kept += 1
+            total.saved_g += gain
     return total.stats(began)
+
+
+def _band_columns(
+    classes: JobClasses,
+    guide: FloatArray,
+    support_key: IntArray,
+    horizon: int,
+    starts: Starts,
+    job: IntArray,
+    current: BoolArray,
+    *,
+    max_columns: int,
+) -> IntArray | None:
+    """A band's columns (:func:`polish_bands`): each freed job's own start, the starts its
+    class has weight at in the LP (``support_key``) and its :data:`BAND_STARTS` least
+    ``guide``-priced starts; None (the band is skipped) past ``max_columns``."""
+    n_jobs = int(current.sum())  # each freed job has exactly one current start
+    n_m = int(guide.shape[1])
+    priced = guide[classes.shape[job], starts.cluster, starts.start_slot]
+    order = np.lexsort((priced, starts.job))
+    first = np.searchsorted(starts.job[order], np.arange(n_jobs))
+    rank = np.empty(len(starts), dtype=np.int64)
+    rank[order] = np.arange(len(starts)) - first[starts.job[order]]
+    key = (classes.klass[job] * n_m + starts.cluster) * (horizon + 1) + starts.start_slot
+    keep: IntArray = np.flatnonzero(current | (rank < BAND_STARTS) | np.isin(key, support_key))
+    return None if keep.shape[0] > max_columns else keep
 
 
 @dataclass(slots=True)
@@ -492,13 +511,12 @@ def _round(
             continue
         options = sub_milp_options(wall_guard_s, max_nodes, restart)
         try:
-            gain, work, proved = resolve_jobs(
-                arrays, classes, table, free, cluster, start, chosen, options
-            )
+            outcome = resolve_jobs(arrays, classes, table, free, cluster, start, chosen, options)
         except (InputError, SolverError):
             # a model HiGHS refuses (units far out of its range) or a solver failure: the
             # plan so far stands; the polish is an improvement, never a requirement
             return True
+        gain, work, proved = outcome or (0.0, 0, False)
         spent += work + STEP_ITERATIONS
         total.lp_iterations += work + STEP_ITERATIONS
         if gain > 0:
