@@ -36,10 +36,13 @@ GREENEST = "my_policy.greenest:greenest"
 def isolated_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Policies registered by a test (decorators, entry points) vanish after it."""
     before = dict(registry.POLICIES)
+    operator_modules = list(registry._OPERATOR_MODULES)
     monkeypatch.syspath_prepend(str(EXAMPLE))
     yield
     registry.POLICIES.clear()
     registry.POLICIES.update(before)
+    # serve --policy-module's list: a later app's solve workers would import what it names
+    registry._OPERATOR_MODULES[:] = operator_modules
     registry._BY_PATH.clear()
     for name in [m for m in sys.modules if m == "my_policy" or m.startswith("my_policy.")]:
         del sys.modules[name]
