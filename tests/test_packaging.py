@@ -72,12 +72,60 @@ def test_servers_import_nothing_from_the_plotting_stack(module: str) -> None:
     assert sorted(p for p in PLOTTING if p in loaded) == []
 
 
+@cache
+def _cli_imports(*args: str) -> frozenset[str]:
+    """The modules a fresh interpreter holds after ``carbonshift ARGS`` (run by ``main``)."""
+    code = (
+        "import json, sys\n"
+        "from carbonshift.cli.app import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    return frozenset(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
 def test_the_cli_imports_the_plotting_stack_only_to_draw() -> None:
-    # every verb is registered at start-up; matplotlib (0.4-0.6 s) waits for a figure
-    loaded = _imported_by("carbonshift.cli.app")
+    # the root's --help registers every verb; matplotlib (0.4-0.6 s) waits for a figure
+    loaded = _cli_imports("--help")
     assert "carbonshift.sim.reproduce" in loaded
     assert "carbonshift.sim.sweep" in loaded
     assert sorted(p for p in PLOTTING if p in loaded) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "verb_module", "not_loaded"),
+    [
+        pytest.param(
+            ("data", "--help"),
+            "carbonshift.cli.data",
+            ("carbonshift.planning", "carbonshift.sim", "carbonshift.k8s", "fastapi"),
+            id="data: no planner, simulator, web stack or Kubernetes client",
+        ),
+        pytest.param(
+            ("plan", "--help"),
+            "carbonshift.cli.plan",
+            ("carbonshift.sim", "carbonshift.k8s", "fastapi", "kubernetes_asyncio"),
+            id="plan: no simulator, web stack or Kubernetes client",
+        ),
+        pytest.param(
+            ("--version",),
+            "carbonshift.cli.app",
+            ("carbonshift.cli.plan", "carbonshift.planning"),
+            id="--version: no verb",
+        ),
+    ],
+)
+def test_a_run_imports_only_the_verb_it_names(
+    args: tuple[str, ...], verb_module: str, not_loaded: tuple[str, ...]
+) -> None:
+    loaded = _cli_imports(*args)
+    assert verb_module in loaded
+    assert sorted(m for m in not_loaded if m in loaded) == []
 
 
 #: True while the controller still takes the weekly replay from the simulator.

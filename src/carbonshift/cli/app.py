@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+from collections.abc import Iterable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 import typer
@@ -20,17 +21,11 @@ from rich.markup import escape
 from carbonshift._extras import installed, missing_extra
 from carbonshift.errors import CarbonshiftError, TemporaryError
 
-__all__ = ["app", "main"]
+__all__ = ["app", "build", "main"]  # noqa: F822 - app: built on first use, __getattr__
 
-app = typer.Typer(
-    name="carbonshift",
-    help=(
-        "Move flexible batch work to cleaner times and places.\n\n"
-        "Example: carbonshift data show DE --start 2023-11-14T00:00Z --end 2023-11-15T00:00Z"
-    ),
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
+_HELP = (
+    "Move flexible batch work to cleaner times and places.\n\n"
+    "Example: carbonshift data show DE --start 2023-11-14T00:00Z --end 2023-11-15T00:00Z"
 )
 
 #: verb -> module that defines a typer app called ``app`` (one line per verb).
@@ -75,7 +70,6 @@ def _print_version(wanted: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks and debug logs."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show info logs."),
@@ -93,10 +87,10 @@ def _root(
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
-def _needs_extra(verb: str, error: CarbonshiftError) -> None:
+def _needs_extra(cli: typer.Typer, verb: str, error: CarbonshiftError) -> None:
     """Stand in for a verb whose optional packages are missing: say which extra to install."""
 
-    @app.command(
+    @cli.command(
         name=verb,
         help=escape(f"(not installed) {error}"),  # [sim] is not rich markup
         context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
@@ -116,41 +110,81 @@ _VERB_DRAWS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _register() -> None:
-    for verb, module_name in _VERBS.items():
-        package = next((p for p in _VERB_DRAWS.get(verb, ()) if not installed(p)), None)
-        absent = package and missing_extra(package, f"carbonshift {verb}", extra=_VERB_EXTRAS[verb])
-        if absent:
-            _needs_extra(verb, absent)
-            continue
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:
-                continue
-            error = missing_extra(
-                exc.name or "", f"carbonshift {verb}", extra=_VERB_EXTRAS.get(verb)
-            )
-            if error is None:
-                raise
-            _needs_extra(verb, error)
-            continue
-        sub = getattr(module, "app", None)
-        if isinstance(sub, typer.Typer):
-            app.add_typer(sub, name=verb)
-        else:
-            command = getattr(module, "command")  # noqa: B009 - a single-command verb
-            app.command(name=verb)(command)
+def _register(cli: typer.Typer, verb: str) -> None:
+    package = next((p for p in _VERB_DRAWS.get(verb, ()) if not installed(p)), None)
+    absent = package and missing_extra(package, f"carbonshift {verb}", extra=_VERB_EXTRAS[verb])
+    if absent:
+        _needs_extra(cli, verb, absent)
+        return
+    module_name = _VERBS[verb]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name == module_name:
+            return
+        error = missing_extra(exc.name or "", f"carbonshift {verb}", extra=_VERB_EXTRAS.get(verb))
+        if error is None:
+            raise
+        _needs_extra(cli, verb, error)
+        return
+    sub = getattr(module, "app", None)
+    if isinstance(sub, typer.Typer):
+        cli.add_typer(sub, name=verb)
+    else:
+        command = getattr(module, "command")  # noqa: B009 - a single-command verb
+        cli.command(name=verb)(command)
 
 
-_register()
+def build(verbs: Iterable[str] = _VERBS) -> typer.Typer:
+    """The ``carbonshift`` typer application with ``verbs`` (every verb by default).
+
+    Each verb's module is imported here, so a run that names its verb builds an application
+    with that verb alone (see :func:`main`): ``carbonshift data show`` does not import the
+    planner, the simulator, the web stack or the Kubernetes client.
+    """
+    cli = typer.Typer(
+        name="carbonshift",
+        help=_HELP,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+    cli.callback()(_root)
+    for verb in verbs:
+        _register(cli, verb)
+    return cli
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``app``, the application with every verb, built on first use (tests, doc tools)."""
+    if name == "app":
+        full = build()
+        globals()["app"] = full
+        return full
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _verb_named(args: Sequence[str]) -> str | None:
+    """The verb ``args`` run, when it is one of ours (the root's options are all flags)."""
+    first = next((arg for arg in args if not arg.startswith("-")), None)
+    return first if first in _VERBS else None
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the exit code instead of raising for carbonshift errors."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = argv if argv is not None else sys.argv[1:]
+    debug = "--debug" in args
+    verb = _verb_named(args)
+    # one verb: build only it (start-up without the other verbs' imports); --version: none;
+    # otherwise, as for the root's --help, completion or a misspelt verb, every verb
+    if verb is not None:
+        cli = build([verb])
+    elif "--version" in args:
+        cli = build([])
+    else:
+        cli = sys.modules[__name__].app
     try:
-        app(args=argv, prog_name="carbonshift")
+        cli(args=list(args), prog_name="carbonshift")
     except CarbonshiftError as exc:
         if debug:
             raise
