@@ -3,6 +3,8 @@ the vectorised check of which jobs the improvement pass may move (docs/design/00
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
+from carbonshift.planning.aggregate import class_columns
 from carbonshift.planning.lagrangian import (
     _unique_rows,
     classes_of,
@@ -259,3 +262,89 @@ def test_ruin_and_recreate_ejects_a_flexible_job_from_the_clean_cell_a_tight_one
     want_cluster, want_start = [0, 0], [1, 0]
     assert (state.cluster.tolist(), state.start.tolist()) == (want_cluster, want_start)
     assert kept == 1
+
+
+def _generic_placer(patch: pytest.MonkeyPatch) -> None:
+    """Every ``_Placer`` on the code path of several resources (``room()`` per job, no
+    ``_Room``): the reference for the one-resource fast paths."""
+    init = cs._Placer.__init__
+
+    def generic(self: cs._Placer, *args: object) -> None:
+        init(self, *args)  # type: ignore[arg-type]
+        self.single = False
+        self.nz = [np.flatnonzero(row > 0) for row in self.a.demand_units]
+        self.need = [self.a.demand_units[j, nz] for j, nz in enumerate(self.nz)]
+
+    patch.setattr(cs._Placer, "__init__", generic)
+
+
+@st.composite
+def _crowded(draw: st.DrawFn) -> Instance:
+    """One resource, up to 24 jobs on 1-3 small clusters: starts taken by the jobs before
+    (a block's choices made stale) are common."""
+    horizon = draw(st.integers(1, 6))
+    names = [f"c{c}" for c in range(draw(st.integers(1, 3)))]
+    jobs = [
+        job(
+            f"j{i}",
+            gpu=float(draw(st.integers(1, 3))),
+            runtime=draw(st.integers(1, horizon)),
+            release=draw(st.integers(0, horizon - 1)),
+            deadline=draw(st.integers(1, horizon + 1)),
+            allowed=draw(st.one_of(st.none(), st.lists(st.sampled_from(names), min_size=1))),
+            critical=draw(st.integers(0, 9)) == 0,
+        )
+        for i in range(draw(st.integers(0, 24)))
+    ]
+    clusters = [
+        cluster(name, gpu=float(draw(st.integers(1, 4))), watts=float(draw(st.integers(0, 3))))
+        for name in names
+    ]
+    carbon: dict[str, Sequence[float]] = {
+        name: [
+            float(v) for v in draw(st.lists(st.integers(0, 3), min_size=horizon, max_size=horizon))
+        ]
+        for name in names
+    }
+    return instance(jobs, clusters, carbon, horizon=horizon)
+
+
+@_SETTINGS
+@given(
+    st.one_of(_crowded(), instances(max_jobs=14, max_horizon=8, max_clusters=3, future=False)),
+    st.integers(1, 5),
+    st.integers(0, 2**32 - 1),
+)
+def test_the_block_placements_are_the_job_by_job_placements(
+    inst: Instance, block: int, seed: int
+) -> None:
+    """One resource: the greedy placement that chooses the starts of ``block`` jobs at once
+    (``_Placer.place_cheapest``) and the LP rounding on ``_Room`` give the plans, free room
+    included, of the job-by-job code path, for a guide with many ties and a random share."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    rng = np.random.default_rng(seed)
+    guide = np.where(np.isfinite(table), rng.integers(0, 3, table.shape).astype(float), np.inf)
+    columns = class_columns(classes)
+    share = rng.integers(0, 3, len(columns)).astype(float)
+    for c in range(classes.class_shape.shape[0]):  # each class's share sums to 1
+        mine = columns.klass == c
+        share[mine] = share[mine] / share[mine].sum() if share[mine].sum() else 1.0 / mine.sum()
+
+    def plans() -> list[cs._State]:
+        return [
+            cs._place_all(arrays, classes, guide, table),
+            cs._place_all(arrays, classes, guide, table, tight_first=True),
+            cs._place_from_lp(arrays, classes, columns, share, table, guide),
+        ]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cs, "_BLOCK_JOBS", block)
+        got = plans()
+        _generic_placer(patch)
+        want = plans()
+    for got_state, want_state in zip(got, want, strict=True):
+        assert np.array_equal(got_state.cluster, want_state.cluster)
+        assert np.array_equal(got_state.start, want_state.start)
+        assert np.array_equal(got_state.free, want_state.free)

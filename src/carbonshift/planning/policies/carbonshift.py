@@ -133,6 +133,11 @@ _SMALL_CORE_COLUMNS = (20, 15)
 _SMALL_CORE_COLUMNS_PER_JOB = 50
 
 
+#: The greedy placement chooses the starts of this many jobs at once (one resource):
+#: :meth:`_Placer.place_cheapest`.
+_BLOCK_JOBS = 64
+
+
 @dataclass(slots=True)
 class _State:
     """Placement state: free units ``(m, k, h)``, each job's (cluster, start) or -1."""
@@ -153,6 +158,33 @@ def _window_min(window: FloatArray, runtime: int, width: int) -> FloatArray:
     for k in range(1, runtime):
         np.minimum(least, window[..., k : k + width], out=least)
     return least
+
+
+class _Room:
+    """The one resource's room ``(m, h)`` as Python floats, for loops that test and take
+    room job by job (a slice of Python floats is cheaper than a numpy call per job). It
+    takes room by the same subtractions as :meth:`_Placer.place`, so it holds the same
+    floats; :meth:`write_back` puts the rows it changed into the array before that is read."""
+
+    def __init__(self, free: FloatArray) -> None:
+        self.free = free
+        self.rows: list[list[float]] = free.tolist()
+        self.stale: set[int] = set()
+
+    def fits(self, m: int, s: int, runtime: int, amount: float) -> bool:
+        """:meth:`_Placer.fits_at`'s test."""
+        return min(self.rows[m][s : s + runtime]) + CAPACITY_TOLERANCE >= amount
+
+    def take(self, m: int, s: int, runtime: int, amount: float) -> None:
+        row = self.rows[m]
+        for k in range(s, s + runtime):
+            row[k] -= amount
+        self.stale.add(m)
+
+    def write_back(self) -> None:
+        for m in self.stale:
+            self.free[m] = self.rows[m]
+        self.stale.clear()
 
 
 class _Placer:
@@ -257,6 +289,75 @@ class _Placer:
         m = flat // width
         return (m if rows is None else int(rows[m])), lo + flat % width
 
+    def place_cheapest(self, jobs: list[int], table: FloatArray) -> list[int]:
+        """Each of ``jobs`` in turn placed at its :meth:`cheapest` start (one resource);
+        returns those with none, in order.
+
+        The starts are chosen for blocks of ``_BLOCK_JOBS`` jobs at once against the room
+        at the block's start. Placing jobs only takes room away, so the starts that fit
+        when a job's turn comes are a subset of those that fitted then: where its choice
+        still fits it is still the least (ties alike), and only a choice whose run another
+        job of the block has since used is tested again, and made again when it no longer
+        fits. The plan is the one of :meth:`cheapest` job by job."""
+        deferred: list[int] = []
+        runtime, amount, lo, hi = self.runtime, self.amount, self.lo, self.hi
+        width = self.free0.shape[1]
+        room = _Room(self.free0)
+        for first in range(0, len(jobs), _BLOCK_JOBS):
+            block = jobs[first : first + _BLOCK_JOBS]
+            room.write_back()
+            # per cluster, a bit per slot some job of this block has taken room in
+            touched = [0] * self.free0.shape[0]
+            for j, flat in zip(block, self._cheapest_block(block, table), strict=True):
+                if flat < 0:
+                    deferred.append(j)
+                    continue
+                m, s = divmod(flat, width)
+                r = runtime[j]
+                run = (1 << r) - 1
+                if (touched[m] >> s) & run and not room.fits(m, s, r, amount[j]):
+                    room.write_back()
+                    where = self._cheapest_one_resource(j, lo[j], hi[j], table)
+                    if where is None:
+                        deferred.append(j)
+                        continue
+                    m, s = where
+                room.take(m, s, r, amount[j])
+                touched[m] |= run << s
+                self.s.cluster[j], self.s.start[j] = m, s
+        room.write_back()
+        return deferred
+
+    def _cheapest_block(self, block: list[int], table: FloatArray) -> list[int]:
+        """:meth:`cheapest` for each job of ``block`` against the present room, as flat
+        indexes ``m * h + s`` (-1: none), vectorised over the jobs: a start fits where the
+        least room over its run, per runtime, is enough."""
+        jobs = np.asarray(block, dtype=np.int64)
+        free = self.free0
+        m, h = free.shape
+        runtime = self.a.runtime_slots[jobs]
+        longest = int(runtime.max())
+        # least[r - 1, m, s]: the least room over slots s .. s + r - 1 (-inf past the
+        # horizon), plus the tolerance (the same floats as room()'s test slot by slot)
+        least = np.full((longest, m, h), -np.inf)
+        least[0] = free
+        for k in range(1, longest):
+            np.minimum(least[k - 1, :, : h - k], free[:, k:], out=least[k, :, : h - k])
+        least += CAPACITY_TOLERANCE
+        short = least[runtime - 1] < self.a.demand_units[jobs, 0][:, None, None]
+        slots = np.arange(h)
+        short |= ((slots < self.c.lo[jobs][:, None]) | (slots > self.c.hi[jobs][:, None]))[
+            :, None, :
+        ]
+        short |= ~self.a.allowed[jobs][:, :, None]
+        cost = table[self.c.shape[jobs]]
+        np.copyto(cost, np.inf, where=short)
+        cost = cost.reshape(len(block), m * h)
+        flat = cost.argmin(axis=1)
+        found = (cost[np.arange(len(block)), flat] != np.inf) & self.c.on_time[jobs]
+        result: list[int] = np.where(found, flat, -1).tolist()
+        return result
+
     def earliest(self, j: int, table: FloatArray) -> tuple[int, int] | None:
         """The earliest start with room in the horizon, ties to the least ``table`` cost."""
         lo = int(self.a.release_slot[j])
@@ -325,12 +426,15 @@ def _place_all(
     else:
         order = rest[np.argsort(-size, kind="stable")]
     deferred = []
-    for j in order.tolist():
-        where = placer.cheapest(j, guide)
-        if where is None:
-            deferred.append(j)
-        else:
-            placer.place(j, where)
+    if placer.single:
+        deferred = placer.place_cheapest(order.tolist(), guide)
+    else:
+        for j in order.tolist():
+            where = placer.cheapest(j, guide)
+            if where is None:
+                deferred.append(j)
+            else:
+                placer.place(j, where)
     for j in sorted(deferred, key=lambda i: (int(arrays.deadline_slot[i]), i)):
         where = placer.earliest(j, true)
         if where is not None:
@@ -785,6 +889,22 @@ def _place_from_lp(
     rest = np.flatnonzero(~arrays.critical)
     size = classes.weight[rest] * arrays.runtime_slots[rest]
     deferred = []
+    # one resource: the room tested and taken as Python floats (the same plan)
+    room = _Room(placer.free0) if placer.single else None
+    runtime, amount = placer.runtime, placer.amount
+
+    def fits(j: int, m: int, s: int) -> bool:
+        if room is not None:
+            return room.fits(m, s, runtime[j], amount[j])
+        return placer.fits_at(j, m, s)
+
+    def place(j: int, m: int, s: int) -> None:
+        if room is not None:
+            room.take(m, s, runtime[j], amount[j])
+            state.cluster[j], state.start[j] = m, s
+        else:
+            placer.place(j, (m, s))
+
     for j in rest[np.argsort(-size, kind="stable")].tolist():
         c = klass[j]
         if c < 0 or not on_time[j]:
@@ -795,18 +915,22 @@ def _place_from_lp(
         picks.sort(key=lambda p: -quota[p])
         placed = False
         for pick in picks:
-            if placer.fits_at(j, *where_of[pick]):
-                placer.place(j, where_of[pick])
+            if fits(j, *where_of[pick]):
+                place(j, *where_of[pick])
                 quota[pick] -= weight[j]
                 placed = True
                 break
         if placed:
             continue
+        if room is not None:
+            room.write_back()
         where = placer.cheapest(j, guide)
         if where is None:
             deferred.append(j)
         else:
-            placer.place(j, where)
+            place(j, *where)
+    if room is not None:
+        room.write_back()
     for j in sorted(deferred, key=lambda i: (int(arrays.deadline_slot[i]), i)):
         where = placer.earliest(j, true)
         if where is not None:
