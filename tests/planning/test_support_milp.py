@@ -50,7 +50,7 @@ def test_packs_the_lp_quotas_by_whole_jobs() -> None:
     # on time but heavy: slots 0, 1, 2, 1 (3, 3 and 2 gpu)
     heavy = _state(arrays, classes, [(0, 0), (0, 1), (0, 1), (0, 2)])
     packed = cs._support_milp(
-        arrays, classes, table, lp.columns, lp.share, heavy, max_nodes=50, time_limit_s=10.0
+        arrays, classes, table, lp.columns, lp.share, heavy, max_nodes=50, cpu_limit_s=10.0
     )
     assert packed is not None
     slots = [int(s) for s in packed.start]
@@ -74,7 +74,7 @@ def test_reports_its_size_time_and_gap() -> None:
         lp.share,
         best,
         max_nodes=50,
-        time_limit_s=10.0,
+        cpu_limit_s=10.0,
         stats=stats,
     )
     # four jobs, each at the class's two LP starts (slots 0 and 1); the plan's starts are
@@ -89,7 +89,7 @@ def test_no_plan_when_nothing_is_gained() -> None:
     _, arrays, classes, table, lp = _mixed_class()
     best = _state(arrays, classes, [(0, 0), (0, 0), (0, 1), (0, 1)])
     got = cs._support_milp(
-        arrays, classes, table, lp.columns, lp.share, best, max_nodes=50, time_limit_s=10.0
+        arrays, classes, table, lp.columns, lp.share, best, max_nodes=50, cpu_limit_s=10.0
     )
     assert got is None
 

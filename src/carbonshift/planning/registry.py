@@ -255,6 +255,7 @@ POLICIES: dict[str, PolicySpec] = {
                     lp_time_limit_s=p.get_float("lp_time_limit_s"),
                     exact_max_starts=p.get_int("exact_max_starts"),
                     exact_time_limit_s=p.get_float("exact_time_limit_s"),
+                    exact_nodes=p.get_int("exact_nodes"),
                     search_factor=p.get_float("search_factor"),
                     search_seed=p.get_int("search_seed"),
                     polish_steps=p.get_int("polish_steps"),
@@ -315,7 +316,13 @@ POLICIES: dict[str, PolicySpec] = {
                     "and up to this many columns per job (0: lp_max_columns alone)",
                     0,
                 ),
-                ParamSpec("lp_time_limit_s", float, 60.0, "HiGHS limit on the class LP (s)", 0.001),
+                ParamSpec(
+                    "lp_time_limit_s",
+                    float,
+                    60.0,
+                    "HiGHS guard on each class LP: CPU s of this thread (wall s for IPM)",
+                    0.001,
+                ),
                 ParamSpec(
                     "exact_max_starts",
                     int,
@@ -323,7 +330,14 @@ POLICIES: dict[str, PolicySpec] = {
                     "up to this many starts, also try the exact MILP (0: never)",
                     0,
                 ),
-                ParamSpec("exact_time_limit_s", float, 2.0, "limit of that MILP (s)", 0.001),
+                ParamSpec(
+                    "exact_time_limit_s",
+                    float,
+                    2.0,
+                    "limit of that MILP: CPU seconds of the planning thread",
+                    0.001,
+                ),
+                ParamSpec("exact_nodes", int, 500, "HiGHS branch-and-bound nodes of that MILP", 1),
                 ParamSpec(
                     "search_factor",
                     float,
@@ -352,7 +366,8 @@ POLICIES: dict[str, PolicySpec] = {
                     "support_time_limit_s",
                     float,
                     5.0,
-                    "seconds (wall) at most for that MILP, a guard (the node limit ends it)",
+                    "CPU seconds (of the planning thread) at most for that MILP, a guard (the "
+                    "node limit ends it)",
                     0.01,
                 ),
                 ParamSpec(

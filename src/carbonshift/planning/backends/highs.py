@@ -1,4 +1,4 @@
-"""HiGHS through highspy: LP (simplex, interior point, PDLP) and MILP with time limit and gap.
+"""HiGHS through highspy: LP (simplex, interior point, PDLP) and MILP with time limits and gap.
 
 The only module of carbonshift that imports highspy. It takes a
 :class:`~carbonshift.planning.problem.LinearProgram`, hands HiGHS the column-wise matrix as
@@ -60,11 +60,14 @@ AUTO_VERTEX_MAX_COLUMNS = 50_000
 
 @dataclass(frozen=True, slots=True)
 class SolveOptions:
-    """``time_limit_s`` (seconds, wall), ``mip_gap`` (relative), ``threads`` (1 keeps runs
-    reproducible and leaves cores to others), ``max_nodes`` (MILP branch-and-bound nodes;
-    None: no limit; a limit that binds before the time limit keeps the answer independent
-    of the machine's load), ``mip_restart`` (whether HiGHS may restart a MILP's search after
-    fixing columns at the root: off, small MILPs solve several times faster, measured).
+    """``time_limit_s`` (seconds, wall: HiGHS's ``time_limit``), ``cpu_limit_s`` (CPU seconds
+    of the thread that calls :func:`solve`, ``time.thread_time``; None: none), ``mip_gap``
+    (relative), ``threads`` (1 keeps runs reproducible and leaves cores to others; the CPU
+    limit assumes HiGHS solves on the calling thread, as it does with 1), ``max_nodes`` (MILP
+    branch-and-bound nodes; None: no limit; a limit that binds before the time limits keeps
+    the answer independent of the machine), ``mip_restart`` (whether HiGHS may restart a
+    MILP's search after fixing columns at the root: off, small MILPs solve several times
+    faster, measured).
     ``presolve``, ``scaling`` (HiGHS's own simplex scaling) and ``row_scaling`` (ours: each
     row by the power of two that brings its largest coefficient near 1, so that HiGHS's
     absolute tolerances act relative to the row) may be turned off for a model scaled by
@@ -75,6 +78,7 @@ class SolveOptions:
     integer: bool = False
     method: LpMethod = LpMethod.CHOOSE
     time_limit_s: float = 60.0
+    cpu_limit_s: float | None = None
     mip_gap: float = 1e-4
     threads: int = 1
     presolve: bool = True
@@ -86,6 +90,10 @@ class SolveOptions:
     def __post_init__(self) -> None:
         if not self.time_limit_s > 0:
             raise InputError(f"time_limit_s is {self.time_limit_s} s; give a number of seconds > 0")
+        if self.cpu_limit_s is not None and not self.cpu_limit_s > 0:
+            raise InputError(
+                f"cpu_limit_s is {self.cpu_limit_s} s; give a number of CPU seconds > 0, or None"
+            )
         if not 0 <= self.mip_gap < 1:
             raise InputError(f"mip_gap is {self.mip_gap}; give a relative gap in [0, 1)")
 
@@ -130,6 +138,58 @@ _STATUS = {
     highspy.HighsModelStatus.kObjectiveTarget: SolveStatus.NO_SOLUTION,
     highspy.HighsModelStatus.kUnknown: SolveStatus.NO_SOLUTION,
 }
+
+
+#: HiGHS's interrupt callbacks: each simplex iteration of an LP, each step of IPX (interior
+#: point and crossover), and a MILP's checks of its limits (at every node and in the root's
+#: loops; a MILP's own LPs do not call the simplex one).
+_MIP_INTERRUPT = highspy.cb.HighsCallbackType.kCallbackMipInterrupt
+_INTERRUPTS = (
+    highspy.cb.HighsCallbackType.kCallbackSimplexInterrupt,
+    highspy.cb.HighsCallbackType.kCallbackIpmInterrupt,
+    _MIP_INTERRUPT,
+)
+
+
+class _CpuGuard:
+    """Interrupts a HiGHS solve once the thread that runs it has spent ``limit_s`` CPU
+    seconds (``time.thread_time``) since :meth:`arm`. Not wall time, which on a loaded
+    machine runs far ahead of CPU time (a clairvoyant Caspian plan at load 7: 53 s of wall
+    for 7.6 s of CPU), nor the process's CPU, which counts a server's other threads too.
+    HiGHS calls the callback on the thread that called ``run`` (``threads = 1``; measured,
+    HiGHS 1.16), so ``thread_time`` there is the solve's own CPU."""
+
+    __slots__ = ("calls", "fired", "limit_s", "stop_at_s")
+
+    #: An LP's callbacks read the clock once in this many (``thread_time`` is a system call,
+    #: 2 us on the development VM, and HiGHS calls back at each simplex iteration and, in
+    #: IPX, each crossover step: 24k times in a 10,000-job plan); a MILP's, each time.
+    LP_STRIDE = 16
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.stop_at_s = math.inf
+        self.fired = False
+        self.calls = 0
+
+    def attach(self, highs: Any) -> None:
+        # highspy's own wrapper (Highs.cbSimplexInterrupt += ...) builds an event object per
+        # call; the callback runs every simplex iteration, so it is set on the core directly
+        highspy._Highs.setCallback(highs, self._callback, None)  # type: ignore[attr-defined]
+        for kind in _INTERRUPTS:
+            highs.startCallback(kind)
+
+    def arm(self) -> None:
+        self.stop_at_s = time.thread_time() + self.limit_s
+
+    def _callback(self, kind: Any, _message: str, _out: Any, data_in: Any, _user: Any) -> None:
+        if kind != _MIP_INTERRUPT:
+            self.calls += 1
+            if self.calls % self.LP_STRIDE:
+                return
+        if time.thread_time() >= self.stop_at_s:
+            data_in.user_interrupt = True
+            self.fired = True
 
 
 _FIRST_MADE = threading.Lock()
@@ -263,7 +323,13 @@ def solve(
     """Solve ``lp`` (as a MILP when ``options.integer``) and map the outcome to our status.
 
     ``start``: a feasible value of every column, handed to HiGHS as the MILP's first
-    incumbent (ignored for an LP), so that the answer is never worse than it."""
+    incumbent (ignored for an LP), so that the answer is never worse than it.
+
+    ``options.cpu_limit_s`` stops HiGHS as its wall ``time_limit_s`` does (the same status:
+    ``feasible`` with the best incumbent, the MILP's dual bound kept, or ``no_solution``),
+    but counts the CPU seconds of this thread: the same solve stops at the same point
+    whatever else the machine runs. HiGHS checks it at each simplex or interior point
+    iteration and at each MILP node, not inside a MILP's root LP or crossover."""
     options = options or SolveOptions()
     began = time.perf_counter()
     n_col = lp.n_columns
@@ -339,8 +405,14 @@ def solve(
         given.col_value = np.ascontiguousarray(start, dtype=np.float64)
         given.value_valid = True
         highs.setSolution(given)
+    guard = None if options.cpu_limit_s is None else _CpuGuard(options.cpu_limit_s)
+    if guard is not None:
+        guard.attach(highs)
+        guard.arm()
     highs.run()
     model_status = highs.getModelStatus()
+    if guard is not None and guard.fired and model_status == highspy.HighsModelStatus.kInterrupt:
+        model_status = highspy.HighsModelStatus.kTimeLimit  # our limit, not a user's stop
     info = highs.getInfo()
     seconds = time.perf_counter() - began
     status = _STATUS.get(model_status)

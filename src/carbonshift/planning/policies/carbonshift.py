@@ -56,7 +56,12 @@ from carbonshift.planning.lagrangian import (
     unit_grams,
 )
 from carbonshift.planning.policies._common import result_of
-from carbonshift.planning.policies._polish import polish, polish_bands, repair_late
+from carbonshift.planning.policies._polish import (
+    WALL_GUARD_PER_CPU_S,
+    polish,
+    polish_bands,
+    repair_late,
+)
 from carbonshift.planning.problem import (
     CAPACITY_TOLERANCE,
     InstanceArrays,
@@ -81,6 +86,30 @@ CORE_LP_METHODS = ("simplex", "ipm-vertex")
 #: The reported bound is taken down by this relative margin, so that float rounding in the
 #: prefix sums can never lift it over the true dual value.
 _BOUND_MARGIN = 1e-9
+
+#: HiGHS's wall-time limit on the policy's solves, each limited in CPU seconds of the
+#: solving thread (``SolveOptions.cpu_limit_s``): :data:`._polish.WALL_GUARD_PER_CPU_S` wall
+#: seconds per CPU second, and at least this many; only a guard against a hang (HiGHS 1.16's
+#: MILP presolve, which calls no interrupt callback, ran for minutes on a sub-MILP). A wall
+#: limit that binds makes the plan depend on the machine's load (under load wall time runs
+#: far ahead of CPU time: a clairvoyant Caspian plan at load 7, 53 s of wall for 7.6 s of
+#: CPU); the CPU limits and node counts do not (docs/design/0002, "Limits").
+_WALL_GUARD_MIN_S = 60.0
+
+
+def _cpu_limited(options: SolveOptions, cpu_limit_s: float) -> SolveOptions:
+    """``options`` with ``cpu_limit_s`` CPU seconds and the wall guard above it."""
+    wall_s = max(WALL_GUARD_PER_CPU_S * cpu_limit_s, _WALL_GUARD_MIN_S)
+    return replace(options, cpu_limit_s=cpu_limit_s, time_limit_s=wall_s)
+
+
+#: The exact MILP of small instances (``exact_nodes``) stops after this many branch-and-bound
+#: nodes: a limit that does not depend on the machine. Random 14-job instances of 308-362
+#: columns needed 1-33 nodes and 0.07-1.9 s of CPU (the root's work), so the CPU guard
+#: ``exact_time_limit_s`` binds there first on a slow machine; 500 nodes bound the search of
+#: a model whose nodes are cheap.
+_EXACT_NODES = 500
+
 
 #: Up to this many jobs the planner re-prices and re-places three times and improves the
 #: first greedy plan too; above it, once (the 1 s target at 10,000 jobs).
@@ -947,7 +976,7 @@ def _support_milp(
     state: _State,
     *,
     max_nodes: int,
-    time_limit_s: float,
+    cpu_limit_s: float,
     stats: dict[str, float] | None = None,
 ) -> _State | None:
     """The job-level MILP restricted to the class LP's support (every job may take any start
@@ -957,9 +986,11 @@ def _support_milp(
     jobs find no room at their class's LP starts in the rounding); the restricted MILP packs
     whole jobs into them exactly (Danna, Rothberg and Le Pape 2005, restricting to the LP's
     support as RINS does). None unless HiGHS finds a plan with fewer grams that fits.
-    ``stats`` gets the MILP's columns, its wall seconds and HiGHS's relative gap at the end
-    (cjps-small 100 seeds 0-2: 194-215 columns, proved optimal in 0.1-2.7 s; seed 0 once
-    stopped by the 5 s guard after 20 nodes, beside another HiGHS run)."""
+    HiGHS stops at ``max_nodes`` nodes or, a guard, ``cpu_limit_s`` CPU seconds of this
+    thread (a generous wall guard against a hang beside it). ``stats`` gets the MILP's
+    columns, its wall seconds and HiGHS's relative gap at the end (cjps-small 100 seeds 0-2:
+    194-215 columns, proved optimal in 0.1-2.7 s; seed 0 once stopped after 20 nodes by the
+    5 s guard when it counted wall seconds, beside another HiGHS run)."""
     problem = build_problem(arrays, on_time_only=True)
     starts = problem.starts
     job = starts.job
@@ -975,7 +1006,7 @@ def _support_milp(
     keep = np.flatnonzero(current | (np.isin(key, key_lp) & ~arrays.critical[job]))
     grams = table[classes.shape[job], starts.cluster, starts.start_slot] * classes.weight[job]
     program = on_time_program(problem, grams).restricted_to(keep)
-    options = SolveOptions(integer=True, time_limit_s=time_limit_s, max_nodes=max_nodes)
+    options = _cpu_limited(SolveOptions(integer=True, max_nodes=max_nodes), cpu_limit_s)
     solution = solve(program, options, start=current[keep].astype(np.float64))
     if stats is not None:
         stats["support_columns"] = float(keep.shape[0])
@@ -1070,15 +1101,20 @@ def _core_columns(
 
 
 def _exact_plan(
-    arrays: InstanceArrays, base: FloatArray, time_limit_s: float, *, on_time: bool
+    arrays: InstanceArrays,
+    base: FloatArray,
+    cpu_limit_s: float,
+    *,
+    on_time: bool,
+    max_nodes: int | None = None,
 ) -> _State | None:
     """Small instances, by the HiGHS MILP. ``on_time``: the least grams with every job on
     time (the LP of the bound with integral starts). Otherwise the MILP over every start,
     late ones too, with the lexicographic objective placed jobs, then total lateness (slots),
     then grams, as weights: grams scaled under 1, a slot of lateness costs 1, leaving a job
-    out more than all lateness together. None when HiGHS finds no solution in
-    ``time_limit_s`` (or none exists). Critical jobs are not special here: the caller skips
-    instances that have any."""
+    out more than all lateness together. None when HiGHS finds no solution within
+    ``max_nodes`` nodes and ``cpu_limit_s`` CPU seconds of this thread (or none exists).
+    Critical jobs are not special here: the caller skips instances that have any."""
     problem = build_problem(arrays, on_time_only=on_time)
     starts = problem.starts
     if len(starts) == 0:
@@ -1094,7 +1130,8 @@ def _exact_plan(
         ).astype(float)
         reward = float(np.sum(arrays.horizon_slots + arrays.runtime_slots)) + 2.0
         program = linear_program(problem, grams / scale + late - reward, maximise=False)
-    solution = solve(program, SolveOptions(integer=True, time_limit_s=time_limit_s, mip_gap=0.0))
+    options = SolveOptions(integer=True, mip_gap=0.0, max_nodes=max_nodes)
+    solution = solve(program, _cpu_limited(options, cpu_limit_s))
     if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return None
     chosen = np.flatnonzero(solution.values[: len(starts)] > 0.5)
@@ -1147,7 +1184,7 @@ def _solve_class_lp(
     base: FloatArray,
     table: FloatArray,
     columns: ClassColumns,
-    time_limit_s: float,
+    cpu_limit_s: float,
     *,
     flow: bool = True,
     method: str = "simplex",
@@ -1164,12 +1201,20 @@ def _solve_class_lp(
     ten-zone 10,000: 0.5 s against 0.9 s of dual simplex), and dual simplex again when it
     does not end at an optimal vertex (the rounding wants a basic solution's few starts per
     class); ``retried`` says so. ``presolve``: HiGHS's presolve before the interior point
-    (in flow form it is off otherwise; it takes out the classes of one column)."""
+    (in flow form it is off otherwise; it takes out the classes of one column).
+    ``cpu_limit_s``: each solve's limit, in CPU seconds of this thread for the dual simplex
+    (a wall guard against a hang beside it), in wall seconds for the interior point (see
+    below); where it binds there is no LP."""
     lp = class_program(arrays, classes, table, columns, flow=flow)
     seconds = 0.0
     retried = False
     if method == "ipm-vertex":
-        options = class_lp_options(time_limit_s, flow=flow, method=LpMethod.IPM_VERTEX)
+        # the interior point is limited in wall seconds, as before: HiGHS calls the interrupt
+        # callback at each of IPX's inner steps (23,733 calls in a ten-zone 10,000 plan,
+        # 4-5 % of its CPU, bench/planner.md (k)), and its 60 s default is a guard that binds
+        # only on instances far above 100,000 jobs (about 3 s of CPU there) or under a load
+        # that stretches wall time 20-fold
+        options = class_lp_options(cpu_limit_s, flow=flow, method=LpMethod.IPM_VERTEX)
         if presolve:
             options = replace(options, presolve=True)
         try:
@@ -1181,7 +1226,8 @@ def _solve_class_lp(
             # (tests/planning/test_core_lp.py, a property test): dual simplex instead
             retried = True
     if method != "ipm-vertex" or retried:
-        solution = solve(lp.program, class_lp_options(time_limit_s, flow=flow))
+        options = _cpu_limited(class_lp_options(cpu_limit_s, flow=flow), cpu_limit_s)
+        solution = solve(lp.program, options)
         seconds += solution.seconds
     if solution.status is not SolveStatus.OPTIMAL:
         infeasible = solution.status is SolveStatus.INFEASIBLE
@@ -1216,6 +1262,7 @@ def carbonshift(
     lp_time_limit_s: float = 60.0,
     exact_max_starts: int = 400,
     exact_time_limit_s: float = 2.0,
+    exact_nodes: int = _EXACT_NODES,
     search_factor: float = 30.0,
     search_seed: int = 0,
     polish_steps: int = 200,
@@ -1261,7 +1308,7 @@ def carbonshift(
     ``polish_cpu_s`` seconds of CPU (a guard: the plan depends on the machine only where it
     binds). Last, up to 3,000 jobs where the whole class LP was solved, the job-level MILP
     restricted to the LP's support and the plan's starts (:func:`_support_milp`, HiGHS,
-    ``support_nodes`` nodes, ``support_time_limit_s`` seconds at most; 0 nodes: off), the
+    ``support_nodes`` nodes, ``support_time_limit_s`` CPU seconds at most; 0 nodes: off), the
     plan as its incumbent; where the cores below stand in for that LP, time bands instead
     (:func:`._polish.polish_bands`: every movable job running in a band of slots freed at
     once with its own start, the cores' support and its least priced starts, sub-MILPs of
@@ -1297,6 +1344,16 @@ def carbonshift(
     on-time start has room a job takes its earliest start with room (least lateness, then
     fewer grams); critical jobs take their earliest start with room over all allowed
     clusters (ties: fewer grams). A job is left out only when no start of it fits.
+
+    Up to ``exact_max_starts`` starts (and no critical job) the whole MILP is also solved
+    (HiGHS, ``exact_nodes`` nodes). No wall clock decides the plan: ``lp_time_limit_s``
+    (each class or core LP by dual simplex; the interior point's, from 2,000 jobs up, in
+    wall seconds: see :func:`_solve_class_lp`), ``exact_time_limit_s`` (that MILP),
+    ``support_time_limit_s``, ``polish_cpu_s`` and ``late_repair_cpu_s`` count CPU seconds
+    of the planning thread,
+    guards beside the node and iteration counts; HiGHS's wall limit is a guard against a
+    hang only (:data:`_WALL_GUARD_MIN_S`). Where a CPU guard binds the plan depends on the
+    machine's speed, never on its load.
     """
     began = time.perf_counter()
     arrays = arrays_of(instance, context)
@@ -1665,7 +1722,7 @@ def carbonshift(
             lp.share,
             best,
             max_nodes=support_nodes,
-            time_limit_s=support_time_limit_s,
+            cpu_limit_s=support_time_limit_s,
             stats=stats,
         )
         stats["support_milp_kept"] = float(packed is not None)
@@ -1710,7 +1767,9 @@ def carbonshift(
             complete = complete_on_time()
             if stage_on_time != complete or (complete and close_enough()):
                 continue
-            exact = _exact_plan(arrays, base, exact_time_limit_s, on_time=stage_on_time)
+            exact = _exact_plan(
+                arrays, base, exact_time_limit_s, on_time=stage_on_time, max_nodes=exact_nodes
+            )
             if exact is not None:
                 key = score(exact)
                 if key < best_key:
