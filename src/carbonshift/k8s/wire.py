@@ -63,7 +63,7 @@ class WireError(ConnectionError):
 class Fields(dict[str, str]):
     """Answer headers by lower-case name; :meth:`get` takes any case (as aiohttp's)."""
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         return dict.get(self, name.lower(), default)
 
 
@@ -152,12 +152,12 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    async def exchange(self, raw: bytes) -> tuple[Answer | None, bool]:
-        """Write ``raw``, wait for the whole answer; answers it, and whether any byte of it
-        arrived (for the retry rule) when the connection failed (the answer then None)."""
+    async def exchange(self, raw: bytes) -> Answer | None:
+        """Write ``raw``, wait for the whole answer and answer it; None when the connection
+        closed before one byte of the answer arrived (a failure after that raises)."""
         transport = self.transport
         if transport is None or self.closed or transport.is_closing():
-            return None, False
+            return None
         self._waiter = waiter = asyncio.get_running_loop().create_future()
         self._fields = Fields()
         self._chunks = []
@@ -170,7 +170,7 @@ class _Connection(asyncio.Protocol):
             self._close()
             if self._got_bytes:
                 raise
-            return None, False
+            return None
         except BaseException:  # timeout or cancellation mid-answer: the stream is unknown
             self._close()
             raise
@@ -183,7 +183,7 @@ class _Connection(asyncio.Protocol):
         coding = self._fields.get("content-encoding")
         if coding is not None and coding != "identity":
             body = _decoded(body, coding)
-        return Answer(self.parser.get_status_code(), self._fields, body), True
+        return Answer(self.parser.get_status_code(), self._fields, body)
 
 
 def _decoded(body: bytes, coding: str) -> bytes:
@@ -243,7 +243,7 @@ class LeanPool:
                 if conn is None:
                     conn = await self._open()
                 written_before = conn.requests
-                answer, got_bytes = await conn.exchange(raw)
+                answer = await conn.exchange(raw)
                 if answer is not None:
                     self._give_back(conn)
                     return answer
