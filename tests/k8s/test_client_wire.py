@@ -259,6 +259,24 @@ async def test_a_chunked_answer_split_across_packets() -> None:
     assert [len(c) for c in seen.connections] == [2]  # the connection was kept
 
 
+async def test_an_answer_sized_by_closing_the_connection() -> None:
+    async def closing(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b'HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"a": ')
+        await writer.drain()
+        await asyncio.sleep(0.01)
+        writer.write(b"[1, 2]}")
+        return False
+
+    async with tiny_server(closing) as (url, seen):
+        kube = await _api_kube(url)
+        try:
+            assert await kube.get("/x") == {"a": [1, 2]}
+            assert await kube.get("/x") == {"a": [1, 2]}
+        finally:
+            await kube.close()
+    assert [len(c) for c in seen.connections] == [1, 1]
+
+
 async def test_a_gzip_answer_is_decoded() -> None:
     async def zipped(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
         writer.write(_answer(200, gzip.compress(b'{"a": 1}'), "Content-Encoding: gzip"))

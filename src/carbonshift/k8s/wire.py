@@ -99,6 +99,7 @@ class _Connection(asyncio.Protocol):
         self._got_bytes = False
         self._done = False
         self._keep_alive = False
+        self._headers_done = False
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -121,6 +122,15 @@ class _Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        fields = self._fields
+        if (
+            exc is None
+            and self._headers_done
+            and not self._done
+            and "content-length" not in fields
+            and "transfer-encoding" not in fields
+        ):
+            self.on_message_complete()  # an answer sized by closing (HTTP/1.0's way)
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_exception(
                 WireError(f"the API server closed the connection: {exc or 'end of stream'}")
@@ -133,6 +143,7 @@ class _Connection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         # llhttp's keep-alive flag is read here: once the message ends it is reset
         self._keep_alive = self.parser.should_keep_alive()
+        self._headers_done = True
 
     def on_body(self, body: bytes) -> None:
         self._chunks.append(body)
@@ -161,7 +172,7 @@ class _Connection(asyncio.Protocol):
         self._waiter = waiter = asyncio.get_running_loop().create_future()
         self._fields = Fields()
         self._chunks = []
-        self._got_bytes = self._done = self._keep_alive = False
+        self._got_bytes = self._done = self._keep_alive = self._headers_done = False
         self.requests += 1
         try:
             transport.write(raw)
