@@ -14,9 +14,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from carbonshift.errors import TemporaryError
 from carbonshift.k8s.client import (
@@ -152,6 +154,36 @@ async def test_tls_with_the_librarys_context_and_client_certificate() -> None:
             with pytest.raises(ForbiddenError):
                 await kube.get("/api/v1/namespaces/default")
             assert len(lean._idle) == 1  # the TLS connection was kept alive between them
+        finally:
+            await kube.close()
+
+
+SERVER_NAME_CASES = [
+    # the fake's serving certificate names 127.0.0.1 and localhost
+    pytest.param("localhost", True, id="a-name-the-certificate-has"),
+    pytest.param("elsewhere.example", False, id="a-name-it-has-not"),
+]
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the fake's TLS needs openssl")
+@pytest.mark.parametrize(("server_name", "want_ok"), SERVER_NAME_CASES)
+async def test_tls_checks_the_kubeconfigs_server_name(
+    tmp_path: Path, server_name: str, want_ok: bool
+) -> None:
+    with run_fakekube(FakeKubeConfig(nodes=1, start=START), tls=True) as cluster:
+        config = yaml.safe_load(cluster.kubeconfig.read_text())
+        config["clusters"][0]["cluster"]["tls-server-name"] = server_name
+        kubeconfig = tmp_path / "kubeconfig"
+        kubeconfig.write_text(yaml.safe_dump(config))
+        kube = await connect(str(kubeconfig), SystemClock())
+        kube._retries = 0
+        try:
+            assert _lean_of(kube)._server_hostname == server_name
+            if want_ok:
+                assert (await kube.get("/api/v1/namespaces/default"))["kind"] == "Namespace"
+            else:
+                with pytest.raises(TemporaryError, match="certificate"):
+                    await kube.get("/api/v1/namespaces/default")
         finally:
             await kube.close()
 
