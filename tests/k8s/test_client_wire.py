@@ -322,6 +322,20 @@ async def test_a_gzip_answer_is_decoded() -> None:
             await kube.close()
 
 
+async def test_a_body_that_does_not_decode_is_a_temporary_error() -> None:
+    async def broken(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
+        writer.write(_answer(200, b"not gzip at all", "Content-Encoding: gzip"))
+        return True
+
+    async with tiny_server(broken) as (url, _):
+        kube = await _api_kube(url)
+        try:
+            with pytest.raises(TemporaryError, match="does not decode"):
+                await kube.get("/x")
+        finally:
+            await kube.close()
+
+
 async def test_a_connection_the_server_closed_while_idle_is_not_used() -> None:
     async def once(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
         writer.write(_answer(200, b'{"n": 0}'))

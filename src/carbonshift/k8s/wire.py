@@ -199,10 +199,13 @@ class _Connection(asyncio.Protocol):
 
 def _decoded(body: bytes, coding: str) -> bytes:
     """A gzip or deflate body decoded (we ask for neither; a server may send it anyway)."""
-    if coding in ("gzip", "x-gzip"):
-        return zlib.decompress(body, 16 + zlib.MAX_WBITS)
-    if coding == "deflate":
-        return zlib.decompress(body)
+    try:
+        if coding in ("gzip", "x-gzip"):
+            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        if coding == "deflate":
+            return zlib.decompress(body)
+    except zlib.error as exc:
+        raise WireError(f"the API server's {coding} answer does not decode: {exc}") from exc
     raise WireError(f"the API server answered in content-encoding {coding!r}")
 
 
