@@ -5,8 +5,9 @@ One request costs the client 0.15-0.24 ms of CPU through aiohttp's session again
 "Where the first pass's CPU goes"), and the controller's first pass and the hub's start send
 10,000-12,000 of them. :class:`LeanPool` sends a request on an asyncio connection kept alive
 in a small pool per API server and parses the answer with httptools (llhttp, the parser of
-Node.js; 1.5-2.0 µs an answer against 16 µs for aiohttp's C parser with its payload stream
-and 36 µs for h11, bench/controller.md, "A lean transport"). What it sends is what
+Node.js; 1.5-2.3 µs a Pod PATCH's answer against 17 µs for aiohttp's C parser with its
+payload stream and 36-39 µs for h11: bench/bench_http_parsers.py, bench/controller.md,
+"A lean transport"). What it sends is what
 :class:`~carbonshift.k8s.client.DirectSend` built for aiohttp: the same headers, target, body
 and time limit; TLS with the library's own ``ssl.SSLContext`` (its CA, client certificate,
 verification settings) and server name.
