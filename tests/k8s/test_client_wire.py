@@ -309,6 +309,21 @@ async def test_an_answer_sized_by_closing_the_connection() -> None:
     assert [len(c) for c in seen.connections] == [1, 1]
 
 
+async def test_bytes_past_the_answer_are_not_taken_as_the_next_answer() -> None:
+    async def extra(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
+        writer.write(_answer(200, b'{"n": %d}' % n) + _answer(500, b'{"stray": true}'))
+        return True
+
+    async with tiny_server(extra) as (url, seen):
+        kube = await _api_kube(url)
+        try:
+            assert await kube.get("/x") == {"n": 0}
+            assert await kube.get("/x") == {"n": 0}  # on a new connection
+        finally:
+            await kube.close()
+    assert [len(c) for c in seen.connections] == [1, 1]
+
+
 async def test_a_gzip_answer_is_decoded() -> None:
     async def zipped(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
         writer.write(_answer(200, gzip.compress(b'{"a": 1}'), "Content-Encoding: gzip"))

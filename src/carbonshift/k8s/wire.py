@@ -101,6 +101,8 @@ class _Connection(asyncio.Protocol):
         self._done = False
         self._keep_alive = False
         self._headers_done = False
+        self._extra = False
+        self._status = 0
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -138,18 +140,33 @@ class _Connection(asyncio.Protocol):
             )
 
     # httptools callbacks
+    # bytes past the answer in the same read start another message: kept out of this one,
+    # and the connection is not used again (``_extra``)
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._done:
+            self._extra = True
+            return
         self._fields[name.decode("latin-1").lower()] = value.decode("latin-1")
 
     def on_headers_complete(self) -> None:
+        if self._done:
+            self._extra = True
+            return
         # llhttp's keep-alive flag is read here: once the message ends it is reset
         self._keep_alive = self.parser.should_keep_alive()
+        self._status = self.parser.get_status_code()
         self._headers_done = True
 
     def on_body(self, body: bytes) -> None:
+        if self._done:
+            self._extra = True
+            return
         self._chunks.append(body)
 
     def on_message_complete(self) -> None:
+        if self._done:
+            self._extra = True
+            return
         self._done = True
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
@@ -174,6 +191,7 @@ class _Connection(asyncio.Protocol):
         self._fields = Fields()
         self._chunks = []
         self._got_bytes = self._done = self._keep_alive = self._headers_done = False
+        self._extra = False
         self.requests += 1
         try:
             transport.write(raw)
@@ -190,12 +208,12 @@ class _Connection(asyncio.Protocol):
             self._waiter = None
         body = b"".join(self._chunks) if len(self._chunks) != 1 else self._chunks[0]
         self._chunks = []
-        if not self._keep_alive:
+        if not self._keep_alive or self._extra:
             self._close()
         coding = self._fields.get("content-encoding")
         if coding is not None and coding != "identity":
             body = _decoded(body, coding)
-        return Answer(self.parser.get_status_code(), self._fields, body)
+        return Answer(self._status, self._fields, body)
 
 
 def _decoded(body: bytes, coding: str) -> bytes:
