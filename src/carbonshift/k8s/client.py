@@ -304,7 +304,8 @@ class DirectSend:
         lean = self.lean
         if lean is not None and timeout_s is not None:
             fields = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
-            if fields.count("\n") == len(headers):  # else a value with a line break: aiohttp's
+            n_lines = len(headers)  # else a value with a line break: aiohttp's (it refuses)
+            if fields.count("\n") == n_lines and fields.count("\r") == n_lines:
                 return await lean.request(method, target, fields, data, timeout_s)
         url = api.configuration.host + target
         timeout = self._timeouts.get(timeout_s)
