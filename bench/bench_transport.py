@@ -5,7 +5,11 @@ against the fake API server (``python -m fakekube``, its own process), one reque
 time, three ways, alternating in rounds so the machine's load falls on each alike:
 
 - ``ApiKube``: ``carbonshift.k8s.client.ApiKube.patch``, as the controller and the hub send
-  every write (kubernetes-asyncio's configuration and authentication, its aiohttp session);
+  every write (kubernetes-asyncio's configuration and authentication; since 2026-11-27 over
+  the lean transport, ``carbonshift.k8s.wire``, where the library's aiohttp session is
+  installed);
+- ``session``: the same through kubernetes-asyncio's aiohttp session (``DirectSend``
+  without the lean transport, as ``CARBONSHIFT_K8S_TRANSPORT=aiohttp``: every write before);
 - ``call_api``: the same, through kubernetes-asyncio's generic ``ApiClient.call_api`` (how
   every request went before ``DirectSend``, 2026-11-27);
 - ``bare``: the same request bytes written on one kept-alive connection by a minimal
@@ -88,12 +92,18 @@ async def _measure(requests: int, rounds: int) -> dict[str, list[float]]:
                 "spec": {"containers": [{"name": "main", "image": "busybox"}]},
             }
             await kube.create(PODS, body)
-        bare = await _bare_sender(kube)
         direct = kube._direct
-        out: dict[str, list[float]] = {"ApiKube": [], "call_api": [], "bare": []}
+        lean = getattr(direct, "lean", None)  # None: code before the lean transport
+        out: dict[str, list[float]] = {"ApiKube": [], "session": [], "call_api": [], "bare": []}
         for n in range(rounds):
             for way in out:
                 kube._direct = None if way == "call_api" else direct
+                if direct is not None:
+                    direct.lean = None if way == "session" else lean
+                if way == "bare":
+                    # a new connection each round: the fake (uvicorn) closes one idle for 5 s,
+                    # and the bare exchange does not notice a closed connection
+                    bare = await _bare_sender(kube)
                 began = time.process_time()
                 for i in range(requests):
                     patch = {"metadata": {"annotations": {"round": f"{way}-{n}-{i}"}}}

@@ -24,7 +24,7 @@ import pytest
 
 from carbonshift.errors import InputError
 from carbonshift.k8s import reconciler
-from carbonshift.k8s.client import ApiKube, DirectSend, connect
+from carbonshift.k8s.client import TRANSPORT_ENV, ApiKube, DirectSend, connect
 from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.config import parse_config
 from carbonshift.k8s.flowcontrol import TokenBucket
@@ -210,19 +210,22 @@ async def test_bodies_go_as_plain_json_and_others_through_the_library(
         await kube.close()
 
 
+@pytest.mark.parametrize("transport", ["lean", "aiohttp"])
 async def test_requests_skip_the_library_call_api_and_keep_its_auth_and_headers(
-    fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch
+    fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch, transport: str
 ) -> None:
-    """Every verb goes straight to the library's aiohttp session (``DirectSend``), not through
-    ``ApiClient.call_api``'s generic per-call work; the bearer token is still asked of the
-    library per request (a refreshed token is used), and the User-Agent, fieldManager,
-    content types and bodies are what the library sent."""
+    """Every verb goes straight to the library's aiohttp session (``DirectSend``), or all but
+    the watch over the lean transport, not through ``ApiClient.call_api``'s generic per-call
+    work; the bearer token is still asked of the library per request (a refreshed token is
+    used), and the User-Agent, fieldManager, content types and bodies are what the library
+    sent."""
     from kubernetes_asyncio.client import ApiClient
 
     async def refused(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("call_api was used")
 
     await with_pods(fakekube, ["direct"])
+    monkeypatch.setenv(TRANSPORT_ENV, transport)
     kube = await admin_client(fakekube)
     monkeypatch.setattr(ApiClient, "call_api", refused)
     configuration = kube._client.configuration
@@ -244,6 +247,19 @@ async def test_requests_skip_the_library_call_api_and_keep_its_auth_and_headers(
         return real_request(method, url, **kwargs)
 
     monkeypatch.setattr(session, "request", spy)
+    ways: list[str] = []
+    lean = kube._direct.lean if kube._direct is not None else None
+    assert (lean is not None) == (transport == "lean")
+    if lean is not None:
+        real_lean = lean.request
+
+        async def lean_spy(method: str, target: str, fields: str, body: Any, limit: float) -> Any:
+            headers = dict(line.split(": ", 1) for line in fields.split("\r\n") if line)
+            sent.append((f"{method} {configuration.host}{target}", headers))
+            ways.append("lean")
+            return await real_lean(method, target, fields, body, limit)
+
+        monkeypatch.setattr(lean, "request", lean_spy)
     path = "/api/v1/namespaces/batch/pods/direct"
     try:
         got = await kube.get(path)
@@ -265,6 +281,7 @@ async def test_requests_skip_the_library_call_api_and_keep_its_auth_and_headers(
     assert json_patched["metadata"]["labels"]["b"] == "2"
     assert first["type"] in ("ADDED", "MODIFIED")
     assert len(refreshed) == len(sent) == 5
+    assert ways == (["lean"] * 4 if transport == "lean" else [])  # the watch: the session's
     base = configuration.host
     assert [line for line, _ in sent] == [
         f"GET {base}{path}",

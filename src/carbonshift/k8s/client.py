@@ -12,7 +12,9 @@ clock seam, then raised as
 of the client-side rate limit, when one is set (:class:`~carbonshift.k8s.flowcontrol.TokenBucket`,
 the controller's ``client_connection.qps`` and ``.burst``), retries included, as client-go.
 Requests go to the library's aiohttp session directly (:class:`DirectSend`), with the
-library's authentication, TLS and proxy settings, not through its generic ``call_api``.
+library's authentication, TLS and proxy settings, not through its generic ``call_api``; all
+but watches go, when no proxy is configured, over :mod:`carbonshift.k8s.wire`'s kept-alive
+connections instead of the session (``CARBONSHIFT_K8S_TRANSPORT=aiohttp`` keeps the session).
 """
 
 from __future__ import annotations
@@ -24,15 +26,17 @@ import json
 import logging
 import os
 import re
+import ssl
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from carbonshift._extras import require
-from carbonshift.errors import CarbonshiftError, TemporaryError
+from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.flowcontrol import TokenBucket, bucket_or_none
+from carbonshift.k8s.wire import LeanPool, available
 
 __all__ = [
     "FIELD_MANAGER",
@@ -216,6 +220,15 @@ class DirectSend:
     the URL as the library's ``host + path + "?" + urlencode(query)``, the body as
     ``json.dumps`` (a body JSON cannot take raises ``TypeError`` before anything is sent,
     as with :func:`send_plain_json`), the timeout as the library's ``ClientTimeout(total=)``.
+
+    A request with a time limit (all but watches) goes over :class:`~carbonshift.k8s.wire.LeanPool`
+    (:attr:`lean`) when the session would connect straight to the API server: no proxy in the
+    configuration nor the environment (:func:`skip_env_lookups` turned its lookups off), an
+    ``http`` or ``https`` URL, for ``https`` the connector's own ``ssl.SSLContext``; and not
+    when ``CARBONSHIFT_K8S_TRANSPORT`` is ``aiohttp``. It sends what the session would, less
+    aiohttp's ``Accept-Encoding: gzip, deflate`` (answers come unencoded: no compressing on
+    the server, no decompressing here) and the session's cookie jar (the API server sets no
+    cookie). A header value with a line break, which aiohttp refuses, goes to the session.
     """
 
     def __init__(self, api_client: Any, session: Any) -> None:
@@ -238,6 +251,8 @@ class DirectSend:
         #: same ``fieldManager=carbonshift`` (``urlencode`` costs about as much as the rest of
         #: building the request; bench/controller.md, "Per-request and per-workload CPU")
         self._queries: dict[tuple[tuple[str, str], ...], str] = {}
+        #: the lean transport's connections (None: every request through the session)
+        self.lean = _lean_pool(api_client, session, self._extra)
 
     @classmethod
     def of(cls, api_client: Any) -> DirectSend | None:
@@ -284,16 +299,53 @@ class DirectSend:
             headers["Cookie"] = api.cookie
         queries = list((query or {}).items())
         await api.update_params_for_auth(headers, queries, ["BearerToken"])
-        url = api.configuration.host + path
-        if queries:
-            url += "?" + self._query_string(queries)
+        target = path + "?" + self._query_string(queries) if queries else path
         data = None if body is None else dump_json(body)
+        lean = self.lean
+        if lean is not None and timeout_s is not None:
+            fields = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
+            n_lines = len(headers)  # else a value with a line break: aiohttp's (it refuses)
+            if fields.count("\n") == n_lines and fields.count("\r") == n_lines:
+                return await lean.request(method, target, fields, data, timeout_s)
+        url = api.configuration.host + target
         timeout = self._timeouts.get(timeout_s)
         if timeout is None:
             timeout = self._timeouts[timeout_s] = self._timeout(total=timeout_s)
         return await self._session.request(
             method, url, headers=headers, data=data, timeout=timeout, **self._extra
         )
+
+
+#: ``CARBONSHIFT_K8S_TRANSPORT``: ``lean`` (the default) or ``aiohttp`` (every request
+#: through kubernetes-asyncio's aiohttp session, as before 2026-11-27)
+TRANSPORT_ENV = "CARBONSHIFT_K8S_TRANSPORT"
+
+
+def _lean_pool(api_client: Any, session: Any, extra: dict[str, Any]) -> LeanPool | None:
+    """The lean transport's pool for ``api_client``'s API server, or None where the session
+    must send (see :class:`DirectSend`)."""
+    wanted = os.environ.get(TRANSPORT_ENV, "lean")
+    if wanted not in ("lean", "aiohttp"):
+        raise InputError(
+            f"{TRANSPORT_ENV}={wanted!r} is not a transport; set it to 'lean' (the default) or "
+            "'aiohttp', or unset it"
+        )
+    if not available() or wanted == "aiohttp":
+        return None
+    if "proxy" in extra or "proxy_headers" in extra or getattr(session, "_trust_env", True):
+        return None  # a proxy, or proxy and .netrc lookups per request: aiohttp's
+    configuration = api_client.configuration
+    host = str(configuration.host)
+    context = getattr(getattr(session, "connector", None), "_ssl", None)
+    try:
+        return LeanPool(
+            host,
+            ssl_context=context if isinstance(context, ssl.SSLContext) else None,
+            server_hostname=extra.get("server_hostname"),
+            limit=int(configuration.connection_pool_maxsize or 100),
+        )
+    except ValueError:  # a URL or TLS setting the lean transport does not take
+        return None
 
 
 class KubeError(CarbonshiftError):
@@ -397,6 +449,8 @@ class ApiKube:
         self.limiter = limiter
 
     async def close(self) -> None:
+        if self._direct is not None and self._direct.lean is not None:
+            self._direct.lean.close()
         await self._client.close()
 
     async def _send(

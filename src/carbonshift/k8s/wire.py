@@ -1,0 +1,323 @@
+"""A lean HTTP/1.1 transport for the client's own requests (not its watches).
+
+One request costs the client 0.15-0.24 ms of CPU through aiohttp's session against
+0.04-0.09 ms for the same bytes written on a kept-alive connection (bench/controller.md,
+"Where the first pass's CPU goes"), and the controller's first pass and the hub's start send
+10,000-12,000 of them. :class:`LeanPool` sends a request on an asyncio connection kept alive
+in a small pool per API server and parses the answer with httptools (llhttp, the parser of
+Node.js; 1.5-2.3 µs a Pod PATCH's answer against 17 µs for aiohttp's C parser with its
+payload stream and 36-39 µs for h11: bench/bench_http_parsers.py, bench/controller.md,
+"A lean transport"). What it sends is what
+:class:`~carbonshift.k8s.client.DirectSend` built for aiohttp: the same headers, target, body
+and time limit; TLS with the library's own ``ssl.SSLContext`` (its CA, client certificate,
+verification settings) and server name.
+
+What it answers is an :class:`Answer` (status, headers, body), read whole. Failures of the
+connection, of TLS or of the answer's framing raise :class:`WireError` (an ``OSError``, as
+a dropped connection through aiohttp raises one), the time limit ``TimeoutError``; the
+client retries both as before.
+
+Retry rule for a connection the server closed while it was kept alive: the request goes
+once more, on a new connection, only when (1) the connection had carried an earlier request
+(a new connection that fails is an outage, not a stale one), (2) not one byte of the answer
+arrived, and (3) either the connection was seen closed before anything was written, or the
+method is idempotent (GET, PUT, DELETE: aiohttp's own rule for a persistent connection). A
+POST or PATCH that may have reached the server goes up as a failure, to the client's
+backoff, as it does through aiohttp.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import ssl
+import time
+import urllib.parse
+import zlib
+from typing import Any
+
+__all__ = ["Answer", "LeanPool", "WireError", "available"]
+
+try:  # the k8s extra's; without it every request keeps aiohttp
+    _httptools: Any = importlib.import_module("httptools")
+except ImportError:
+    _httptools = None
+
+#: seconds an idle connection is kept (aiohttp's ``keepalive_timeout``, 15 s; Go's API
+#: server closes idle ones after 90 s or more, so ours close first)
+KEEPALIVE_S = 15.0
+#: idle connections kept per API server (more may be open while requests run in parallel)
+IDLE_KEPT = 8
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+
+
+def available() -> bool:
+    """Whether httptools is installed (the ``k8s`` extra has it)."""
+    return _httptools is not None
+
+
+class WireError(ConnectionError):
+    """The connection failed, or the answer broke HTTP/1.1's framing (the client retries it
+    as a dropped connection)."""
+
+
+class Fields(dict[str, str]):
+    """Answer headers by lower-case name; :meth:`get` takes any case (as aiohttp's)."""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return dict.get(self, name.lower(), default)
+
+
+class Answer:
+    """A whole answer, shaped as the part of aiohttp's response the client reads."""
+
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self, status: int, headers: Fields, body: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.body = body
+
+    async def read(self) -> bytes:
+        return self.body
+
+    def release(self) -> None:
+        """Nothing to give back: the connection went back to its pool when the answer ended."""
+
+
+class _Connection(asyncio.Protocol):
+    """One kept-alive connection: one request at a time, its answer parsed as it arrives."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.parser = _httptools.HttpResponseParser(self)
+        self.closed = False
+        self.requests = 0
+        self.idle_since_s = 0.0
+        self._waiter: asyncio.Future[None] | None = None
+        self._fields = Fields()
+        self._chunks: list[bytes] = []
+        self._got_bytes = False
+        self._done = False
+        self._keep_alive = False
+        self._headers_done = False
+        self._extra = False
+        self._status = 0
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None or self._done:  # bytes nobody asked for: not reusable
+            self._close()
+            return
+        self._got_bytes = True
+        try:
+            self.parser.feed_data(data)
+        except _httptools.HttpParserUpgrade:
+            self._fail(WireError("the API server switched protocols"))
+        except _httptools.HttpParserError as exc:
+            self._fail(WireError(f"the API server's answer is not HTTP/1.1: {exc}"))
+
+    def eof_received(self) -> bool:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        fields = self._fields
+        if (
+            exc is None
+            and self._headers_done
+            and not self._done
+            and "content-length" not in fields
+            and "transfer-encoding" not in fields
+        ):
+            self.on_message_complete()  # an answer sized by closing (HTTP/1.0's way)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(
+                WireError(f"the API server closed the connection: {exc or 'end of stream'}")
+            )
+
+    # httptools callbacks
+    # bytes past the answer in the same read start another message: kept out of this one,
+    # and the connection is not used again (``_extra``)
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._done:
+            self._extra = True
+            return
+        self._fields[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        if self._done:
+            self._extra = True
+            return
+        # llhttp's keep-alive flag is read here: once the message ends it is reset
+        self._keep_alive = self.parser.should_keep_alive()
+        self._status = self.parser.get_status_code()
+        self._headers_done = True
+
+    def on_body(self, body: bytes) -> None:
+        if self._done:
+            self._extra = True
+            return
+        self._chunks.append(body)
+
+    def on_message_complete(self) -> None:
+        if self._done:
+            self._extra = True
+            return
+        self._done = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def _fail(self, exc: Exception) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+        self._close()
+
+    def _close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    async def exchange(self, raw: bytes) -> Answer | None:
+        """Write ``raw``, wait for the whole answer and answer it; None when the connection
+        closed before one byte of the answer arrived (a failure after that raises)."""
+        transport = self.transport
+        if transport is None or self.closed or transport.is_closing():
+            return None
+        self._waiter = waiter = asyncio.get_running_loop().create_future()
+        self._fields = Fields()
+        self._chunks = []
+        self._got_bytes = self._done = self._keep_alive = self._headers_done = False
+        self._extra = False
+        self.requests += 1
+        try:
+            transport.write(raw)
+            await waiter
+        except WireError:
+            self._close()
+            if self._got_bytes:
+                raise
+            return None
+        except BaseException:  # timeout or cancellation mid-answer: the stream is unknown
+            self._close()
+            raise
+        finally:
+            self._waiter = None
+        body = b"".join(self._chunks) if len(self._chunks) != 1 else self._chunks[0]
+        self._chunks = []
+        if not self._keep_alive or self._extra:
+            self._close()
+        coding = self._fields.get("content-encoding")
+        if coding is not None and coding != "identity":
+            body = _decoded(body, coding)
+        return Answer(self._status, self._fields, body)
+
+
+def _decoded(body: bytes, coding: str) -> bytes:
+    """A gzip or deflate body decoded (we ask for neither; a server may send it anyway)."""
+    try:
+        if coding in ("gzip", "x-gzip"):
+            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+        if coding == "deflate":
+            return zlib.decompress(body)
+    except zlib.error as exc:
+        raise WireError(f"the API server's {coding} answer does not decode: {exc}") from exc
+    raise WireError(f"the API server answered in content-encoding {coding!r}")
+
+
+class LeanPool:
+    """Kept-alive connections to one API server (``base_url``: scheme, host, port and an
+    optional path prefix), at most ``limit`` at a time (the library's
+    ``connection_pool_maxsize``), up to :data:`IDLE_KEPT` kept idle."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        ssl_context: ssl.SSLContext | None,
+        server_hostname: str | None,
+        limit: int,
+    ) -> None:
+        url = urllib.parse.urlsplit(base_url)
+        if url.scheme not in ("http", "https") or not url.hostname or url.username:
+            raise ValueError(f"the lean transport does not speak to {base_url!r}")
+        if url.scheme == "https" and ssl_context is None:
+            raise ValueError(f"no TLS context for {base_url!r}")
+        self.host = url.hostname
+        self.port = url.port or (443 if url.scheme == "https" else 80)
+        self.prefix = url.path.rstrip("/")
+        self._ssl = ssl_context if url.scheme == "https" else None
+        self._server_hostname = (server_hostname or self.host) if self._ssl else None
+        self._host_field = f"Host: {url.netloc}\r\n"
+        self._idle: list[_Connection] = []
+        self._slots = asyncio.Semaphore(max(1, limit))
+        self._closed = False
+
+    async def request(
+        self, method: str, target: str, fields: str, body: bytes | None, timeout_s: float
+    ) -> Answer:
+        """Send ``method target`` (the path and query, without the prefix) with header lines
+        ``fields`` (each ending in CRLF) and ``body``; the whole answer within ``timeout_s``
+        (waiting for a free connection and connecting included, as aiohttp's ``total``)."""
+        head = f"{method} {self.prefix}{target} HTTP/1.1\r\n{self._host_field}{fields}"
+        if body is not None:
+            raw = f"{head}Content-Length: {len(body)}\r\n\r\n".encode("latin-1") + body
+        elif method == "GET":
+            raw = f"{head}\r\n".encode("latin-1")
+        else:
+            raw = f"{head}Content-Length: 0\r\n\r\n".encode("latin-1")
+        async with asyncio.timeout(timeout_s), self._slots:
+            while True:
+                conn = self._take()
+                reused = conn is not None
+                if conn is None:
+                    conn = await self._open()
+                written_before = conn.requests
+                answer = await conn.exchange(raw)
+                if answer is not None:
+                    self._give_back(conn)
+                    return answer
+                # nothing of the answer arrived (exchange raises otherwise)
+                stale_before_write = written_before == conn.requests
+                if reused and (stale_before_write or method in _IDEMPOTENT):
+                    continue  # a kept-alive connection the server had closed: a new one
+                raise WireError(
+                    f"{method} {self.prefix}{target}: the API server closed the connection "
+                    "before answering"
+                )
+
+    def _take(self) -> _Connection | None:
+        now_s = time.monotonic()
+        while self._idle:
+            conn = self._idle.pop()
+            transport = conn.transport
+            if conn.closed or transport is None or transport.is_closing():
+                continue
+            if now_s - conn.idle_since_s > KEEPALIVE_S:
+                conn._close()
+                continue
+            return conn
+        return None
+
+    def _give_back(self, conn: _Connection) -> None:
+        if conn.closed or self._closed or len(self._idle) >= IDLE_KEPT:
+            conn._close()
+            return
+        conn.idle_since_s = time.monotonic()
+        self._idle.append(conn)
+
+    async def _open(self) -> _Connection:
+        # a refused connection or a failed handshake raises an OSError (ssl.SSLError is one)
+        _, conn = await asyncio.get_running_loop().create_connection(
+            _Connection, self.host, self.port, ssl=self._ssl, server_hostname=self._server_hostname
+        )
+        return conn
+
+    def close(self) -> None:
+        """Close every idle connection; those in use close when their answer ends."""
+        self._closed = True
+        while self._idle:
+            self._idle.pop()._close()
