@@ -280,6 +280,8 @@ POLICIES: dict[str, PolicySpec] = {
                     support_time_limit_s=p.get_float("support_time_limit_s"),
                     band_columns=p.get_int("band_columns"),
                     band_lp_iterations=p.get_int("band_lp_iterations"),
+                    cluster_band_columns=p.get_int("cluster_band_columns"),
+                    cluster_band_lp_iterations=p.get_int("cluster_band_lp_iterations"),
                 ),
                 context=ctx,
                 bound_iterations=(
@@ -383,6 +385,21 @@ POLICIES: dict[str, PolicySpec] = {
                     int,
                     30_000,
                     "budget of the time bands: HiGHS simplex iterations, 100 more per band",
+                    0,
+                ),
+                ParamSpec(
+                    "cluster_band_columns",
+                    int,
+                    400,
+                    "after the time bands: one cluster's slots at a time, with the jobs that "
+                    "want them, re-planned by sub-MILPs of at most this many starts (0: off)",
+                    0,
+                ),
+                ParamSpec(
+                    "cluster_band_lp_iterations",
+                    int,
+                    30_000,
+                    "budget of the cluster bands: HiGHS simplex iterations, 100 more per band",
                     0,
                 ),
                 ParamSpec("polish_jobs", int, 40, "most jobs freed per sub-MILP", 2),
