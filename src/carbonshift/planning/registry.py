@@ -540,9 +540,16 @@ POLICIES: dict[str, PolicySpec] = {
             carbonshift,
             # online: room for all of the demand learned from past arrivals, in phantoms
             # shaped as the pending jobs are (chosen on Caspian's day, seeds 1-3;
-            # bench/online.md 2026-11-27 (ii), docs/simulator.md)
+            # bench/online.md 2026-11-27 (ii), docs/simulator.md); no cluster bands (step
+            # 7d, 1-6 s of CPU a plan at 100-3,000 jobs) in every round: the quick Caspian
+            # reproduction took 1.9 times as long with them (bench/planner.md (l))
             OnlineDefaults(
-                "moving-average", {"reserve_future_demand": 1.0, "reserve_shapes": "sample"}
+                "moving-average",
+                {
+                    "reserve_future_demand": 1.0,
+                    "reserve_shapes": "sample",
+                    "cluster_band_columns": 0,
+                },
             ),
         ),
         PolicySpec(
