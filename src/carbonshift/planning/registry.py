@@ -20,7 +20,7 @@ import inspect
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from carbonshift.domain import Instance, Plan
@@ -160,12 +160,14 @@ class OnlineDefaults:
     ``demand_forecast`` (a method of :data:`carbonshift.workloads.DEMAND_FORECASTS`) fills
     the rounds' ``future_demand`` when the scenario names no demand forecast; ``params``
     are the defaults that go with that forecast, applied under the scenario's own
-    parameters whenever the rounds carry it (named or not). A static plan
+    parameters whenever the rounds carry it (named or not); ``round_params``, defaults of
+    every round whatever its forecast (under ``params`` and the scenario's). A static plan
     (:func:`run_policy`) never sees them.
     """
 
     demand_forecast: str
     params: Mapping[str, ParamValue]
+    round_params: Mapping[str, ParamValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,11 +547,8 @@ POLICIES: dict[str, PolicySpec] = {
             # reproduction took 1.9 times as long with them (bench/planner.md (l))
             OnlineDefaults(
                 "moving-average",
-                {
-                    "reserve_future_demand": 1.0,
-                    "reserve_shapes": "sample",
-                    "cluster_band_columns": 0,
-                },
+                {"reserve_future_demand": 1.0, "reserve_shapes": "sample"},
+                round_params={"cluster_band_columns": 0},
             ),
         ),
         PolicySpec(

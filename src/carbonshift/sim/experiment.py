@@ -163,7 +163,8 @@ def online_settings(
     OnlineDefaults`; ``carbonshift``: the learned ``moving-average`` demand,
     ``reserve_future_demand = 1.0`` and ``reserve_shapes = "sample"``) gets its forecast
     when the scenario names none, and the parameters that go with that forecast under
-    ``params`` whenever the rounds carry it. Any other policy, forecast or ``"none"``:
+    ``params`` whenever the rounds carry it; its ``round_params`` (``carbonshift``:
+    ``cluster_band_columns = 0``) under ``params`` whatever the forecast. Any other policy:
     the scenario's settings as they are.
     """
     defaults = policy_spec(name).online
@@ -173,8 +174,8 @@ def online_settings(
     if method is None:
         method = defaults.demand_forecast
     if method == defaults.demand_forecast:
-        return method, {**defaults.params, **params}
-    return method, dict(params)
+        return method, {**defaults.round_params, **defaults.params, **params}
+    return method, {**defaults.round_params, **params}
 
 
 def simulate_policy(
