@@ -17,15 +17,15 @@ from hypothesis import strategies as st
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.errors import InputError
 from carbonshift.planning import run_policy
-from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
 from carbonshift.planning.policies import carbonshift as cs
 from carbonshift.planning.policies._polish import PolishStats, polish_bands
-from carbonshift.planning.problem import CAPACITY_TOLERANCE, arrays_of
+from carbonshift.planning.problem import CAPACITY_TOLERANCE
 from tests.builders import cluster, instance, job
 from tests.planning.strategies import instances
 from tests.planning.test_carbonshift import congested
 from tests.planning.test_core_lp import _LARGE_PATH, _key, _spread
 from tests.planning.test_polish import _greedy, _used
+from tests.planning.test_polish_bands import placed
 
 _SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -41,18 +41,7 @@ def _wanted_clean_cell_taken() -> tuple[Any, ...]:
         {"a": [10.0], "b": [500.0]},
         horizon=1,
     )
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    table = shape_costs(classes, unit_grams(arrays))
-    state = cs._State(
-        free=arrays.free_units.copy(),
-        cluster=np.full(2, -1, dtype=np.int64),
-        start=np.full(2, -1, dtype=np.int64),
-    )
-    placer = cs._Placer(arrays, classes, state)
-    placer.place(0, (0, 0))
-    placer.place(1, (1, 0))
-    return inst, arrays, classes, table, state
+    return (inst, *placed(inst, [(0, 0), (1, 0)]))
 
 
 def _cluster_bands(

@@ -21,23 +21,30 @@ from tests.builders import cluster, instance, job
 from tests.planning.test_core_lp import _LARGE_PATH, _key, _spread
 
 
+def placed(inst: Any, wheres: list[tuple[int, int]]) -> tuple[Any, ...]:
+    """``inst``'s arrays, classes, grams table and a placement state with job ``j`` at
+    ``wheres[j]`` (cluster index, start slot)."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    n_jobs = len(inst.jobs)
+    state = cs._State(
+        free=arrays.free_units.copy(),
+        cluster=np.full(n_jobs, -1, dtype=np.int64),
+        start=np.full(n_jobs, -1, dtype=np.int64),
+    )
+    placer = cs._Placer(arrays, classes, state)
+    for j, where in enumerate(wheres):
+        placer.place(j, where)
+    return arrays, classes, table, state
+
+
 def _two_jobs_crossed() -> tuple[Any, ...]:
     """Two jobs of 2 gpu (one slot, any of three) on 2 gpu per slot, slots ever dirtier;
     the plan puts them in the two dearest slots, the clean one idle."""
     jobs = [job("a", gpu=2.0, deadline=3), job("b", gpu=2.0, deadline=3)]
     inst = instance(jobs, [cluster(gpu=2.0)], {"c1": [100.0, 200.0, 300.0]}, horizon=3)
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    table = shape_costs(classes, unit_grams(arrays))
-    state = cs._State(
-        free=arrays.free_units.copy(),
-        cluster=np.full(2, -1, dtype=np.int64),
-        start=np.full(2, -1, dtype=np.int64),
-    )
-    placer = cs._Placer(arrays, classes, state)
-    placer.place(0, (0, 2))
-    placer.place(1, (0, 1))
-    return arrays, classes, table, state
+    return placed(inst, [(0, 2), (0, 1)])
 
 
 @pytest.mark.parametrize(
