@@ -202,3 +202,31 @@ def test_the_release_limit_counts_what_this_slot_already_released() -> None:
     assert "release rate limit" in first.outcomes["Pod/batch/c"].reason
     later = plan_round(cfg, now, work[2:], {"cpu": 8.0}, [], source, released_this_slot=2)
     assert not later.outcomes["Pod/batch/c"].start_now
+
+
+@pytest.mark.parametrize(
+    ("params", "want_cluster_band_columns"),
+    [
+        pytest.param({}, 0, id="carbonshift-passes-plan-without-cluster-bands"),
+        pytest.param({"cluster_band_columns": 400}, 400, id="the-config-may-turn-them-on"),
+    ],
+)
+def test_a_pass_plans_with_the_policys_round_params(
+    monkeypatch: pytest.MonkeyPatch, params: dict[str, int], want_cluster_band_columns: int
+) -> None:
+    import carbonshift.k8s.planner as planner_module
+
+    seen: list[dict[str, object]] = []
+    real = planner_module.run_policy
+
+    def spy(policy: str, instance: object, given: dict[str, object], *rest: object) -> object:
+        seen.append(dict(given))
+        return real(policy, instance, given, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(planner_module, "run_policy", spy)
+    cfg = config(policy="carbonshift", params=params)
+    source = CarbonSource(cfg, series([400.0] * 72))
+    plan_round(
+        cfg, T0 + timedelta(minutes=5), [intent("a", deadline_h=12)], {"cpu": 8.0}, [], source
+    )
+    assert [s.get("cluster_band_columns") for s in seen] == [want_cluster_band_columns]

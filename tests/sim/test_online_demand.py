@@ -210,3 +210,24 @@ def test_static_plans_keep_no_reserve() -> None:
     """``carbonshift plan`` on an instance with future_demand (CJPS, /v1/plan) is unchanged:
     the policy's own default reserve is 0; only the simulator's rounds get 1.0."""
     assert parse_params("carbonshift").get_float("reserve_future_demand") == 0.0
+
+
+@pytest.mark.parametrize(
+    ("policy", "params", "want"),
+    [
+        pytest.param("carbonshift", {}, {"cluster_band_columns": 0}, id="carbonshift-no-bands"),
+        pytest.param(
+            "carbonshift",
+            {"cluster_band_columns": 400, "polish_steps": 0},
+            {"cluster_band_columns": 400, "polish_steps": 0},
+            id="given-params-win",
+        ),
+        pytest.param("fluidos", {"x": 1}, {"x": 1}, id="a-policy-without-round-params-unchanged"),
+    ],
+)
+def test_round_params_put_the_policys_round_defaults_under_the_given_ones(
+    policy: str, params: dict[str, int], want: dict[str, int]
+) -> None:
+    from carbonshift.planning.registry import round_params
+
+    assert round_params(policy, params) == want

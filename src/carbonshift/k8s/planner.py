@@ -37,7 +37,7 @@ from carbonshift.errors import CarbonshiftError, TemporaryError
 from carbonshift.k8s.config import ControllerConfig, PlanningSection
 from carbonshift.k8s.intent import Intent
 from carbonshift.planning import snapshot as seam
-from carbonshift.planning.registry import run_policy
+from carbonshift.planning.registry import round_params, run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 
 __all__ = [
@@ -475,9 +475,8 @@ def plan_round(
     forecast = source.forecast(slot0, horizon)
     snapshot = _snapshot(config, slot0, pending, capacity, running, forecast, previous or {})
     instance = snapshot.instance
-    result = run_policy(
-        config.planning.policy, instance, dict(config.planning.params), snapshot.context()
-    )
+    policy_params = round_params(config.planning.policy, config.planning.params)
+    result = run_policy(config.planning.policy, instance, policy_params, snapshot.context())
     held = snapshot.hold(result.plan, config.planning.hold_rule(), released_this_slot)
     starts = {a.job: a.start_slot for a in held.plan.assignments}
     policy_starts = {a.job: a.start_slot for a in result.plan.assignments}

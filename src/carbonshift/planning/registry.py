@@ -54,6 +54,7 @@ __all__ = [
     "parse_params",
     "policy_spec",
     "register_policy",
+    "round_params",
     "run_policy",
 ]
 
@@ -733,6 +734,16 @@ POLICIES: dict[str, PolicySpec] = {
         ),
     )
 }
+
+
+def round_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """The parameters policy ``name`` re-plans with in a round (the simulator's rounds, each
+    controller and hub pass): its :attr:`OnlineDefaults.round_params` under ``params``
+    (``carbonshift``: no cluster bands, which would cost 1-6 s of CPU every round)."""
+    defaults = policy_spec(name).online
+    if defaults is None:
+        return dict(params)
+    return {**defaults.round_params, **params}
 
 
 def policy_spec(name: str, *, import_modules: bool = True) -> PolicySpec:

@@ -25,7 +25,7 @@ from carbonshift.carbon.signal import resample
 from carbonshift.domain import Instance
 from carbonshift.errors import DataRangeError
 from carbonshift.planning.hold import HoldRule
-from carbonshift.planning.registry import parse_params, policy_spec, run_policy
+from carbonshift.planning.registry import parse_params, policy_spec, round_params, run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 from carbonshift.sim.engine import (
     DemandFn,
@@ -174,8 +174,8 @@ def online_settings(
     if method is None:
         method = defaults.demand_forecast
     if method == defaults.demand_forecast:
-        return method, {**defaults.round_params, **defaults.params, **params}
-    return method, {**defaults.round_params, **params}
+        return method, round_params(name, {**defaults.params, **params})
+    return method, round_params(name, params)
 
 
 def simulate_policy(

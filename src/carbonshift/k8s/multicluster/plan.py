@@ -27,7 +27,7 @@ from carbonshift.domain import slots as slot_rules
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.planner import CarbonSource, Forecast, data_note, horizon_slots, slot_floor
 from carbonshift.planning import snapshot as seam
-from carbonshift.planning.registry import run_policy
+from carbonshift.planning.registry import round_params, run_policy
 from carbonshift.planning.types import PolicyResult
 
 __all__ = ["Decision", "HubRound", "Pending", "Placed", "SpokeView", "plan_hub"]
@@ -213,9 +213,8 @@ def plan_hub(
         ],
     )
     instance = snapshot.instance
-    result = run_policy(
-        config.planning.policy, instance, dict(config.planning.params), snapshot.context()
-    )
+    policy_params = round_params(config.planning.policy, config.planning.params)
+    result = run_policy(config.planning.policy, instance, policy_params, snapshot.context())
     held = snapshot.hold(result.plan, config.planning.hold_rule(), released_this_slot)
     policy_starts = {a.job: a.start_slot for a in result.plan.assignments}
     chosen = {a.job: a for a in held.plan.assignments}
