@@ -12,7 +12,8 @@ clock one 60-min slot.
 Per reconcile: the controller process's CPU seconds (``time.process_time``), wall seconds,
 API requests by cluster (hub / spokes) and verb (counted at ``ApiKube._send``; a watch is one
 request however long it streams), workloads released to spokes, the wall seconds of the last
-pass's phases and of its planning call (``HubController.last_phase_s`` / ``last_plan_s``);
+pass's phases and of its planning call (``HubController.last_phase_s`` / ``last_plan_s``),
+the CPU seconds of each phase over the reconcile's passes (:class:`PhaseCpu`);
 peak RSS of the process after creating the Jobs (the driver's share), after each reconcile
 and after the run.
 
@@ -27,11 +28,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import resource
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
@@ -111,6 +114,38 @@ class Counting:
         ApiKube._send = self._original  # type: ignore[method-assign]
 
 
+class PhaseCpu:
+    """This process's CPU seconds per phase of the hub's passes (``HubController._phase``
+    wrapped), added up over the passes of one reconcile. The watch events the process
+    handles while a phase runs (the echoes of its own writes) count in that phase."""
+
+    def __init__(self) -> None:
+        self.cpu_s: dict[str, float] = {}
+        self._original = HubController._phase
+
+    def install(self) -> None:
+        original, spent = self._original, self.cpu_s
+
+        @contextlib.contextmanager
+        def phase(controller: HubController, name: str) -> Iterator[None]:
+            began = time.process_time()
+            try:
+                with original(controller, name):
+                    yield
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - began
+
+        HubController._phase = phase  # type: ignore[method-assign,assignment]
+
+    def take(self) -> dict[str, float]:
+        taken = {name: round(s, 2) for name, s in self.cpu_s.items()}
+        self.cpu_s.clear()
+        return taken
+
+    def uninstall(self) -> None:
+        HubController._phase = self._original  # type: ignore[method-assign]
+
+
 async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, Any]:
     cpu_per_node = str(max(1, jobs // spokes // 4))  # 2 nodes: about half the work at once
     with ExitStack() as stack:
@@ -170,6 +205,8 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
         controller = HubController(config, hub_api, clock, after_list=heap.settle)
         counting = Counting(hub_url)
         counting.install()
+        phase_cpu = PhaseCpu()
+        phase_cpu.install()
         rows = []
         gc_time = GcTime()
         try:
@@ -181,6 +218,7 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                         )
                     now[0] = START + timedelta(hours=period)
                 counting.by.clear()
+                phase_cpu.take()
                 cpu0, wall0 = time.process_time(), time.perf_counter()
                 round_ = await controller.reconcile()
                 row = {
@@ -196,12 +234,15 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                     # wall seconds of the last pass's phases and of its planning call
                     "phase_wall_s": {k: round(v, 2) for k, v in controller.last_phase_s.items()},
                     "plan_wall_s": round(controller.last_plan_s or 0.0, 2),
+                    # CPU seconds of each phase, over every pass of the reconcile
+                    "phase_cpu_s": phase_cpu.take(),
                     **gc_time.take(),
                 }
                 rows.append(row)
                 _progress(f"{row['name']}: {row}")
         finally:
             gc_time.close()
+            phase_cpu.uninstall()
             counting.uninstall()
             await controller.close()
             await controller.hub.close()
