@@ -15,7 +15,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from carbonshift.domain import Instance, check_feasibility, score_plan
-from carbonshift.errors import InputError
 from carbonshift.planning import run_policy
 from carbonshift.planning.policies import carbonshift as cs
 from carbonshift.planning.policies._polish import PolishStats, polish_bands
@@ -144,10 +143,3 @@ def test_the_policy_runs_the_cluster_bands_and_they_never_make_the_plan_heavier(
             assert check_feasibility(inst, result.plan) == []
             assert _key(inst, result)[:2] == (0, 0)
         assert score_plan(inst, on.plan).carbon_g <= score_plan(inst, off.plan).carbon_g + 1e-9
-
-
-@pytest.mark.parametrize("name", ["cluster_band_columns", "cluster_band_lp_iterations"])
-def test_cluster_band_options_are_checked(name: str) -> None:
-    inst = _spread(6, 0)
-    with pytest.raises(InputError, match=name):
-        run_policy("carbonshift", inst, {name: -1})

@@ -103,7 +103,10 @@ def test_the_cores_path_runs_the_bands_and_they_never_make_the_plan_heavier() ->
     assert score_plan(inst, on.plan).carbon_g <= score_plan(inst, off.plan).carbon_g + 1e-9
 
 
-@pytest.mark.parametrize("name", ["band_columns", "band_lp_iterations"])
+@pytest.mark.parametrize(
+    "name",
+    ["band_columns", "band_lp_iterations", "cluster_band_columns", "cluster_band_lp_iterations"],
+)
 def test_band_options_are_checked(name: str) -> None:
     inst = _spread(6, 0)
     with pytest.raises(InputError, match=name):
