@@ -58,6 +58,7 @@ from carbonshift.planning.lagrangian import (
 from carbonshift.planning.policies._common import result_of
 from carbonshift.planning.policies._polish import (
     WALL_GUARD_PER_CPU_S,
+    PolishStats,
     polish,
     polish_bands,
     repair_late,
@@ -95,6 +96,13 @@ _BOUND_MARGIN = 1e-9
 #: far ahead of CPU time: a clairvoyant Caspian plan at load 7, 53 s of wall for 7.6 s of
 #: CPU); the CPU limits and node counts do not (docs/design/0002, "Limits").
 _WALL_GUARD_MIN_S = 60.0
+
+
+def _note_search(stats: dict[str, float], name: str, done: PolishStats) -> None:
+    """A search step's sub-MILPs, those kept and its CPU seconds in the plan's ``stats``."""
+    stats[f"{name}_steps"] = float(done.steps)
+    stats[f"{name}_kept"] = float(done.kept)
+    stats[f"{name}_cpu_seconds"] = done.cpu_seconds
 
 
 def _cpu_limited(options: SolveOptions, cpu_limit_s: float) -> SolveOptions:
@@ -1704,9 +1712,7 @@ def carbonshift(
             # as after the search: the re-planned windows leave holes single jobs can use
             between=lambda: _improve(arrays, classes, best, true_table, own, passes),
         )
-        stats["polish_steps"] = float(done.steps)
-        stats["polish_kept"] = float(done.kept)
-        stats["polish_cpu_seconds"] = done.cpu_seconds
+        _note_search(stats, "polish", done)
         stats["polish_lp_iterations"] = float(done.lp_iterations)
         best_key = score(best)
     if (
@@ -1733,6 +1739,29 @@ def carbonshift(
         stats["support_milp_kept"] = float(packed is not None)
         if packed is not None and score(packed) < best_key:
             best, best_key = packed, score(packed)
+
+    def bands(
+        name: str, support: IntArray, columns: int, iterations: int, *, per_cluster: bool
+    ) -> None:
+        """Steps 7c (time bands) and 7d (cluster bands) on ``best``, noted as ``name``."""
+        assert ascent_guide is not None
+        done = polish_bands(
+            arrays,
+            classes,
+            true_table,
+            best.free,
+            best.cluster,
+            best.start,
+            ascent_guide,
+            support,
+            max_columns=columns,
+            max_nodes=polish_nodes,
+            lp_iterations=iterations,
+            cpu_limit_s=polish_cpu_s,
+            per_cluster=per_cluster,
+        )
+        _note_search(stats, name, done)
+
     if (
         small
         and band_columns > 0
@@ -1743,23 +1772,7 @@ def carbonshift(
     ):
         # where the cores stood in for the class LP: time bands of many jobs with few
         # starts each (ten-zone 1,000 seeds 0-2: 0.12-0.16 points)
-        banded = polish_bands(
-            arrays,
-            classes,
-            true_table,
-            best.free,
-            best.cluster,
-            best.start,
-            ascent_guide,
-            band_support,
-            max_columns=band_columns,
-            max_nodes=polish_nodes,
-            lp_iterations=band_lp_iterations,
-            cpu_limit_s=polish_cpu_s,
-        )
-        stats["band_steps"] = float(banded.steps)
-        stats["band_kept"] = float(banded.kept)
-        stats["band_cpu_seconds"] = banded.cpu_seconds
+        bands("band", band_support, band_columns, band_lp_iterations, per_cluster=False)
         best_key = score(best)
     cluster_support = band_support
     if cluster_support is None and lp is not None:
@@ -1780,24 +1793,13 @@ def carbonshift(
         # one cluster's slots at a time, with the jobs that want them (step 7d; ten-zone
         # 500 and 1,000 seeds 0-1: 0.13-0.28 points more than the time bands alone;
         # cjps-small seeds 0-2: 0.2-1.9 points)
-        clustered = polish_bands(
-            arrays,
-            classes,
-            true_table,
-            best.free,
-            best.cluster,
-            best.start,
-            ascent_guide,
+        bands(
+            "cluster_band",
             cluster_support,
-            max_columns=cluster_band_columns,
-            max_nodes=polish_nodes,
-            lp_iterations=cluster_band_lp_iterations,
-            cpu_limit_s=polish_cpu_s,
+            cluster_band_columns,
+            cluster_band_lp_iterations,
             per_cluster=True,
         )
-        stats["cluster_band_steps"] = float(clustered.steps)
-        stats["cluster_band_kept"] = float(clustered.kept)
-        stats["cluster_band_cpu_seconds"] = clustered.cpu_seconds
         best_key = score(best)
     n_starts = int(
         np.sum(
