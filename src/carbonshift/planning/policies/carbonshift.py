@@ -48,6 +48,7 @@ from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
 from carbonshift.planning.lagrangian import (
     DUAL_TARGET_GAP,
     JobClasses,
+    _unique_rows,
     classes_of,
     dual_ascent,
     evaluate,
@@ -490,14 +491,22 @@ class _Groups:
 
     @staticmethod
     def of(arrays: InstanceArrays, classes: JobClasses) -> _Groups:
-        key = np.column_stack([classes.shape.astype(float), arrays.demand_units])
-        rows, inverse = np.unique(key, axis=0, return_inverse=True)
-        shape = rows[:, 0].astype(np.int64)
+        # np.unique over rows of (shape, demand), through integer codes of each demand
+        # column (order kept) and one 1-D unique: the same groups in the same order, 0.8
+        # against 5.6 ms on ten-zone 10,000
+        demand = arrays.demand_units
+        codes = [classes.shape]
+        for q in range(demand.shape[1]):
+            _, code = np.unique(demand[:, q], return_inverse=True)
+            codes.append(code.reshape(-1))
+        rows, inverse = _unique_rows(np.column_stack(codes).astype(np.int64))
+        _, first = np.unique(inverse, return_index=True)  # a job of each group
+        shape = rows[:, 0]
         return _Groups(
-            of_job=inverse.reshape(-1).astype(np.int64),
+            of_job=inverse,
             shape=shape,
             runtime=classes.shape_runtime[shape],
-            demand=np.ascontiguousarray(rows[:, 1:]),
+            demand=np.ascontiguousarray(demand[first]),
         )
 
 
@@ -1847,7 +1856,14 @@ def carbonshift(
         plan_bound = PlanBound.of(value, plan_g)
     if plan_bound is not None and plan_bound.lower_bound_g is not None:
         stats["lower_bound_g"] = plan_bound.lower_bound_g
-    chosen = {int(j): (int(best.cluster[j]), int(best.start[j])) for j in np.flatnonzero(placed)}
+    placed_jobs = np.flatnonzero(placed)
+    chosen = dict(
+        zip(
+            placed_jobs.tolist(),
+            zip(best.cluster[placed_jobs].tolist(), best.start[placed_jobs].tolist(), strict=True),
+            strict=True,
+        )
+    )
     notes = _notes(arrays, best, own, true_table, classes)
     result = result_of(
         instance,
