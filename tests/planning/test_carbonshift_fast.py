@@ -4,6 +4,7 @@ the vectorised check of which jobs the improvement pass may move (docs/design/00
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -78,6 +79,38 @@ def test_unique_rows_is_numpys_unique_over_rows(
 @_SETTINGS
 @given(
     instances(max_jobs=8, max_horizon=12, max_clusters=3, future=False),
+    st.integers(1, 3),
+    st.integers(0, 2**32 - 1),
+)
+def test_shape_costs_are_the_prefix_differences_of_the_mixed_prices(
+    inst: Instance, resources: int, seed: int
+) -> None:
+    """Each shape's cost at each (cluster, start) is, float for float, the difference of
+    the mix-weighted price prefixes (``tensordot``) at its run's end and start, and
+    ``inf`` where the run passes the horizon: one resource (the fast path) and several."""
+    classes = classes_of(arrays_of(inst))
+    rng = np.random.default_rng(seed)
+    _, m, h = unit_grams(arrays_of(inst)).shape
+    mix = rng.random((classes.shape_runtime.shape[0], resources))
+    mix /= mix.sum(axis=1, keepdims=True)  # one resource: all ones
+    classes = replace(classes, shape_mix=mix)
+    price = rng.random((resources, m, h)) * 100
+    got = shape_costs(classes, price)
+    prefix = np.zeros((resources, m, h + 1))
+    np.cumsum(price, axis=2, out=prefix[:, :, 1:])
+    mixed = np.tensordot(mix, prefix, axes=(1, 0))
+    for g, runtime in enumerate(classes.shape_runtime.tolist()):
+        for s in range(h):
+            if s + runtime > h:
+                assert np.all(got[g, :, s] == np.inf)
+            else:
+                want = mixed[g, :, s + runtime] - mixed[g, :, s]
+                assert np.array_equal(got[g, :, s], want)
+
+
+@_SETTINGS
+@given(
+    instances(max_jobs=8, max_horizon=12, max_clusters=3, future=False),
     st.integers(0, 2**32 - 1),
 )
 def test_evaluate_is_each_class_at_its_first_least_priced_start(inst: Instance, seed: int) -> None:
@@ -108,6 +141,22 @@ def test_evaluate_is_each_class_at_its_first_least_priced_start(inst: Instance, 
         want_usage[where, :, start:end] += classes.class_demand[c][:, None]
     assert got.value_g == pytest.approx(want_value, rel=1e-12, abs=1e-9)
     assert np.allclose(got.subgradient, want_usage - free, rtol=0, atol=1e-9)
+
+
+@_SETTINGS
+@given(instances(max_jobs=12, max_horizon=8, max_clusters=3, future=False))
+def test_groups_are_numpys_unique_rows_of_shape_and_demand(inst: Instance) -> None:
+    """``_Groups.of``: the groups, their order and their demand of ``np.unique`` over the
+    rows (shape, demand per resource), which it computes through integer codes."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    key = np.column_stack([classes.shape.astype(float), arrays.demand_units])
+    want_rows, want_inverse = np.unique(key, axis=0, return_inverse=True)
+    got = cs._Groups.of(arrays, classes)
+    assert np.array_equal(got.of_job, want_inverse.reshape(-1))
+    assert np.array_equal(got.shape, want_rows[:, 0].astype(np.int64))
+    assert np.array_equal(got.demand, want_rows[:, 1:])
+    assert np.array_equal(got.runtime, classes.shape_runtime[got.shape])
 
 
 @_SETTINGS

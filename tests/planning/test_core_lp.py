@@ -519,3 +519,54 @@ def test_the_class_lp_asks_highs_for_one_thread(method: LpMethod) -> None:
     machine's other cores left to others)."""
     assert class_lp_options(60.0, method=method).threads == 1
     assert class_lp_options(60.0, flow=False, method=method).threads == 1
+
+
+def test_a_core_rounding_left_late_is_rounded_again_with_its_late_jobs_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above 3,000 jobs (here forced), when the core's rounding stays late after its
+    repair, it is rounded again with the late jobs first (ten-zone 10,000 seed 9: one job
+    3 slots late, and the fallback's plan, 5.5 % above the bound, replaced the core's).
+    The first rounding is made late on purpose: one job moved to a late start with room,
+    the sub-MILP repair off; the second puts that job on time."""
+    inst = _spread(60, 0)
+    rounding = cs._place_from_lp
+    calls: list[list[int] | None] = []
+    moved: list[int] = []
+    again: list[Any] = []
+
+    def late_the_first_time(*args: Any) -> Any:
+        state = rounding(*args)
+        first = args[6] if len(args) > 6 else None
+        calls.append(None if first is None else [int(j) for j in first])
+        if first is not None:
+            again.append(state)
+        if first is None and not moved:
+            arrays, classes = args[0], args[1]
+            placer = cs._Placer(arrays, classes, state)
+            for j in np.flatnonzero(state.cluster >= 0).tolist():
+                where = (int(state.cluster[j]), int(state.start[j]))
+                placer.remove(j)
+                lo = int(arrays.deadline_slot[j] - arrays.runtime_slots[j] + 1)
+                hi = arrays.horizon_slots - int(arrays.runtime_slots[j])
+                if lo <= hi:
+                    ok = placer.room(j, lo, hi)
+                    if ok.any():
+                        m, s = np.argwhere(ok)[0]
+                        placer.place(j, (int(m), lo + int(s)))
+                        moved.append(j)
+                        break
+                placer.place(j, where)
+        return state
+
+    monkeypatch.setattr(cs, "_place_from_lp", late_the_first_time)
+    result = _plan(inst, late_repair_jobs=0)
+    assert moved, "no job could be made late: change the instance"
+    want_calls = [None, moved]
+    assert calls == want_calls
+    assert result.stats["core_rounded_again"] == 1.0
+    j = moved[0]
+    arrays = arrays_of(inst)
+    assert again[0].start[j] + arrays.runtime_slots[j] <= arrays.deadline_slot[j]
+    assert _key(inst, result)[:2] == (0, 0)
+    assert not check_feasibility(inst, result.plan)
