@@ -8,7 +8,8 @@ its dual bound, and ``carbonshift``'s plan, each as grams and % above the LP.
 Run: ``python bench/planner_milp.py FAMILY N SEED [TIME_LIMIT_S] [incumbent]``
 (bench_planner families). With ``incumbent`` HiGHS starts from ``carbonshift``'s plan
 (every job on time) as its first incumbent, so its dual bound is the figure to read and
-any plan it reports is at least as light as ours. The time limit counts wall seconds.
+any plan it reports is at least as light as ours. The time limit counts wall seconds. A
+first row (the plan's grams, the LP, the columns) is printed before the MILP starts.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from bench.bench_planner import build, exact_lp
 
 
 def milp(
-    family: str, n_jobs: int, seed: int, time_limit_s: float, incumbent: bool = False
+    family: str, n_jobs: int, seed: int, time_limit_s: float, given: bool = False
 ) -> dict[str, object]:
     from carbonshift.domain import score_plan
     from carbonshift.planning import run_policy
@@ -51,7 +52,7 @@ def milp(
         * (classes.weight[starts.job])
     )
     first = None
-    if incumbent:
+    if given:
         job_of = {job.id: j for j, job in enumerate(inst.jobs)}
         cluster_of = {c.name: m for m, c in enumerate(inst.clusters)}
         column = {
@@ -63,6 +64,8 @@ def milp(
         first = np.zeros(len(starts))
         for a in plan.plan.assignments:
             first[column[(job_of[a.job], cluster_of[a.cluster], a.start_slot)]] = 1.0
+    # the plan's row first, so that a run stopped from outside still leaves it
+    print(json.dumps({"plan_g": plan_g, "lp_g": lp, "columns": len(starts)}), flush=True)
     began = time.perf_counter()
     cpu_began = time.thread_time()
     sol = solve(
@@ -88,7 +91,7 @@ def milp(
         "milp_dual_bound_g": sol.bound,
         "milp_s": round(wall, 1),
         "milp_cpu_s": round(milp_cpu_s, 1),
-        "incumbent_given": incumbent,
+        "incumbent_given": given,
         "certified_bound_g": None if plan.bound is None else plan.bound.lower_bound_g,
         "incumbent_above_lp_pct": pct(incumbent),
         "dual_bound_above_lp_pct": pct(sol.bound if np.isfinite(sol.bound) else None),
