@@ -226,7 +226,7 @@ def test_a_sub_milp_s_time_limit_is_a_hang_guard_not_the_cpu_left(
     from carbonshift.planning.policies import _polish
 
     ticks = iter([0.0])
-    monkeypatch.setattr(_polish, "time", SimpleNamespace(process_time=lambda: next(ticks, 29.9)))
+    monkeypatch.setattr(_polish, "time", SimpleNamespace(thread_time=lambda: next(ticks, 29.9)))
     limits: list[float] = []
     solve = _polish.solve
 

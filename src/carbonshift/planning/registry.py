@@ -387,7 +387,8 @@ POLICIES: dict[str, PolicySpec] = {
                     "band_lp_iterations",
                     int,
                     30_000,
-                    "budget of the time bands: HiGHS simplex iterations, 100 more per band",
+                    "budget of the time bands: HiGHS simplex iterations, 100 more per band "
+                    "(of 1,000 jobs and more; below, times 1,000 / jobs, at most 3)",
                     0,
                 ),
                 ParamSpec(
@@ -402,7 +403,8 @@ POLICIES: dict[str, PolicySpec] = {
                     "cluster_band_lp_iterations",
                     int,
                     30_000,
-                    "budget of the cluster bands: HiGHS simplex iterations, 100 more per band",
+                    "budget of the cluster bands: HiGHS simplex iterations, 100 more per "
+                    "band (of 1,000 jobs and more; below, times 1,000 / jobs, at most 3)",
                     0,
                 ),
                 ParamSpec("polish_jobs", int, 40, "most jobs freed per sub-MILP", 2),

@@ -20,7 +20,10 @@ on-time starts are columns; only on-time jobs are freed) and never raises grams 
 when grams fall). HiGHS's node limit ends each sub-MILP and the search's budget counts
 HiGHS's simplex iterations, so the plan is deterministic for a seed; only the CPU guard
 ``cpu_limit_s``, checked between sub-MILPs, where it binds first, makes it depend on the
-machine. HiGHS's own time limit, which counts wall seconds, is a guard against a hang
+machine. Every CPU guard here reads the planning thread's CPU (``time.thread_time``), as
+:class:`SolveOptions`' ``cpu_limit_s`` does: the controller and the hub plan in a process
+whose other threads are busy, and the process's CPU (``time.process_time``) would count
+theirs. HiGHS's own time limit, which counts wall seconds, is a guard against a hang
 (:data:`WALL_GUARD_PER_CPU_S`), not the CPU left: set to the CPU left it cut sub-MILPs short
 on a loaded machine, and plans depended on the load (bench/online.md, 2026-11-27).
 """
@@ -323,8 +326,8 @@ def polish(
     early after :data:`STALL_STEPS` sub-MILPs in a row without gain; the search ends once a
     window holding every movable job is solved to optimality, when no job pays above its
     own cheapest start, when the plan's grams reach ``target_g``, on a solver failure, or
-    after ``cpu_limit_s`` seconds of this process's CPU (a guard)."""
-    began = time.process_time()
+    after ``cpu_limit_s`` seconds of this thread's CPU (a guard, ``time.thread_time``)."""
+    began = time.thread_time()
     total = _Tally()
     for r in range(max(1, rounds)):
         kept_before = total.kept
@@ -342,7 +345,7 @@ def polish(
             max_columns=max_columns,
             max_nodes=max_nodes,
             lp_iterations=max(1, lp_iterations // max(1, rounds)),
-            cpu_limit_s=cpu_limit_s - (time.process_time() - began),
+            cpu_limit_s=cpu_limit_s - (time.thread_time() - began),
             wall_guard_s=WALL_GUARD_PER_CPU_S * cpu_limit_s,
             rng=np.random.default_rng(seed + r),
             target_g=target_g,
@@ -350,7 +353,7 @@ def polish(
         )
         if between is not None and total.kept > kept_before:
             between()
-        if finished or time.process_time() - began >= cpu_limit_s:
+        if finished or time.thread_time() - began >= cpu_limit_s:
             break
     return total.stats(began)
 
@@ -393,7 +396,7 @@ def polish_bands(
     while the last one kept a band, :data:`CLUSTER_BAND_SWEEPS` times at most, within the
     one budget. A large neighbourhood per resource and period (Shaw 1998's relatedness:
     jobs that compete for the same capacity)."""
-    began = time.process_time()
+    began = time.thread_time()
     total = _Tally()
     horizon = free.shape[2]
     runtime = arrays.runtime_slots
@@ -408,7 +411,7 @@ def polish_bands(
     for _ in range(CLUSTER_BAND_SWEEPS if per_cluster else 1):
         kept_before = total.kept
         for t, m in cells:
-            left = cpu_limit_s - (time.process_time() - began)
+            left = cpu_limit_s - (time.thread_time() - began)
             if left <= 0 or total.lp_iterations >= lp_iterations:
                 return total.stats(began)
             placed = cluster >= 0
@@ -503,13 +506,14 @@ class _Tally:
     lp_iterations: int = 0
 
     def stats(self, began_cpu_s: float) -> PolishStats:
-        """The search's figures, its CPU counted from ``began_cpu_s`` (process time)."""
+        """The search's figures, its CPU counted from ``began_cpu_s`` (this thread's
+        CPU, ``time.thread_time``)."""
         return PolishStats(
             steps=self.steps,
             kept=self.kept,
             saved_g=self.saved_g,
             lp_iterations=self.lp_iterations,
-            cpu_seconds=time.process_time() - began_cpu_s,
+            cpu_seconds=time.thread_time() - began_cpu_s,
         )
 
 
@@ -537,13 +541,13 @@ def _round(
     """One round of :func:`polish`, counted in ``total``; True when the whole search is
     over (nothing left to gain, or a solver failure), False when the round's budget, its
     step limit or a stall ended it."""
-    began = time.process_time()
+    began = time.thread_time()
     runtime = arrays.runtime_slots
     weight = classes.weight
     spent = stalled = 0
     size = max(2, max_jobs // 2)
     for _ in range(steps):
-        left = cpu_limit_s - (time.process_time() - began)
+        left = cpu_limit_s - (time.thread_time() - began)
         if left <= 0 or spent >= lp_iterations:
             return False
         placed = cluster >= 0
@@ -695,7 +699,7 @@ def repair_late(
     to ``rounds`` rounds in all, or ``cpu_limit_s`` seconds of CPU (a guard). Every
     change keeps capacity and never raises (lateness, grams) of the freed jobs; a job on
     time stays on time."""
-    began = time.process_time()
+    began = time.thread_time()
     rng = np.random.default_rng(seed)
     runtime = arrays.runtime_slots
     steps = removed = work = 0
@@ -711,9 +715,9 @@ def repair_late(
             j = int(j)
             if start[j] + runtime[j] <= arrays.deadline_slot[j]:
                 continue  # put on time by an earlier window
-            left = cpu_limit_s - (time.process_time() - began)
+            left = cpu_limit_s - (time.thread_time() - began)
             if left <= 0:
-                return LateRepairStats(steps, removed, work, time.process_time() - began)
+                return LateRepairStats(steps, removed, work, time.thread_time() - began)
             placed = cluster >= 0
             movable = placed & (start + runtime <= arrays.deadline_slot) & ~arrays.critical
             movable &= classes.on_time
@@ -739,4 +743,4 @@ def repair_late(
             if wide:
                 break
             wide = True
-    return LateRepairStats(steps, removed, work, time.process_time() - began)
+    return LateRepairStats(steps, removed, work, time.thread_time() - began)

@@ -128,6 +128,22 @@ _SMALL_JOBS = 3000
 #: The search's budget grows with the jobs up to this many, then stays (about 0.6 s of CPU).
 _SEARCH_JOBS = 1000
 
+#: The bands' budgets (``band_lp_iterations``, ``cluster_band_lp_iterations``) are those of
+#: this many jobs and more; below, they grow as this many / jobs, at most
+#: :data:`_BAND_BUDGET_MAX_SCALE` times: a smaller plan leaves more of the CPU of a plan
+#: for them, and their sub-MILPs are where its grams above the bound still fall (cjps-small
+#: 100 seed 2 ran out of the cluster bands' 30,000 iterations in its first sweep;
+#: bench/planner.md, 2026-11-27 (quality)). Deterministic: a count of jobs, not a time.
+_BAND_BUDGET_JOBS = 1000
+_BAND_BUDGET_MAX_SCALE = 3.0
+
+
+def _band_budget(lp_iterations: int, n_jobs: int) -> int:
+    """The bands' simplex-iteration budget for ``n_jobs`` jobs (:data:`_BAND_BUDGET_JOBS`)."""
+    scale = min(_BAND_BUDGET_MAX_SCALE, max(1.0, _BAND_BUDGET_JOBS / max(n_jobs, 1)))
+    return int(lp_iterations * scale)
+
+
 #: The polish runs in this many rounds, each with a third of its budget and its own seed,
 #: with re-insertion passes between them. Against one round with the passes after it, on
 #: the 21 instances of bench/planner.md where it ran (2026-11-26 (b)): better on 12, worse
@@ -1341,7 +1357,8 @@ def carbonshift(
     simplex iterations in all; 0 columns: off), then cluster bands (one cluster's slots at
     a time, the jobs running there and those whose least priced start lies there freed,
     at most ``cluster_band_columns`` columns, ``cluster_band_lp_iterations`` simplex
-    iterations; 0 columns: off). Up to 3,000 jobs the class LP is solved
+    iterations; 0 columns: off); below 1,000 jobs both bands' budgets grow as 1,000 /
+    jobs, at most threefold (:func:`_band_budget`). Up to 3,000 jobs the class LP is solved
     whatever its size (in
     flow form where it has more columns than the limits above), and when its first
     rounding leaves jobs late with grams within 5 % of the LP optimum, those jobs are
@@ -1791,6 +1808,8 @@ def carbonshift(
             per_cluster=per_cluster,
         )
         _note_search(stats, name, done)
+        stats[f"{name}_lp_iterations"] = float(done.lp_iterations)
+        stats[f"{name}_lp_budget"] = float(iterations)
 
     if (
         small
@@ -1802,7 +1821,8 @@ def carbonshift(
     ):
         # where the cores stood in for the class LP: time bands of many jobs with few
         # starts each (ten-zone 1,000 seeds 0-2: 0.12-0.16 points)
-        bands("band", band_support, band_columns, band_lp_iterations, per_cluster=False)
+        budget = _band_budget(band_lp_iterations, arrays.n_jobs)
+        bands("band", band_support, band_columns, budget, per_cluster=False)
         best_key = score(best)
     cluster_support = band_support
     if cluster_support is None and lp is not None:
@@ -1827,7 +1847,7 @@ def carbonshift(
             "cluster_band",
             cluster_support,
             cluster_band_columns,
-            cluster_band_lp_iterations,
+            _band_budget(cluster_band_lp_iterations, arrays.n_jobs),
             per_cluster=True,
         )
         best_key = score(best)
