@@ -29,14 +29,14 @@ import re
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
 from carbonshift._extras import require
 from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.flowcontrol import TokenBucket, bucket_or_none
-from carbonshift.k8s.wire import LeanPool, available
+from carbonshift.k8s.wire import LeanPool, WatchStream, available
 
 __all__ = [
     "FIELD_MANAGER",
@@ -291,7 +291,11 @@ class DirectSend:
         body: Any,
         content_type: str,
         timeout_s: float | None,
+        idle_s: float = 330.0,
     ) -> Any:
+        """The answer to one request: with ``timeout_s`` None a watch's (over the lean
+        transport a :class:`~carbonshift.k8s.wire.WatchStream` that ends after ``idle_s``
+        without a byte; through the session aiohttp's response, without a limit)."""
         api = self._api
         headers = {"Accept": "application/json", "Content-Type": content_type}
         headers.update(api.default_headers)
@@ -307,6 +311,13 @@ class DirectSend:
             n_lines = len(headers)  # else a value with a line break: aiohttp's (it refuses)
             if fields.count("\n") == n_lines and fields.count("\r") == n_lines:
                 return await lean.request(method, target, fields, data, timeout_s)
+        elif lean is not None and method == "GET":  # a watch
+            fields = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
+            n_lines = len(headers)
+            if fields.count("\n") == n_lines and fields.count("\r") == n_lines:
+                return await lean.watch(
+                    target, fields, start_timeout_s=WATCH_START_S, idle_s=idle_s
+                )
         url = api.configuration.host + target
         timeout = self._timeouts.get(timeout_s)
         if timeout is None:
@@ -315,6 +326,14 @@ class DirectSend:
             method, url, headers=headers, data=data, timeout=timeout, **self._extra
         )
 
+
+#: seconds a watch may take to connect and answer its head (the lean transport's)
+WATCH_START_S = 30.0
+#: the ``timeoutSeconds`` a watch asks for: the API server ends the stream after it
+WATCH_TIMEOUT_S = 300
+#: seconds without a byte after which the lean transport ends a watch as stalled (the server
+#: ends it at :data:`WATCH_TIMEOUT_S`, and sends a bookmark about once a minute before)
+WATCH_IDLE_S = WATCH_TIMEOUT_S + 30.0
 
 #: ``CARBONSHIFT_K8S_TRANSPORT``: ``lean`` (the default) or ``aiohttp`` (every request
 #: through kubernetes-asyncio's aiohttp session, as before 2026-11-27)
@@ -447,6 +466,9 @@ class ApiKube:
         self._first_backoff_s = first_backoff_s
         #: the client-side rate limit of every request but watches (None: no limit)
         self.limiter = limiter
+        #: seconds without a byte after which a watch over the lean transport ends (resumed
+        #: by its informer); aiohttp's watches have no such limit
+        self.watch_idle_s = WATCH_IDLE_S
 
     async def close(self) -> None:
         if self._direct is not None and self._direct.lean is not None:
@@ -465,7 +487,9 @@ class ApiKube:
     ) -> Any:
         """One request; returns the raw aiohttp response (the caller reads and releases it)."""
         if self._direct is not None:
-            return await self._direct.send(method, path, query, body, content_type, timeout_s)
+            return await self._direct.send(
+                method, path, query, body, content_type, timeout_s, self.watch_idle_s
+            )
         return await self._client.call_api(
             path,
             method,
@@ -569,16 +593,21 @@ class ApiKube:
         """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks
         (``query``: e.g. ``labelSelector``).
 
-        Ends when the server closes the stream; an ``ERROR`` event with code 410 (or a 410
-        answer) raises :class:`GoneError`; other failures raise :class:`KubeError` or
-        :class:`~carbonshift.errors.TemporaryError`.
+        Ends when the server closes the stream, when the stream drops, or (over the lean
+        transport) when no byte came for :attr:`watch_idle_s`: the caller resumes from the
+        last event's version. An ``ERROR`` event with code 410 (or a 410 answer) raises
+        :class:`GoneError`; a line that is no event object raises
+        :class:`~carbonshift.errors.TemporaryError` (logged: the caller relists); other
+        failures raise :class:`KubeError` or :class:`~carbonshift.errors.TemporaryError`.
+        Over the lean transport events are read in bulk: every whole line that has arrived
+        is parsed in one turn of the event loop.
         """
         query = {
             **query,
             "watch": "true",
             "resourceVersion": resource_version,
             "allowWatchBookmarks": "true",
-            "timeoutSeconds": "300",
+            "timeoutSeconds": str(WATCH_TIMEOUT_S),
         }
         try:
             response = await self._send("GET", path, query=query, timeout_s=None)
@@ -586,7 +615,10 @@ class ApiKube:
             raise TemporaryError(f"watch {path} could not start: {exc}") from exc
         try:
             if response.status != 200:
-                raw = await response.read()
+                try:
+                    raw = await response.read()
+                except (OSError, TimeoutError) as exc:
+                    raise TemporaryError(f"watch {path}: HTTP {response.status}: {exc}") from exc
                 try:
                     body: Any = parse_json(raw)
                 except ValueError:
@@ -594,23 +626,55 @@ class ApiKube:
                 if response.status == 429 or response.status >= 500:
                     raise TemporaryError(f"watch {path}: HTTP {response.status}")
                 raise error_for(int(response.status), body)
-            while True:
-                try:
-                    line = await response.content.readline()
-                except Exception as exc:  # a dropped stream ends the watch; the caller resumes
-                    _LOG.info("watch %s ended: %s", path, exc)
-                    return
-                if not line:
-                    return
-                if not line.strip():
-                    continue
-                event = parse_json(line)
-                if event.get("type") == "ERROR":
-                    status = event.get("object") or {}
-                    raise error_for(int(status.get("code", 500)), status)
-                yield event
+            batches: AsyncGenerator[list[bytes], None]
+            if isinstance(response, WatchStream):
+                batches = response.lines()
+            else:
+                batches = _lines_of(response, path)
+            try:
+                async for lines in batches:
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        event = _event_of(line, path)
+                        if event.get("type") == "ERROR":
+                            status = event.get("object") or {}
+                            raise error_for(int(status.get("code", 500)), status)
+                        yield event
+            except OSError as exc:  # the answer broke HTTP's framing
+                raise TemporaryError(f"watch {path} failed: {exc}") from exc
+            finally:
+                await batches.aclose()
+            if isinstance(response, WatchStream) and response.stalled:
+                _LOG.info("watch %s stalled for %.0f s; resuming", path, self.watch_idle_s)
         finally:
             response.release()
+
+
+def _event_of(line: bytes, path: str) -> Obj:
+    """One watch event parsed; a line that is no JSON object raises
+    :class:`~carbonshift.errors.TemporaryError`, logged (the informer relists)."""
+    try:
+        event = parse_json(line)
+    except ValueError:
+        event = None
+    if not isinstance(event, dict) or not isinstance(event.get("object", {}), dict):
+        _LOG.warning("watch %s sent a line that is no event: %r", path, line[:200])
+        raise TemporaryError(f"watch {path} sent a line that is no event: {line[:80]!r}")
+    return event
+
+
+async def _lines_of(response: Any, path: str) -> AsyncGenerator[list[bytes], None]:
+    """An aiohttp watch response's lines, one at a time; a dropped stream ends them."""
+    while True:
+        try:
+            line = await response.content.readline()
+        except Exception as exc:  # a dropped stream ends the watch; the caller resumes
+            _LOG.info("watch %s ended: %s", path, exc)
+            return
+        if not line:
+            return
+        yield [line]
 
 
 async def connect(
