@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -21,10 +22,10 @@ import pytest
 
 from carbonshift.errors import TemporaryError
 from carbonshift.k8s.client import TRANSPORT_ENV, ApiKube, ForbiddenError, GoneError, connect
-from carbonshift.k8s.clock import ExternalClock
+from carbonshift.k8s.clock import ExternalClock, SystemClock
 from carbonshift.k8s.informer import Informer
 from carbonshift.k8s.wire import LeanPool, WatchStream
-from fakekube import FakeKube
+from fakekube import FakeKube, FakeKubeConfig, run_fakekube
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
 PODS = "/api/v1/namespaces/default/pods"
@@ -93,6 +94,25 @@ async def test_an_informer_over_the_fake_keeps_its_cache_through_the_lean_watch(
     assert informer.items["default/p3"]["metadata"]["labels"] == {"a": "1"}
     assert len(streams) == 1, "the watch did not go over the lean transport"
     assert set(changed) == {*want_names, "default/before"}  # the fake's kubelet adds status
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="the fake's TLS needs openssl")
+async def test_a_watch_over_tls_with_the_librarys_context() -> None:
+    with run_fakekube(FakeKubeConfig(nodes=1, start=START), tls=True) as cluster:
+        kube = await connect(str(cluster.kubeconfig), SystemClock())
+        try:
+            assert kube._direct is not None
+            assert kube._direct.lean is not None
+            listed = await kube.list(PODS)
+            events = kube.watch(PODS, listed["metadata"]["resourceVersion"])
+            first = asyncio.ensure_future(anext(events))
+            await kube.create(PODS, _pod("over-tls"))
+            event = await asyncio.wait_for(first, timeout=10)
+            await events.aclose()
+        finally:
+            await kube.close()
+    assert event["type"] == "ADDED"
+    assert event["object"]["metadata"]["name"] == "over-tls"
 
 
 # --- against a scripted server --------------------------------------------------------------

@@ -12,8 +12,8 @@ clock seam, then raised as
 of the client-side rate limit, when one is set (:class:`~carbonshift.k8s.flowcontrol.TokenBucket`,
 the controller's ``client_connection.qps`` and ``.burst``), retries included, as client-go.
 Requests go to the library's aiohttp session directly (:class:`DirectSend`), with the
-library's authentication, TLS and proxy settings, not through its generic ``call_api``; all
-but watches go, when no proxy is configured, over :mod:`carbonshift.k8s.wire`'s kept-alive
+library's authentication, TLS and proxy settings, not through its generic ``call_api``; they
+go, watches included, when no proxy is configured, over :mod:`carbonshift.k8s.wire`'s
 connections instead of the session (``CARBONSHIFT_K8S_TRANSPORT=aiohttp`` keeps the session).
 """
 
@@ -221,11 +221,13 @@ class DirectSend:
     ``json.dumps`` (a body JSON cannot take raises ``TypeError`` before anything is sent,
     as with :func:`send_plain_json`), the timeout as the library's ``ClientTimeout(total=)``.
 
-    A request with a time limit (all but watches) goes over :class:`~carbonshift.k8s.wire.LeanPool`
-    (:attr:`lean`) when the session would connect straight to the API server: no proxy in the
-    configuration nor the environment (:func:`skip_env_lookups` turned its lookups off), an
-    ``http`` or ``https`` URL, for ``https`` the connector's own ``ssl.SSLContext``; and not
-    when ``CARBONSHIFT_K8S_TRANSPORT`` is ``aiohttp``. It sends what the session would, less
+    A request goes over :class:`~carbonshift.k8s.wire.LeanPool` (:attr:`lean`; a watch, the
+    one request without a time limit, on a connection of its own:
+    :meth:`~carbonshift.k8s.wire.LeanPool.watch`) when the session would connect straight to
+    the API server: no proxy in the configuration nor the environment
+    (:func:`skip_env_lookups` turned its lookups off), an ``http`` or ``https`` URL, for
+    ``https`` the connector's own ``ssl.SSLContext``; and not when
+    ``CARBONSHIFT_K8S_TRANSPORT`` is ``aiohttp``. It sends what the session would, less
     aiohttp's ``Accept-Encoding: gzip, deflate`` (answers come unencoded: no compressing on
     the server, no decompressing here) and the session's cookie jar (the API server sets no
     cookie). A header value with a line break, which aiohttp refuses, goes to the session.
