@@ -228,7 +228,7 @@ class _Connection(asyncio.Protocol):
 
 
 def _decoded(body: bytes, coding: str) -> bytes:
-    """A gzip or deflate body decoded (we ask for neither; a server may send it anyway)."""
+    """A gzip or deflate body decoded (lists ask for gzip; a server may send either anyway)."""
     try:
         if coding in ("gzip", "x-gzip"):
             return zlib.decompress(body, 16 + zlib.MAX_WBITS)
