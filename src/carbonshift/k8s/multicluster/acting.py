@@ -20,7 +20,6 @@ the patch bodies come from the kind's adapter (:mod:`carbonshift.k8s.kinds`).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -97,92 +96,29 @@ class ActPhase(MirrorPhase):
             },
         )
 
-    hold_writes_in_flight = 8
-    """Hold writes (the planned cluster and start written on held workloads) sent at once.
-
-    Consecutive held workloads of the plan have their annotation PATCHes sent this many at
-    a time, then are finished one by one in plan order (their Events, their kind's hold
-    step), so the Events, the conflicts and the requests are those of one write at a time;
-    a release or a suspension waits for the holds before it. The watch echoes of several
-    writes then arrive together and are read in one turn of the event loop (bench/hub.md,
-    "Watches over the lean transport"). 1: one at a time."""
-
     async def _act(self, now: datetime, workloads: list[HubWorkload], round_: HubRound) -> None:
-        holds: list[tuple[HubWorkload, Decision]] = []
         for w in workloads:
             decision = round_.decisions.get(w.key)
             if decision is None:
                 continue
-            if w.state != "placed" and not (decision.start_now and decision.cluster is not None):
-                holds.append((w, decision))
-                if len(holds) >= self.hold_writes_in_flight:
-                    await self._hold_all(holds, now)
-                    holds = []
-                continue
-            await self._hold_all(holds, now)  # the plan's order: holds before this one
-            holds = []
-            if w.state == "placed":
-                if not decision.start_now:
-                    await self._act_one(w, self._suspend(w, decision, now))
-            else:
-                await self._act_one(w, self._release(w, decision, now))
-        await self._hold_all(holds, now)
-
-    async def _act_one(self, w: HubWorkload, work: Awaitable[None]) -> None:
-        try:
-            await work
-        except Exception as exc:
-            self._failed(w, exc)
-
-    def _failed(self, w: HubWorkload, exc: Exception) -> None:
-        """Count a failed act on ``w``; anything but the API's answers goes up (a bug)."""
-        if isinstance(exc, ConflictError):
-            self.tally("conflicts")  # re-read and decided again next reconcile
-        elif isinstance(exc, CarbonshiftError):
-            self.tally("errors")
-            LOG.warning("acting on %s failed: %s", w.key, exc)
-        else:
-            raise exc
-
-    async def _hold_all(self, holds: list[tuple[HubWorkload, Decision]], now: datetime) -> None:
-        """Hold ``holds``: their annotation writes at once, then each finished in order."""
-        if len(holds) <= 1:
-            for w, d in holds:
-                await self._act_one(w, self._hold(w, d, now))
-            return
-        wanted = [self._hold_annotations(w, d) for w, d in holds]
-        sent = [i for i, want in enumerate(wanted) if want]
-        answers = await asyncio.gather(
-            *(self._annotate(holds[i][0], wanted[i]) for i in sent), return_exceptions=True
-        )
-        written = dict(zip(sent, answers, strict=True))
-        for i, (w, d) in enumerate(holds):
-            got = written.get(i)
-            if isinstance(got, Exception):
-                self._failed(w, got)
-            elif isinstance(got, BaseException):
-                raise got  # cancelled
-            else:
-                await self._act_one(w, self._hold(w, d, now, written=got))
+            try:
+                if w.state == "placed":
+                    if not decision.start_now:
+                        await self._suspend(w, decision, now)
+                    continue
+                if decision.start_now and decision.cluster is not None:
+                    await self._release(w, decision, now)
+                else:
+                    await self._hold(w, decision, now)
+            except ConflictError:
+                self.tally("conflicts")  # re-read and decided again next reconcile
+            except CarbonshiftError as exc:
+                self.tally("errors")
+                LOG.warning("acting on %s failed: %s", w.key, exc)
 
     # -- hold ---------------------------------------------------------------------------------
 
-    def _hold_annotations(self, w: HubWorkload, d: Decision) -> dict[str, str]:
-        """What a hold writes on ``w`` (none when it already says it, :meth:`_annotate`)."""
-        want = {
-            PLANNED_CLUSTER: d.cluster or "",
-            PLANNED_START: stamp(d.start),
-            REASON: d.reason,
-        }
-        labels = w.obj["metadata"].get("labels") or {}
-        write, _ = held_change(w.annotations, labels.get(STATE_LABEL) == State.HELD, want)
-        return want if write else {}
-
-    async def _hold(
-        self, w: HubWorkload, d: Decision, now: datetime, *, written: Obj | None = None
-    ) -> None:
-        """Keep ``w`` held with ``d``'s plan (``written``: the answer of its annotation write
-        when :meth:`_hold_all` sent it already)."""
+    async def _hold(self, w: HubWorkload, d: Decision, now: datetime) -> None:
         want = {
             PLANNED_CLUSTER: d.cluster or "",
             PLANNED_START: stamp(d.start),
@@ -191,7 +127,7 @@ class ActPhase(MirrorPhase):
         labels = w.obj["metadata"].get("labels") or {}
         write, tell = held_change(w.annotations, labels.get(STATE_LABEL) == State.HELD, want)
         if write:
-            w = _with_obj(w, written if written is not None else await self._annotate(w, want))
+            w = _with_obj(w, await self._annotate(w, want))
         if tell:
             self._event(now, w.key, "planned", d.cluster or "", d.reason, w.uid)
         await self._kind_steps()[0][w.kind](w, d, now)
