@@ -310,20 +310,17 @@ class DirectSend:
         target = path + "?" + self._query_string(queries) if queries else path
         data = None if body is None else dump_json(body)
         lean = self.lean
-        if lean is not None and timeout_s is not None:
+        if lean is not None:
             fields = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
             n_lines = len(headers)  # else a value with a line break: aiohttp's (it refuses)
             if fields.count("\n") == n_lines and fields.count("\r") == n_lines:
+                if timeout_s is None:  # a watch
+                    return await lean.watch(
+                        target, fields, start_timeout_s=WATCH_START_S, idle_s=idle_s
+                    )
                 if gzip:
                     fields += "Accept-Encoding: gzip\r\n"
                 return await lean.request(method, target, fields, data, timeout_s)
-        elif lean is not None and method == "GET":  # a watch
-            fields = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
-            n_lines = len(headers)
-            if fields.count("\n") == n_lines and fields.count("\r") == n_lines:
-                return await lean.watch(
-                    target, fields, start_timeout_s=WATCH_START_S, idle_s=idle_s
-                )
         url = api.configuration.host + target
         timeout = self._timeouts.get(timeout_s)
         if timeout is None:
