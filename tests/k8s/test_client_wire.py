@@ -538,3 +538,45 @@ async def test_a_header_with_a_line_break_is_not_written_by_the_lean_transport(v
             await kube.close()
     assert used == []
     assert all("Injected" not in line for c in seen.connections for line in c)
+
+
+# --- gzip on lists --------------------------------------------------------------------------
+
+
+async def test_a_list_asks_for_gzip_and_other_requests_do_not() -> None:
+    """A real API server compresses answers over 128 KB only when asked; a list asks (its
+    decoding costs about 3 % of parsing it, bench/hub.md), a GET of one object does not."""
+    listed = b'{"kind": "PodList", "metadata": {"resourceVersion": "7"}, "items": []}'
+    asked: list[tuple[str, bool]] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                try:
+                    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    return
+                wants = "\r\naccept-encoding: gzip\r\n" in head.lower()
+                asked.append((head.split(" ")[1].split("?")[0], wants))
+                if wants:
+                    writer.write(_answer(200, gzip.compress(listed), "Content-Encoding: gzip"))
+                else:
+                    writer.write(_answer(200, listed))
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        kube = await _api_kube(url)
+        try:
+            _lean_of(kube)
+            got_list = await kube.list(PODS, limit="500")
+            got_one = await kube.get(f"{PODS}/p")
+        finally:
+            await kube.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert got_list["metadata"]["resourceVersion"] == "7" == got_one["metadata"]["resourceVersion"]
+    assert asked == [(PODS, True), (f"{PODS}/p", False)]

@@ -214,11 +214,11 @@ async def test_bodies_go_as_plain_json_and_others_through_the_library(
 async def test_requests_skip_the_library_call_api_and_keep_its_auth_and_headers(
     fakekube: FakeKube, monkeypatch: pytest.MonkeyPatch, transport: str
 ) -> None:
-    """Every verb goes straight to the library's aiohttp session (``DirectSend``), or all but
-    the watch over the lean transport, not through ``ApiClient.call_api``'s generic per-call
-    work; the bearer token is still asked of the library per request (a refreshed token is
-    used), and the User-Agent, fieldManager, content types and bodies are what the library
-    sent."""
+    """Every verb goes straight to the library's aiohttp session (``DirectSend``), or every
+    one, the watch included, over the lean transport, not through ``ApiClient.call_api``'s
+    generic per-call work; the bearer token is still asked of the library per request (a
+    refreshed token is used), and the User-Agent, fieldManager, content types and bodies are
+    what the library sent."""
     from kubernetes_asyncio.client import ApiClient
 
     async def refused(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -260,6 +260,15 @@ async def test_requests_skip_the_library_call_api_and_keep_its_auth_and_headers(
             return await real_lean(method, target, fields, body, limit)
 
         monkeypatch.setattr(lean, "request", lean_spy)
+        real_watch = lean.watch
+
+        async def watch_spy(target: str, fields: str, **limits: float) -> Any:
+            headers = dict(line.split(": ", 1) for line in fields.split("\r\n") if line)
+            sent.append((f"GET {configuration.host}{target}", headers))
+            ways.append("lean watch")
+            return await real_watch(target, fields, **limits)
+
+        monkeypatch.setattr(lean, "watch", watch_spy)
     path = "/api/v1/namespaces/batch/pods/direct"
     try:
         got = await kube.get(path)
@@ -281,7 +290,7 @@ async def test_requests_skip_the_library_call_api_and_keep_its_auth_and_headers(
     assert json_patched["metadata"]["labels"]["b"] == "2"
     assert first["type"] in ("ADDED", "MODIFIED")
     assert len(refreshed) == len(sent) == 5
-    assert ways == (["lean"] * 4 if transport == "lean" else [])  # the watch: the session's
+    assert ways == (["lean"] * 4 + ["lean watch"] if transport == "lean" else [])
     base = configuration.host
     assert [line for line, _ in sent] == [
         f"GET {base}{path}",

@@ -12,8 +12,8 @@ clock seam, then raised as
 of the client-side rate limit, when one is set (:class:`~carbonshift.k8s.flowcontrol.TokenBucket`,
 the controller's ``client_connection.qps`` and ``.burst``), retries included, as client-go.
 Requests go to the library's aiohttp session directly (:class:`DirectSend`), with the
-library's authentication, TLS and proxy settings, not through its generic ``call_api``; all
-but watches go, when no proxy is configured, over :mod:`carbonshift.k8s.wire`'s kept-alive
+library's authentication, TLS and proxy settings, not through its generic ``call_api``; they
+go, watches included, when no proxy is configured, over :mod:`carbonshift.k8s.wire`'s
 connections instead of the session (``CARBONSHIFT_K8S_TRANSPORT=aiohttp`` keeps the session).
 """
 
@@ -29,14 +29,14 @@ import re
 import ssl
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
 from carbonshift._extras import require
 from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.flowcontrol import TokenBucket, bucket_or_none
-from carbonshift.k8s.wire import LeanPool, available
+from carbonshift.k8s.wire import LeanPool, WatchStream, available
 
 __all__ = [
     "FIELD_MANAGER",
@@ -221,14 +221,17 @@ class DirectSend:
     ``json.dumps`` (a body JSON cannot take raises ``TypeError`` before anything is sent,
     as with :func:`send_plain_json`), the timeout as the library's ``ClientTimeout(total=)``.
 
-    A request with a time limit (all but watches) goes over :class:`~carbonshift.k8s.wire.LeanPool`
-    (:attr:`lean`) when the session would connect straight to the API server: no proxy in the
-    configuration nor the environment (:func:`skip_env_lookups` turned its lookups off), an
-    ``http`` or ``https`` URL, for ``https`` the connector's own ``ssl.SSLContext``; and not
-    when ``CARBONSHIFT_K8S_TRANSPORT`` is ``aiohttp``. It sends what the session would, less
+    A request goes over :class:`~carbonshift.k8s.wire.LeanPool` (:attr:`lean`; a watch, the
+    one request without a time limit, on a connection of its own:
+    :meth:`~carbonshift.k8s.wire.LeanPool.watch`) when the session would connect straight to
+    the API server: no proxy in the configuration nor the environment
+    (:func:`skip_env_lookups` turned its lookups off), an ``http`` or ``https`` URL, for
+    ``https`` the connector's own ``ssl.SSLContext``; and not when
+    ``CARBONSHIFT_K8S_TRANSPORT`` is ``aiohttp``. It sends what the session would, less
     aiohttp's ``Accept-Encoding: gzip, deflate`` (answers come unencoded: no compressing on
-    the server, no decompressing here) and the session's cookie jar (the API server sets no
-    cookie). A header value with a line break, which aiohttp refuses, goes to the session.
+    the server, no decompressing here), but for lists, which ask for gzip (:data:`LIST_GZIP`),
+    and less the session's cookie jar (the API server sets no cookie). A header value with a
+    line break, which aiohttp refuses, goes to the session.
     """
 
     def __init__(self, api_client: Any, session: Any) -> None:
@@ -291,7 +294,12 @@ class DirectSend:
         body: Any,
         content_type: str,
         timeout_s: float | None,
+        idle_s: float = 330.0,
+        gzip: bool = False,
     ) -> Any:
+        """The answer to one request: with ``timeout_s`` None a watch's (over the lean
+        transport a :class:`~carbonshift.k8s.wire.WatchStream` that ends after ``idle_s``
+        without a byte; through the session aiohttp's response, without a limit)."""
         api = self._api
         headers = {"Accept": "application/json", "Content-Type": content_type}
         headers.update(api.default_headers)
@@ -302,10 +310,16 @@ class DirectSend:
         target = path + "?" + self._query_string(queries) if queries else path
         data = None if body is None else dump_json(body)
         lean = self.lean
-        if lean is not None and timeout_s is not None:
+        if lean is not None:
             fields = "".join([f"{name}: {value}\r\n" for name, value in headers.items()])
             n_lines = len(headers)  # else a value with a line break: aiohttp's (it refuses)
             if fields.count("\n") == n_lines and fields.count("\r") == n_lines:
+                if timeout_s is None:  # a watch
+                    return await lean.watch(
+                        target, fields, start_timeout_s=WATCH_START_S, idle_s=idle_s
+                    )
+                if gzip:
+                    fields += "Accept-Encoding: gzip\r\n"
                 return await lean.request(method, target, fields, data, timeout_s)
         url = api.configuration.host + target
         timeout = self._timeouts.get(timeout_s)
@@ -315,6 +329,19 @@ class DirectSend:
             method, url, headers=headers, data=data, timeout=timeout, **self._extra
         )
 
+
+#: whether lists ask the API server for gzip over the lean transport: a real server
+#: compresses answers over 128 KB when asked (a 500-Job page: 402 KiB of JSON, about 26 KiB
+#: as gzip level 1, the server's), and decoding costs the client about 3 % of parsing it
+#: (bench/hub.md, "Watches over the lean transport")
+LIST_GZIP = True
+#: seconds a watch may take to connect and answer its head (the lean transport's)
+WATCH_START_S = 30.0
+#: the ``timeoutSeconds`` a watch asks for: the API server ends the stream after it
+WATCH_TIMEOUT_S = 300
+#: seconds without a byte after which the lean transport ends a watch as stalled (the server
+#: ends it at :data:`WATCH_TIMEOUT_S`, and sends a bookmark about once a minute before)
+WATCH_IDLE_S = WATCH_TIMEOUT_S + 30.0
 
 #: ``CARBONSHIFT_K8S_TRANSPORT``: ``lean`` (the default) or ``aiohttp`` (every request
 #: through kubernetes-asyncio's aiohttp session, as before 2026-11-27)
@@ -447,6 +474,9 @@ class ApiKube:
         self._first_backoff_s = first_backoff_s
         #: the client-side rate limit of every request but watches (None: no limit)
         self.limiter = limiter
+        #: seconds without a byte after which a watch over the lean transport ends (resumed
+        #: by its informer); aiohttp's watches have no such limit
+        self.watch_idle_s = WATCH_IDLE_S
 
     async def close(self) -> None:
         if self._direct is not None and self._direct.lean is not None:
@@ -462,10 +492,13 @@ class ApiKube:
         body: Any = None,
         content_type: str = "application/json",
         timeout_s: float | None = 30.0,
+        gzip: bool = False,
     ) -> Any:
         """One request; returns the raw aiohttp response (the caller reads and releases it)."""
         if self._direct is not None:
-            return await self._direct.send(method, path, query, body, content_type, timeout_s)
+            return await self._direct.send(
+                method, path, query, body, content_type, timeout_s, self.watch_idle_s, gzip
+            )
         return await self._client.call_api(
             path,
             method,
@@ -485,6 +518,7 @@ class ApiKube:
         query: dict[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        gzip: bool = False,
     ) -> Obj:
         if method in ("POST", "PUT", "PATCH") and not (query or {}).get("fieldManager"):
             query = {**(query or {}), "fieldManager": FIELD_MANAGER}
@@ -496,7 +530,7 @@ class ApiKube:
             try:
                 try:
                     response = await self._send(
-                        method, path, query=query, body=body, content_type=content_type
+                        method, path, query=query, body=body, content_type=content_type, gzip=gzip
                     )
                 except TypeError:
                     if body is None:
@@ -545,7 +579,7 @@ class ApiKube:
         return await self._call("GET", path)
 
     async def list(self, path: str, **query: str) -> Obj:
-        return await self._call("GET", path, query=query)
+        return await self._call("GET", path, query=query, gzip=LIST_GZIP)
 
     async def create(self, path: str, body: Obj) -> Obj:
         return await self._call("POST", path, body=body)
@@ -569,16 +603,21 @@ class ApiKube:
         """Watch events (``{"type", "object"}``) from ``resource_version``, with bookmarks
         (``query``: e.g. ``labelSelector``).
 
-        Ends when the server closes the stream; an ``ERROR`` event with code 410 (or a 410
-        answer) raises :class:`GoneError`; other failures raise :class:`KubeError` or
-        :class:`~carbonshift.errors.TemporaryError`.
+        Ends when the server closes the stream, when the stream drops, or (over the lean
+        transport) when no byte came for :attr:`watch_idle_s`: the caller resumes from the
+        last event's version. An ``ERROR`` event with code 410 (or a 410 answer) raises
+        :class:`GoneError`; a line that is no event object raises
+        :class:`~carbonshift.errors.TemporaryError` (logged: the caller relists); other
+        failures raise :class:`KubeError` or :class:`~carbonshift.errors.TemporaryError`.
+        Over the lean transport events are read in bulk: every whole line that has arrived
+        is parsed in one turn of the event loop.
         """
         query = {
             **query,
             "watch": "true",
             "resourceVersion": resource_version,
             "allowWatchBookmarks": "true",
-            "timeoutSeconds": "300",
+            "timeoutSeconds": str(WATCH_TIMEOUT_S),
         }
         try:
             response = await self._send("GET", path, query=query, timeout_s=None)
@@ -586,7 +625,10 @@ class ApiKube:
             raise TemporaryError(f"watch {path} could not start: {exc}") from exc
         try:
             if response.status != 200:
-                raw = await response.read()
+                try:
+                    raw = await response.read()
+                except (OSError, TimeoutError) as exc:
+                    raise TemporaryError(f"watch {path}: HTTP {response.status}: {exc}") from exc
                 try:
                     body: Any = parse_json(raw)
                 except ValueError:
@@ -594,23 +636,55 @@ class ApiKube:
                 if response.status == 429 or response.status >= 500:
                     raise TemporaryError(f"watch {path}: HTTP {response.status}")
                 raise error_for(int(response.status), body)
-            while True:
-                try:
-                    line = await response.content.readline()
-                except Exception as exc:  # a dropped stream ends the watch; the caller resumes
-                    _LOG.info("watch %s ended: %s", path, exc)
-                    return
-                if not line:
-                    return
-                if not line.strip():
-                    continue
-                event = parse_json(line)
-                if event.get("type") == "ERROR":
-                    status = event.get("object") or {}
-                    raise error_for(int(status.get("code", 500)), status)
-                yield event
+            batches: AsyncGenerator[list[bytes], None]
+            if isinstance(response, WatchStream):
+                batches = response.lines()
+            else:
+                batches = _lines_of(response, path)
+            try:
+                async for lines in batches:
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        event = _event_of(line, path)
+                        if event.get("type") == "ERROR":
+                            status = event.get("object") or {}
+                            raise error_for(int(status.get("code", 500)), status)
+                        yield event
+            except OSError as exc:  # the answer broke HTTP's framing
+                raise TemporaryError(f"watch {path} failed: {exc}") from exc
+            finally:
+                await batches.aclose()
+            if isinstance(response, WatchStream) and response.stalled:
+                _LOG.info("watch %s stalled for %.0f s; resuming", path, self.watch_idle_s)
         finally:
             response.release()
+
+
+def _event_of(line: bytes, path: str) -> Obj:
+    """One watch event parsed; a line that is no JSON object raises
+    :class:`~carbonshift.errors.TemporaryError`, logged (the informer relists)."""
+    try:
+        event = parse_json(line)
+    except ValueError:
+        event = None
+    if not isinstance(event, dict) or not isinstance(event.get("object", {}), dict):
+        _LOG.warning("watch %s sent a line that is no event: %r", path, line[:200])
+        raise TemporaryError(f"watch {path} sent a line that is no event: {line[:80]!r}")
+    return event
+
+
+async def _lines_of(response: Any, path: str) -> AsyncGenerator[list[bytes], None]:
+    """An aiohttp watch response's lines, one at a time; a dropped stream ends them."""
+    while True:
+        try:
+            line = await response.content.readline()
+        except Exception as exc:  # a dropped stream ends the watch; the caller resumes
+            _LOG.info("watch %s ended: %s", path, exc)
+            return
+        if not line:
+            return
+        yield [line]
 
 
 async def connect(
