@@ -12,6 +12,8 @@ Per seed:
   the actual signal (``summary.json`` ``carbon_kg``);
 - **asap**: the simulator's carbon-agnostic run on the same input (the baseline of every
   saving below);
+- the CPU seconds of the online run (``online_cpu_s``, ``time.process_time``) and per
+  planning round (``online_cpu_s_per_round``, over its ``online_rounds``);
 - **clairvoyant**: the static instance that knows everything in advance: every job released
   at the first slot boundary after its arrival (``ceil``), with its deadline slot
   (``floor``), over a horizon that holds every job, the actual hourly carbon as the
@@ -131,8 +133,9 @@ def one_seed(
     prepared = prepare(exp)
     asap = run_metrics(simulate_policy(exp, prepared, "asap", {}))
     online_cpu = time.process_time()
-    online = run_metrics(simulate_policy(exp, prepared, policy, params))
+    online_run = simulate_policy(exp, prepared, policy, params)
     online_cpu = time.process_time() - online_cpu
+    online = run_metrics(online_run)
     inst = clairvoyant_instance(exp)
     static = run_policy(policy, inst)
     bound = run_policy("carbonshift", inst).bound if policy != "carbonshift" else static.bound
@@ -157,6 +160,8 @@ def one_seed(
         "clairvoyant_deadline_met_pct": 100.0 * static_scores.on_time / max(1, len(inst.jobs)),
         "clairvoyant_solve_s": static.plan.solve_seconds,
         "online_cpu_s": online_cpu,
+        "online_rounds": online_run.rounds,
+        "online_cpu_s_per_round": online_cpu / max(1, online_run.rounds),
     }
     row["kept_pct"] = _kept(row["asap_kg"], row["online_kg"], row["clairvoyant_kg"])
     row["kept_of_bound_pct"] = _kept(row["asap_kg"], row["online_kg"], row["lower_bound_kg"])
@@ -269,6 +274,7 @@ def main(argv: list[str]) -> int:
         "noisy75_kept_pct",
         "noisy75_deadline_met_pct",
         "online_cpu_s",
+        "online_cpu_s_per_round",
         "cpu_s",
     )
     print(f"\n{args.policy}, {args.jobs} jobs, seeds {args.seeds}: mean (min-max)")

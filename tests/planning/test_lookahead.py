@@ -244,3 +244,41 @@ def test_unknown_phantom_shapes_are_refused() -> None:
     inst = instance_from_dict(instance([1.0, 0.0, 0.0]))
     with pytest.raises(InputError, match="reserve_shapes 'quantile'"):
         with_phantoms(inst, 1.0, shapes="quantile")
+
+
+def test_arrival_shapes_weigh_the_pending_jobs_back_to_the_arrival_mix() -> None:
+    """A job stays pending for up to its slack as it arrived + 1 rounds, so the pending
+    jobs over-represent the loose ones. ``shapes="arrivals"`` takes each pending shape in
+    proportion to 1 / (slack + 1): a job with slack 1 twice as often as one with slack 3
+    (``sample`` takes them in turn), with the forecast units of each slot unchanged; with
+    equal slacks it is ``sample``."""
+    inst = instance_from_dict(
+        {
+            **instance([9.0] * 6 + [0.0] * 6),
+            "horizon_slots": 12,
+            "carbon_g_per_kwh": {"a": [50.0] * 12},
+            "clusters": [{"name": "a", "capacity": {"gpu": 8}, "watts_per_unit": {"gpu": 1}}],
+            "jobs": [
+                {"id": "tight", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 2},
+                {"id": "loose", "demand": {"gpu": 1}, "runtime_slots": 1, "deadline_slot": 4},
+            ],
+        }
+    )
+
+    def runtimes_and_windows(data: Instance, shapes: str) -> list[tuple[int, int, float]]:
+        return [
+            (j.release_slot, j.deadline_slot - j.release_slot, j.demand["gpu"])
+            for j in with_phantoms(data, 1.0, shapes=shapes).jobs
+            if j.id.startswith(PHANTOM_PREFIX)
+        ]
+
+    arrivals = runtimes_and_windows(inst, "arrivals")
+    sample = runtimes_and_windows(inst, "sample")
+    want_tight, want_loose = 36, 18  # 54 one-unit phantoms, 2 : 1
+    assert sum(1 for _, w, _ in arrivals if w == 2) == want_tight
+    assert sum(1 for _, w, _ in arrivals if w == 4) == want_loose
+    assert sum(1 for _, w, _ in sample if w == 2) == sum(1 for _, w, _ in sample if w == 4)
+    for slot in range(1, 7):
+        assert sum(d for s, _, d in arrivals if s == slot) == pytest.approx(9.0)
+    alike = replace(inst, jobs=tuple(replace(j, deadline_slot=2) for j in inst.jobs))
+    assert runtimes_and_windows(alike, "arrivals") == runtimes_and_windows(alike, "sample")

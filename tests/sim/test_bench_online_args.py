@@ -20,3 +20,14 @@ def test_param_values(raw: str, want: object) -> None:
     got = _param_value(raw)
     assert got == want
     assert type(got) is type(want)
+
+
+def test_a_seed_s_row_carries_the_rounds_and_their_cpu_per_round() -> None:
+    """The rounds' CPU is what the controller and the hub pay every period: a row says how
+    many rounds the online run planned and their CPU seconds per round."""
+    from bench.bench_online import one_seed
+
+    row = one_seed(1, 4, "asap", noise_mae_g_per_kwh=())
+    want_rounds = row["online_rounds"]
+    assert want_rounds >= 1
+    assert row["online_cpu_s_per_round"] == pytest.approx(row["online_cpu_s"] / want_rounds)

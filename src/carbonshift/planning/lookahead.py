@@ -20,6 +20,7 @@ clairvoyant saving, with a forecast that expects work that never comes it keeps 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Set
 from dataclasses import replace
 
@@ -46,8 +47,10 @@ PHANTOM_PREFIX = "~future-"
 
 
 #: how phantoms are shaped (``reserve_shapes``): ``median``, one shape per slot, the pending
-#: work's medians; ``sample``, the shapes of the pending jobs themselves, in turn
-PHANTOM_SHAPES = ("median", "sample")
+#: work's medians; ``sample``, the shapes of the pending jobs themselves, in turn;
+#: ``arrivals``, the same shapes weighted back to the mix in which work arrives (a pending
+#: job by 1 / (its slack as it arrived + 1), the rounds it can stay pending at most)
+PHANTOM_SHAPES = ("median", "sample", "arrivals")
 
 
 def with_phantoms(
@@ -72,7 +75,13 @@ def with_phantoms(
     phantoms shaped as the pending jobs are, taken in turn across the slots (each job's
     runtime, window as it arrived, demand of every resource in its proportions, allowed
     clusters), so the arriving units spread over shapes as the pending units do, long and
-    short, tight and loose. Phantoms are never critical.
+    short, tight and loose. ``shapes="arrivals"``: as ``sample``, but the pending jobs are
+    not the mix of the work that arrives: a job stays pending for up to its slack as it
+    arrived (window minus runtime) + 1 rounds, so loose and long jobs (in the Caspian
+    family the slack grows with the runtime) are over-represented among them, and the
+    phantoms with them. Each shape is taken in proportion to 1 / (slack + 1) (a smooth
+    weighted round robin: equal weights give ``sample``'s turn), the inverse of how long it
+    can be seen pending. Phantoms are never critical.
     """
     if not 0.0 <= weight <= 10.0 or not np.isfinite(weight):
         raise InputError(
@@ -114,14 +123,18 @@ def with_phantoms(
             deadline_slot=runtime,
         )
         samples = [(median, window)]
+    next_shape = _shape_turns(
+        [
+            1.0 / (1 + max(0, w - job.runtime_slots)) if shapes == "arrivals" else 1.0
+            for job, w in samples
+        ]
+    )
     phantoms: list[Job] = []
-    turn = 0
     for slot in range(1, horizon):
         left = float(future[slot - 1]) * weight  # arrives in the slot before it is planned
         count = 0
         while left > 1e-9:
-            shape, window = samples[turn % len(samples)]
-            turn += 1
+            shape, window = samples[next_shape()]
             run = min(shape.runtime_slots, horizon - slot)
             unit = shape.demand[resource]
             amount = min(left, unit)
@@ -142,6 +155,25 @@ def with_phantoms(
             )
             count += 1
     return replace(instance, jobs=(*jobs, *phantoms))
+
+
+def _shape_turns(weights: list[float]) -> Callable[[], int]:
+    """The index of the next shape, each taken in proportion to its weight, evenly spread
+    (smooth weighted round robin); equal weights take 0, 1, ..., n - 1 in turn."""
+    turn = itertools.count()
+    if len(set(weights)) == 1:  # in turn, exactly (no float drift of the credits)
+        return lambda: next(turn) % len(weights)
+    share = np.asarray(weights, dtype=np.float64)
+    share /= share.sum()
+    credit = np.zeros_like(share)
+
+    def next_shape() -> int:
+        credit[:] += share
+        pick = int(np.argmax(credit))
+        credit[pick] -= 1.0
+        return pick
+
+    return next_shape
 
 
 def real_part(result: PolicyResult, real: Set[JobId]) -> PolicyResult:

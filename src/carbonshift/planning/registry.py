@@ -536,8 +536,10 @@ POLICIES: dict[str, PolicySpec] = {
                     str,
                     "median",
                     "shapes of the phantom jobs of reserve_future_demand: median (one shape, "
-                    "the pending work's median runtime, window and demand) or sample (the "
-                    "pending jobs' own shapes in turn: runtimes, windows, demands, clusters)",
+                    "the pending work's median runtime, window and demand), sample (the "
+                    "pending jobs' own shapes in turn: runtimes, windows, demands, clusters) "
+                    "or arrivals (those shapes, each in proportion to 1 / (its slack as it "
+                    "arrived + 1), as work arrives rather than as it waits)",
                     choices=PHANTOM_SHAPES,
                 ),
             ),
