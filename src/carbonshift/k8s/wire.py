@@ -96,6 +96,18 @@ class Answer:
         """Nothing to give back: the connection went back to its pool when the answer ended."""
 
 
+def _feed(parser: Any, data: bytes) -> WireError | None:
+    """Feed ``data`` to an httptools response parser; the error if the bytes are no HTTP/1.1
+    answer (the connection's and the watch's protocols both read through it)."""
+    try:
+        parser.feed_data(data)
+    except _httptools.HttpParserUpgrade:
+        return WireError("the API server switched protocols")
+    except _httptools.HttpParserError as exc:
+        return WireError(f"the API server's answer is not HTTP/1.1: {exc}")
+    return None
+
+
 class _Connection(asyncio.Protocol):
     """One kept-alive connection: one request at a time, its answer parsed as it arrives."""
 
@@ -124,12 +136,9 @@ class _Connection(asyncio.Protocol):
             self._close()
             return
         self._got_bytes = True
-        try:
-            self.parser.feed_data(data)
-        except _httptools.HttpParserUpgrade:
-            self._fail(WireError("the API server switched protocols"))
-        except _httptools.HttpParserError as exc:
-            self._fail(WireError(f"the API server's answer is not HTTP/1.1: {exc}"))
+        error = _feed(self.parser, data)
+        if error is not None:
+            self._fail(error)
 
     def eof_received(self) -> bool:
         return False  # close our side too
@@ -265,12 +274,9 @@ class WatchStream(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
-        try:
-            self.parser.feed_data(data)
-        except _httptools.HttpParserUpgrade:
-            self._fail(WireError("the API server switched protocols"))
-        except _httptools.HttpParserError as exc:
-            self._fail(WireError(f"the API server's answer is not HTTP/1.1: {exc}"))
+        error = _feed(self.parser, data)
+        if error is not None:
+            self._fail(error)
 
     def eof_received(self) -> bool:
         return False
