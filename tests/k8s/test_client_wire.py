@@ -351,6 +351,20 @@ async def test_a_body_that_does_not_decode_is_a_temporary_error() -> None:
             await kube.close()
 
 
+async def test_an_answer_that_is_no_http_1_1_is_a_temporary_error() -> None:
+    async def alien(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")  # another service on the port
+        return False
+
+    async with tiny_server(alien) as (url, _):
+        kube = await _api_kube(url)
+        try:
+            with pytest.raises(TemporaryError, match=r"not HTTP/1\.1"):
+                await kube.get("/x")
+        finally:
+            await kube.close()
+
+
 async def test_a_connection_the_server_closed_while_idle_is_not_used() -> None:
     async def once(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
         writer.write(_answer(200, b'{"n": 0}'))
