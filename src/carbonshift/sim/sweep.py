@@ -31,6 +31,8 @@ import itertools
 import math
 import os
 import statistics
+import threading
+import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -201,6 +203,27 @@ def _run_one(spec: RunSpec, out_dir: Path | None) -> dict[str, Any]:
     }
 
 
+#: seconds between a sweep worker's looks at whether the sweep's process is still there
+PARENT_CHECK_S = 1.0
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """A sweep worker's initializer: end the worker once the process that started it is gone.
+
+    A sweep killed outright (SIGKILL, the OOM killer, a test's time limit) cannot shut its
+    pool down, and its workers would finish their runs and then wait for work for good
+    (seen: two workers of a killed ``carbonshift sweep`` still there 87 minutes later). A
+    daemon thread looks every :data:`PARENT_CHECK_S` seconds and exits the worker at once
+    when its parent is no longer ``parent_pid``."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_S)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="carbonshift-sweep-parent", daemon=True).start()
+
+
 def run_sweep(
     spec: SweepSpec,
     out_dir: Path,
@@ -226,7 +249,9 @@ def run_sweep(
                 step(i, total, run.label())
             rows.append(_run_one(run, run_dir(i)))
     else:
-        with ProcessPoolExecutor(max_workers=spec.workers) as pool:
+        with ProcessPoolExecutor(
+            max_workers=spec.workers, initializer=exit_with_parent, initargs=(os.getpid(),)
+        ) as pool:
             futures = {
                 pool.submit(_run_one, run, run_dir(i)): run for i, run in enumerate(spec.runs)
             }
