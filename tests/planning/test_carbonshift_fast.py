@@ -15,13 +15,13 @@ from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.aggregate import class_columns
 from carbonshift.planning.lagrangian import (
-    _unique_rows,
     classes_of,
     dual_ascent,
     evaluate,
     range_min,
     range_plan,
     shape_costs,
+    unique_rows,
     unit_grams,
 )
 from carbonshift.planning.policies import carbonshift as cs
@@ -71,9 +71,10 @@ def test_unique_rows_is_numpys_unique_over_rows(
     top = 2**40 if wide else 3
     key = rng.integers(0, top, (rows, cols)).astype(np.int64)
     want_rows, want_inverse = np.unique(key, axis=0, return_inverse=True)
-    got_rows, got_inverse = _unique_rows(key)
+    got_rows, got_inverse, got_first = unique_rows(key)
     assert np.array_equal(got_rows, want_rows)
     assert np.array_equal(got_inverse, want_inverse.reshape(-1))
+    assert np.array_equal(key[got_first], got_rows)
 
 
 @_SETTINGS

@@ -46,6 +46,7 @@ __all__ = [
     "range_min",
     "range_plan",
     "shape_costs",
+    "unique_rows",
     "unit_grams",
 ]
 
@@ -123,7 +124,7 @@ def classes_of(arrays: InstanceArrays) -> JobClasses:
     idx = np.flatnonzero(usable)
     bits = arrays.allowed[idx].astype(np.int64)
     key = np.column_stack([shape[idx], lo[idx], hi[idx], bits])
-    rows, inverse = _unique_rows(key)
+    rows, inverse, _ = unique_rows(key)
     klass[idx] = inverse
     c = rows.shape[0]
     class_weight = np.bincount(inverse, weights=weight[idx], minlength=c).astype(float)
@@ -148,19 +149,20 @@ def classes_of(arrays: InstanceArrays) -> JobClasses:
     )
 
 
-def _unique_rows(key: IntArray) -> tuple[IntArray, IntArray]:
-    """``np.unique(key, axis=0, return_inverse=True)`` of non-negative integer rows: each
-    row read as one number (mixed radix, so the order is the rows' lexicographic order)
-    where it fits in 62 bits, a 1-D ``unique`` several times faster than ``axis=0``."""
+def unique_rows(key: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """``np.unique(key, axis=0, return_index=True, return_inverse=True)`` of non-negative
+    integer rows, as (rows, inverse, first: a row of ``key`` for each of ``rows``): each row
+    read as one number (mixed radix, so the order is the rows' lexicographic order) where it
+    fits in 62 bits, a 1-D ``unique`` several times faster than ``axis=0``."""
     radix = [int(v) + 1 for v in key.max(axis=0, initial=0)] if key.shape[0] else []
     if key.shape[0] == 0 or int(key.min()) < 0 or math.prod(radix) >= 2**62:
-        rows, inverse = np.unique(key, axis=0, return_inverse=True)
-        return rows, inverse.reshape(-1).astype(np.int64)
+        rows, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+        return rows, inverse.reshape(-1).astype(np.int64), first.astype(np.int64)
     code = np.zeros(key.shape[0], dtype=np.int64)
     for col, base in enumerate(radix):
         code = code * base + key[:, col]
     _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    return key[first], inverse.reshape(-1).astype(np.int64)
+    return key[first], inverse.reshape(-1).astype(np.int64), first.astype(np.int64)
 
 
 def shape_costs(classes: JobClasses, price: FloatArray) -> FloatArray:

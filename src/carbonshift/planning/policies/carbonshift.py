@@ -48,12 +48,12 @@ from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
 from carbonshift.planning.lagrangian import (
     DUAL_TARGET_GAP,
     JobClasses,
-    _unique_rows,
     classes_of,
     dual_ascent,
     evaluate,
     range_min,
     shape_costs,
+    unique_rows,
     unit_grams,
 )
 from carbonshift.planning.policies._common import result_of
@@ -515,8 +515,7 @@ class _Groups:
         for q in range(demand.shape[1]):
             _, code = np.unique(demand[:, q], return_inverse=True)
             codes.append(code.reshape(-1))
-        rows, inverse = _unique_rows(np.column_stack(codes).astype(np.int64))
-        _, first = np.unique(inverse, return_index=True)  # a job of each group
+        rows, inverse, first = unique_rows(np.column_stack(codes).astype(np.int64))
         shape = rows[:, 0]
         return _Groups(
             of_job=inverse,
@@ -821,7 +820,7 @@ def _repair_lateness(
     placer = _Placer(arrays, classes, state)
     runtime = arrays.runtime_slots
     fixed = 0
-    late = np.flatnonzero((state.cluster >= 0) & (state.start + runtime > arrays.deadline_slot))
+    late = _late_jobs(arrays, state)
     for j in late[np.argsort(-(classes.weight[late] * runtime[late]), kind="stable")]:
         j = int(j)
         if not classes.on_time[j] or arrays.critical[j]:
@@ -902,6 +901,12 @@ def _grams(arrays: InstanceArrays, classes: JobClasses, state: _State, table: Fl
     placed = np.flatnonzero(state.cluster >= 0)
     unit = table[classes.shape[placed], state.cluster[placed], state.start[placed]]
     return float(classes.weight[placed] @ unit)
+
+
+def _late_jobs(arrays: InstanceArrays, state: _State) -> IntArray:
+    """The placed jobs that end past their deadline."""
+    late = (state.cluster >= 0) & (state.start + arrays.runtime_slots > arrays.deadline_slot)
+    return np.flatnonzero(late)
 
 
 def _lateness_slots(arrays: InstanceArrays, state: _State) -> int:
@@ -1668,10 +1673,7 @@ def carbonshift(
                 # them first (ten-zone 10,000 seed 9: one job 3 slots late after 10
                 # sub-MILPs, and the fallback's plan, 5.5 % above the bound, replaced the
                 # core's)
-                late = np.flatnonzero(
-                    (trial.cluster >= 0)
-                    & (trial.start + arrays.runtime_slots > arrays.deadline_slot)
-                )
+                late = _late_jobs(arrays, trial)
                 consider(trial)
                 stats["core_rounded_again"] = stats.get("core_rounded_again", 0.0) + 1.0
                 trial = _place_from_lp(
