@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_cli_e2e import run_cli
+from tests.e2e.test_readme_commands import tour_command
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +34,10 @@ def test_simulate_bad_scenario_is_one_line(tmp_path: Path) -> None:
 
 
 def test_reproduce_caspian_quick(tmp_path: Path) -> None:
-    done = run_cli("reproduce", "caspian", "--quick", "--out", str(tmp_path), "--format", "json")
+    """The README tour's command as written (its ``--out`` moved here), with JSON output."""
+    argv = shlex.split(tour_command("carbonshift reproduce caspian"))[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path)
+    done = run_cli(*argv, "--format", "json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["rows"]
     assert [(r["policy"], r["omega1"]) for r in rows] == [
