@@ -655,3 +655,30 @@ def test_roundings_made_again_stop_at_their_limit_and_keep_the_least_late(
     assert set(seen[0]) <= set(seen[1])  # every job late so far stays first
     assert seen[1][: len(seen[0])] == seen[0]
     assert kept is first
+
+
+def test_the_fallback_after_an_on_time_core_still_tries_the_fewest_options_first() -> None:
+    """Above 3,000 jobs (here forced) the price-guided placements that the core stood in
+    for run as without the core: when the first of them is late, the second (fewest
+    options first) runs too, even where the core's plan is on time. The instance is the
+    one hypothesis found for the property test above: the core's plan on time at 4 g, the
+    fallback's first placement 1 slot late, its second on time at 3 g; until 2026-11-27 the
+    second was skipped, and the plan kept 4 g (without the core: 3 g)."""
+    inst = instance(
+        [
+            job("j0", gpu=1.0, runtime=2, deadline=2),
+            job("j1", gpu=2.0, runtime=2, deadline=2),
+            job("j2", gpu=1.0, runtime=1, deadline=1),
+            job("j3", gpu=1.0, runtime=1, deadline=1, allowed=["c1", "c2"]),
+            job("j4", gpu=1.0, runtime=2, deadline=2),
+        ],
+        [cluster("c0", gpu=1.0), cluster("c1", gpu=2.0), cluster("c2", gpu=3.0)],
+        {"c0": [1.0, 2.0], "c1": [0.0, 0.0], "c2": [0.0, 1.0]},
+        horizon=2,
+    )
+    on = _plan(inst, core_lp_method="simplex", core_fallback_last=True)
+    off = _plan(inst, core_columns=0)
+    assert on.stats["core_fallback"] == 1.0
+    want_g = _key(inst, off)[2]
+    assert _key(inst, on) == (0, 0, want_g)
+    assert not check_feasibility(inst, on.plan)

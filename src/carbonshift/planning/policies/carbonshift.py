@@ -1565,12 +1565,18 @@ def carbonshift(
         if key < best_key:
             best, best_key = trial, key
 
-    def place_guided(guide: FloatArray, first: _State | None = None) -> None:
-        # first: the placement by guide, when made already
+    def place_guided(
+        guide: FloatArray, first: _State | None = None, *, fallback: bool = False
+    ) -> None:
+        # first: the placement by guide, when made already; fallback: the placements the
+        # core stood in for, so the second one runs when the first is late or leaves a job
+        # out, even where the best plan (the core's) is on time (a 5-job instance, core
+        # forced: the core's plan on time at 4 g, the second placement's at 3 g)
         trial = _place_all(arrays, classes, guide, true_table) if first is None else first
         repair(trial, guide)
         consider(trial)
-        if not complete_on_time():  # still late or left out: fewest options first
+        incomplete = score(trial)[:2] != (0, 0) if fallback else not complete_on_time()
+        if incomplete:  # still late or left out: fewest options first
             trial = _place_all(arrays, classes, guide, true_table, tight_first=True)
             repair(trial, guide)
             consider(trial)
@@ -1775,10 +1781,10 @@ def carbonshift(
             # the core failed, or its plan is late, no better, or not near the bound: the
             # placements it stood in for
             stats["core_fallback"] = 1.0
-            place_guided(deferred_guide, guided_plan)
+            place_guided(deferred_guide, guided_plan, fallback=True)
         deferred_guide = None
     if deferred_guide is not None:  # the core did not run
-        place_guided(deferred_guide, guided_plan)
+        place_guided(deferred_guide, guided_plan, fallback=True)
 
     if small and search_factor > 0 and complete_on_time() and not close_enough():
         # a bounded search; above 3,000 jobs the 1 s target leaves no room for it
