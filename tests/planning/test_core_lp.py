@@ -521,15 +521,12 @@ def test_the_class_lp_asks_highs_for_one_thread(method: LpMethod) -> None:
     assert class_lp_options(60.0, flow=False, method=method).threads == 1
 
 
-def test_a_core_rounding_left_late_is_rounded_again_with_its_late_jobs_first(
+def _late_the_first_time(
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Above 3,000 jobs (here forced), when the core's rounding stays late after its
-    repair, it is rounded again with the late jobs first (ten-zone 10,000 seed 9: one job
-    3 slots late, and the fallback's plan, 5.5 % above the bound, replaced the core's).
-    The first rounding is made late on purpose: one job moved to a late start with room,
-    the sub-MILP repair off; the second puts that job on time."""
-    inst = _spread(60, 0)
+) -> tuple[list[list[int] | None], list[int], list[Any]]:
+    """``_place_from_lp`` patched so that its first rounding (no jobs first) moves one job
+    to a late start with room. Returns the lists it fills: each call's jobs first, the job
+    moved, the roundings made with jobs first."""
     rounding = cs._place_from_lp
     calls: list[list[int] | None] = []
     moved: list[int] = []
@@ -560,6 +557,19 @@ def test_a_core_rounding_left_late_is_rounded_again_with_its_late_jobs_first(
         return state
 
     monkeypatch.setattr(cs, "_place_from_lp", late_the_first_time)
+    return calls, moved, again
+
+
+def test_a_core_rounding_left_late_is_rounded_again_with_its_late_jobs_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above 3,000 jobs (here forced), when the core's rounding leaves jobs late, it is
+    rounded again with the late jobs first (ten-zone 10,000 seed 9: one job 3 slots late,
+    and the fallback's plan, 5.5 % above the bound, replaced the core's). The first
+    rounding is made late on purpose: one job moved to a late start with room, the
+    sub-MILP repair off; the second puts that job on time."""
+    inst = _spread(60, 0)
+    calls, moved, again = _late_the_first_time(monkeypatch)
     result = _plan(inst, late_repair_jobs=0)
     assert moved, "no job could be made late: change the instance"
     want_calls = [None, moved]
@@ -570,3 +580,105 @@ def test_a_core_rounding_left_late_is_rounded_again_with_its_late_jobs_first(
     assert again[0].start[j] + arrays.runtime_slots[j] <= arrays.deadline_slot[j]
     assert _key(inst, result)[:2] == (0, 0)
     assert not check_feasibility(inst, result.plan)
+
+
+def test_a_late_core_rounding_is_rounded_again_before_any_sub_milp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above 3,000 jobs (here forced) the late jobs of the core's rounding go first in a
+    new rounding before the sub-MILP repair is tried: on ten-zone 10,000 seeds 11 and 16
+    one repair window took 0.7-0.8 s of CPU where a rounding takes 0.04 s (bench/planner.md
+    (p)). With the repair on, the rounding made late on purpose is rounded again with its
+    late job first, which puts it on time, and no sub-MILP runs (until 2026-11-27 the
+    repair ran first)."""
+    inst = _spread(60, 0)
+    calls, moved, again = _late_the_first_time(monkeypatch)
+    # the repair would run whatever the rounding's grams (here more than 5 % above the LP)
+    monkeypatch.setattr(cs, "_LATE_REPAIR_NEAR", 1e9)
+    result = _plan(inst)
+    assert moved, "no job could be made late: change the instance"
+    want_calls = [None, moved]
+    assert calls == want_calls
+    assert result.stats["core_rounded_again"] == 1.0
+    assert "late_repair_steps" not in result.stats
+    j = moved[0]
+    arrays = arrays_of(inst)
+    assert again[0].start[j] + arrays.runtime_slots[j] <= arrays.deadline_slot[j]
+    assert _key(inst, result)[:2] == (0, 0)
+
+
+def test_roundings_made_again_stop_at_their_limit_and_keep_the_least_late(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``_round_late_first`` rounds again at most ``rounds`` times, each with every job
+    late so far first, and returns the rounding of least (lateness, grams): here every
+    rounding made again is made later on purpose, so the first one is kept."""
+    inst = _spread(60, 0)
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    columns = class_columns(classes)
+    base = unit_grams(arrays, embodied=True)
+    table = shape_costs(classes, base)
+    lp = cs._solve_class_lp(arrays, classes, base, table, columns, 60.0)
+    first = cs._place_from_lp(arrays, classes, columns, lp.share, table, table)
+    # one job late in the first rounding, as in the tests above
+    placer = cs._Placer(arrays, classes, first)
+    for j in np.flatnonzero(first.cluster >= 0).tolist():
+        lo = int(arrays.deadline_slot[j] - arrays.runtime_slots[j] + 1)
+        hi = arrays.horizon_slots - int(arrays.runtime_slots[j])
+        if lo <= hi:
+            where = (int(first.cluster[j]), int(first.start[j]))
+            placer.remove(j)
+            ok = placer.room(j, lo, hi)
+            if ok.any():
+                m, s = np.argwhere(ok)[0]
+                placer.place(j, (int(m), lo + int(s)))
+                break
+            placer.place(j, where)
+    want_late = cs._lateness_slots(arrays, first)
+    assert want_late > 0
+    rounding = cs._place_from_lp
+    seen: list[list[int]] = []
+
+    def later(*args: Any) -> Any:
+        state = rounding(*args)
+        seen.append([int(j) for j in args[6]])
+        # every job of this rounding at its last start in the horizon: as late as can be
+        placed = state.cluster >= 0
+        state.start[placed] = (arrays.horizon_slots - arrays.runtime_slots)[placed]
+        return state
+
+    monkeypatch.setattr(cs, "_place_from_lp", later)
+    kept, made = cs._round_late_first(arrays, classes, columns, lp.share, table, table, first, 2)
+    assert made == 2
+    assert len(seen) == 2
+    assert set(seen[0]) <= set(seen[1])  # every job late so far stays first
+    assert seen[1][: len(seen[0])] == seen[0]
+    assert kept is first
+
+
+def test_the_fallback_after_an_on_time_core_still_tries_the_fewest_options_first() -> None:
+    """Above 3,000 jobs (here forced) the price-guided placements that the core stood in
+    for run as without the core: when the first of them is late, the second (fewest
+    options first) runs too, even where the core's plan is on time. The instance is the
+    one hypothesis found for the property test above: the core's plan on time at 4 g, the
+    fallback's first placement 1 slot late, its second on time at 3 g; until 2026-11-27 the
+    second was skipped, and the plan kept 4 g (without the core: 3 g)."""
+    inst = instance(
+        [
+            job("j0", gpu=1.0, runtime=2, deadline=2),
+            job("j1", gpu=2.0, runtime=2, deadline=2),
+            job("j2", gpu=1.0, runtime=1, deadline=1),
+            job("j3", gpu=1.0, runtime=1, deadline=1, allowed=["c1", "c2"]),
+            job("j4", gpu=1.0, runtime=2, deadline=2),
+        ],
+        [cluster("c0", gpu=1.0), cluster("c1", gpu=2.0), cluster("c2", gpu=3.0)],
+        {"c0": [1.0, 2.0], "c1": [0.0, 0.0], "c2": [0.0, 1.0]},
+        horizon=2,
+    )
+    on = _plan(inst, core_lp_method="simplex", core_fallback_last=True)
+    off = _plan(inst, core_columns=0)
+    assert on.stats["core_fallback"] == 1.0
+    want_g = _key(inst, off)[2]
+    assert _key(inst, on) == (0, 0, want_g)
+    assert not check_feasibility(inst, on.plan)
