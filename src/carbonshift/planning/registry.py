@@ -422,9 +422,10 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec(
                     "polish_cpu_s",
                     float,
-                    10.0,
-                    "guard on the neighbourhood search's CPU seconds (where it binds, the plan "
-                    "depends on the machine)",
+                    60.0,
+                    "guard on the CPU seconds of the neighbourhood search and of each kind of "
+                    "band, against a hang only (their node limits and iteration budgets end "
+                    "them first; where it binds, the plan depends on the machine)",
                     0.001,
                 ),
                 ParamSpec(
