@@ -14,6 +14,7 @@ import pytest
 
 from carbonshift.domain import Instance
 from carbonshift.planning import run_policy
+from carbonshift.planning.backends import highs
 from carbonshift.planning.backends.highs import solve
 from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
 from carbonshift.planning.policies import _polish
@@ -66,13 +67,17 @@ def test_the_plan_is_the_same_on_a_slower_machine(monkeypatch: pytest.MonkeyPatc
     and budgets, as a guard 100 times larger does (on a machine up to about 2.8 times
     slower than the development machine, where this test would bind it again)."""
     inst = crowded(1, n_jobs=50)
-    want, want_stats = placed(inst, {"polish_cpu_s": 6000.0})
+    want, want_stats = placed(inst, {"polish_cpu_s": 6000.0, "support_time_limit_s": 6000.0})
     assert want_stats["polish_steps"] >= 3  # the polish did work worth a guard
-    slow = types.SimpleNamespace(thread_time=lambda: SLOWER * time.thread_time())
+    slow = types.SimpleNamespace(
+        thread_time=lambda: SLOWER * time.thread_time(), perf_counter=time.perf_counter
+    )
     monkeypatch.setattr(_polish, "time", slow)
+    monkeypatch.setattr(highs, "time", slow)  # the support MILP's and the LPs' guards
     got, stats = placed(inst, {})
     assert got == want
     assert stats["polish_guard_bound"] == 0.0
+    assert stats.get("support_guard_bound", 0.0) == 0.0
     assert stats["polish_lp_iterations"] == want_stats["polish_lp_iterations"]
 
 

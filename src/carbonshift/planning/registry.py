@@ -370,7 +370,7 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec(
                     "support_time_limit_s",
                     float,
-                    5.0,
+                    60.0,
                     "CPU seconds (of the planning thread) at most for that MILP, a guard (the "
                     "node limit ends it)",
                     0.01,

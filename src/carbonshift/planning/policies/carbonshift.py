@@ -152,6 +152,11 @@ def _band_budget(lp_iterations: int, n_jobs: int) -> int:
 #: 100 seed 1, 87,518 iterations, load 5), so the plan depended on the machine's speed.
 _POLISH_CPU_GUARD_S = 60.0
 
+#: ``support_time_limit_s``: the CPU guard of the support MILP (step 7b), whose node limit
+#: (``support_nodes``) is meant to end it. At 5 s it bound first on every ten-zone 300 seed
+#: (ten-zone 300 seed 0: 500 nodes took 12.7 s of CPU at load 8, the same plan).
+_SUPPORT_CPU_GUARD_S = 60.0
+
 #: The polish runs in this many rounds, each with a third of its budget and its own seed,
 #: with re-insertion passes between them. Against one round with the passes after it, on
 #: the 21 instances of bench/planner.md where it ran (2026-11-26 (b)): better on 12, worse
@@ -1338,7 +1343,7 @@ def carbonshift(
     core_bound_gap: float = 0.005,
     core_fix_cheapest: bool = True,
     support_nodes: int = 500,
-    support_time_limit_s: float = 5.0,
+    support_time_limit_s: float = _SUPPORT_CPU_GUARD_S,
     band_columns: int = 300,
     band_lp_iterations: int = 30_000,
     cluster_band_columns: int = 400,
