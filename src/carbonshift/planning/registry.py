@@ -370,7 +370,7 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec(
                     "support_time_limit_s",
                     float,
-                    5.0,
+                    60.0,
                     "CPU seconds (of the planning thread) at most for that MILP, a guard (the "
                     "node limit ends it)",
                     0.01,
@@ -422,9 +422,10 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec(
                     "polish_cpu_s",
                     float,
-                    10.0,
-                    "guard on the neighbourhood search's CPU seconds (where it binds, the plan "
-                    "depends on the machine)",
+                    60.0,
+                    "guard on the CPU seconds of the neighbourhood search and of each kind of "
+                    "band, against a hang only (their node limits and iteration budgets end "
+                    "them first; where it binds, the plan depends on the machine)",
                     0.001,
                 ),
                 ParamSpec(

@@ -101,13 +101,15 @@ CLUSTER_BAND_SWEEPS = 3
 @dataclass(frozen=True, slots=True)
 class PolishStats:
     """What :func:`polish` did: sub-MILPs solved, those kept, grams saved, HiGHS's LP
-    iterations and CPU seconds."""
+    iterations and CPU seconds; ``guard_bound``: the CPU guard ended the search (the plan
+    then depends on the machine's speed), not its budget, its steps or a stall."""
 
     steps: int
     kept: int
     saved_g: float
     lp_iterations: int
     cpu_seconds: float
+    guard_bound: bool = False
 
 
 #: a sub-MILP's columns chosen among its freed jobs' on-time starts (``starts``; ``job``, each
@@ -353,7 +355,10 @@ def polish(
         )
         if between is not None and total.kept > kept_before:
             between()
-        if finished or time.thread_time() - began >= cpu_limit_s:
+        if finished or total.guard_bound:
+            break
+        if time.thread_time() - began >= cpu_limit_s and r + 1 < max(1, rounds):
+            total.guard_bound = True  # rounds left, but no CPU for them
             break
     return total.stats(began)
 
@@ -411,8 +416,10 @@ def polish_bands(
     for _ in range(CLUSTER_BAND_SWEEPS if per_cluster else 1):
         kept_before = total.kept
         for t, m in cells:
-            left = cpu_limit_s - (time.thread_time() - began)
-            if left <= 0 or total.lp_iterations >= lp_iterations:
+            if total.lp_iterations >= lp_iterations:
+                return total.stats(began)
+            if time.thread_time() - began >= cpu_limit_s:
+                total.guard_bound = True
                 return total.stats(began)
             placed = cluster >= 0
             in_band = placed & (start < t + width) & (start + runtime > t)
@@ -504,6 +511,7 @@ class _Tally:
     kept: int = 0
     saved_g: float = 0.0
     lp_iterations: int = 0
+    guard_bound: bool = False
 
     def stats(self, began_cpu_s: float) -> PolishStats:
         """The search's figures, its CPU counted from ``began_cpu_s`` (this thread's
@@ -514,6 +522,7 @@ class _Tally:
             saved_g=self.saved_g,
             lp_iterations=self.lp_iterations,
             cpu_seconds=time.thread_time() - began_cpu_s,
+            guard_bound=self.guard_bound,
         )
 
 
@@ -547,8 +556,10 @@ def _round(
     spent = stalled = 0
     size = max(2, max_jobs // 2)
     for _ in range(steps):
-        left = cpu_limit_s - (time.thread_time() - began)
-        if left <= 0 or spent >= lp_iterations:
+        if spent >= lp_iterations:
+            return False
+        if time.thread_time() - began >= cpu_limit_s:
+            total.guard_bound = True
             return False
         placed = cluster >= 0
         on_time = placed & (start + runtime <= arrays.deadline_slot)

@@ -104,6 +104,7 @@ def _note_search(stats: dict[str, float], name: str, done: PolishStats) -> None:
     stats[f"{name}_steps"] = float(done.steps)
     stats[f"{name}_kept"] = float(done.kept)
     stats[f"{name}_cpu_seconds"] = done.cpu_seconds
+    stats[f"{name}_guard_bound"] = float(done.guard_bound)
 
 
 def _cpu_limited(options: SolveOptions, cpu_limit_s: float) -> SolveOptions:
@@ -143,6 +144,18 @@ def _band_budget(lp_iterations: int, n_jobs: int) -> int:
     scale = min(_BAND_BUDGET_MAX_SCALE, max(1.0, _BAND_BUDGET_JOBS / max(n_jobs, 1)))
     return int(lp_iterations * scale)
 
+
+#: ``polish_cpu_s``: the CPU guard of the polish and of each kind of band, in seconds of
+#: the planning thread. A guard against a hang, far above their deterministic work (node
+#: limits and simplex-iteration budgets): at 10 s it bound on a machine as fast as ours
+#: where the polish's sub-MILPs, each ended by its node limit, spent 13.8 s (cjps-small
+#: 100 seed 1, 87,518 iterations, load 5), so the plan depended on the machine's speed.
+_POLISH_CPU_GUARD_S = 60.0
+
+#: ``support_time_limit_s``: the CPU guard of the support MILP (step 7b), whose node limit
+#: (``support_nodes``) is meant to end it. At 5 s it bound first on every ten-zone 300 seed
+#: (ten-zone 300 seed 0: 500 nodes took 12.7 s of CPU at load 8, the same plan).
+_SUPPORT_CPU_GUARD_S = 60.0
 
 #: The polish runs in this many rounds, each with a third of its budget and its own seed,
 #: with re-insertion passes between them. Against one round with the passes after it, on
@@ -1096,6 +1109,8 @@ def _support_milp(
         stats["support_columns"] = float(keep.shape[0])
         stats["support_seconds"] = solution.seconds
         stats["support_gap"] = solution.gap
+        # the CPU guard ends a solve with HiGHS's time-limit status (backends/highs.py)
+        stats["support_guard_bound"] = float(solution.detail == "Time limit reached")
     if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return None
     chosen = keep[solution.values > 0.5]
@@ -1354,7 +1369,7 @@ def carbonshift(
     polish_columns: int = 1600,
     polish_nodes: int = 20,
     polish_lp_iterations: int = 15_000,
-    polish_cpu_s: float = 10.0,
+    polish_cpu_s: float = _POLISH_CPU_GUARD_S,
     late_repair_jobs: int = 30,
     late_repair_columns: int = 1600,
     late_repair_nodes: int = 20,
@@ -1368,7 +1383,7 @@ def carbonshift(
     core_bound_gap: float = 0.005,
     core_fix_cheapest: bool = True,
     support_nodes: int = 500,
-    support_time_limit_s: float = 5.0,
+    support_time_limit_s: float = _SUPPORT_CPU_GUARD_S,
     band_columns: int = 300,
     band_lp_iterations: int = 30_000,
     cluster_band_columns: int = 400,
