@@ -625,3 +625,20 @@ async def test_an_informational_answer_is_a_temporary_error_naming_it(head: byte
         finally:
             await kube.close()
     assert not isinstance(caught.value, KubeError)
+
+
+async def test_an_informational_answer_to_a_watch_is_a_temporary_error_naming_it() -> None:
+    async def upgrade(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n")
+        await writer.drain()
+        return False
+
+    async with tiny_server(upgrade) as (url, _):
+        kube = await _api_kube(url)
+        try:
+            with pytest.raises(TemporaryError, match=r"informational answer 101") as caught:
+                async for _ in kube.watch("/api/v1/pods", "1"):
+                    pass
+        finally:
+            await kube.close()
+    assert not isinstance(caught.value, KubeError)
