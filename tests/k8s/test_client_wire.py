@@ -594,3 +594,51 @@ async def test_a_list_asks_for_gzip_and_other_requests_do_not() -> None:
         await server.wait_closed()
     assert got_list["metadata"]["resourceVersion"] == "7" == got_one["metadata"]["resourceVersion"]
     assert asked == [(PODS, True), (f"{PODS}/p", False)]
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        pytest.param(
+            b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
+            id="101-upgrade",
+        ),
+        pytest.param(b"HTTP/1.1 101 Switching Protocols\r\n\r\n", id="101-bare"),
+        pytest.param(b"HTTP/1.1 100 Continue\r\n\r\n", id="100-then-nothing"),
+        pytest.param(b"HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n", id="103-then-nothing"),
+    ],
+)
+async def test_an_informational_answer_is_a_temporary_error_naming_it(head: bytes) -> None:
+    """A 1xx is no answer to a request of ours (we send no ``Expect`` and ask no upgrade): a
+    temporary error naming the status, never a KubeError (which reads as the API's refusal)."""
+
+    async def informational(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
+        writer.write(head)
+        await writer.drain()
+        return False  # and close
+
+    async with tiny_server(informational) as (url, _):
+        kube = await _api_kube(url)
+        try:
+            with pytest.raises(TemporaryError, match=r"informational answer 1\d\d") as caught:
+                await kube.get("/x")
+        finally:
+            await kube.close()
+    assert not isinstance(caught.value, KubeError)
+
+
+async def test_an_informational_answer_to_a_watch_is_a_temporary_error_naming_it() -> None:
+    async def upgrade(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n")
+        await writer.drain()
+        return False
+
+    async with tiny_server(upgrade) as (url, _):
+        kube = await _api_kube(url)
+        try:
+            with pytest.raises(TemporaryError, match=r"informational answer 101") as caught:
+                async for _ in kube.watch("/api/v1/pods", "1"):
+                    pass
+        finally:
+            await kube.close()
+    assert not isinstance(caught.value, KubeError)

@@ -108,6 +108,20 @@ def _feed(parser: Any, data: bytes) -> WireError | None:
     return None
 
 
+def _informational(status: int) -> WireError | None:
+    """The error of an answer's head with a 1xx status (None for any other): no request of
+    ours asks for one (none sends ``Expect`` or asks to upgrade), and a 1xx head is followed
+    by another answer that this transport does not wait for: whatever answers so is not
+    serving the API as an API server does (a temporary error, as any answer that is no
+    HTTP/1.1: :func:`_feed`)."""
+    if status >= 200:
+        return None
+    return WireError(
+        f"the API server sent an informational answer {status} (1xx), which no request of "
+        "carbonshift asks for: is this address an API server, or a proxy that upgrades?"
+    )
+
+
 class _Connection(asyncio.Protocol):
     """One kept-alive connection: one request at a time, its answer parsed as it arrives."""
 
@@ -176,6 +190,9 @@ class _Connection(asyncio.Protocol):
         self._keep_alive = self.parser.should_keep_alive()
         self._status = self.parser.get_status_code()
         self._headers_done = True
+        error = _informational(self._status)
+        if error is not None:
+            self._fail(error)
 
     def on_body(self, body: bytes) -> None:
         if self._done:
@@ -295,6 +312,10 @@ class WatchStream(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self.status = self.parser.get_status_code()
+        error = _informational(self.status)
+        if error is not None:
+            self._fail(error)
+            return
         if not self._head.done():
             self._head.set_result(None)
 
