@@ -12,6 +12,8 @@ Per seed:
   the actual signal (``summary.json`` ``carbon_kg``);
 - **asap**: the simulator's carbon-agnostic run on the same input (the baseline of every
   saving below);
+- the online run's re-plans (``online_replan_moves``: planned starts a re-plan moved;
+  ``online_replan_returns``: moves back to a plan the job had left; and the jobs of each);
 - the CPU seconds of the online run (``online_cpu_s``, ``time.process_time``) and per
   planning round (``online_cpu_s_per_round``, over its ``online_rounds``);
 - **clairvoyant**: the static instance that knows everything in advance: every job released
@@ -162,6 +164,11 @@ def one_seed(
         "online_cpu_s": online_cpu,
         "online_rounds": online_run.rounds,
         "online_cpu_s_per_round": online_cpu / max(1, online_run.rounds),
+        # flapping: planned starts that re-plans moved, and moves back to an earlier plan
+        "online_jobs_replanned": online["jobs_replanned"],
+        "online_replan_moves": online["replan_moves"],
+        "online_jobs_returned": online["jobs_returned_to_earlier_plan"],
+        "online_replan_returns": online["replan_returns"],
     }
     row["kept_pct"] = _kept(row["asap_kg"], row["online_kg"], row["clairvoyant_kg"])
     row["kept_of_bound_pct"] = _kept(row["asap_kg"], row["online_kg"], row["lower_bound_kg"])
@@ -273,6 +280,8 @@ def main(argv: list[str]) -> int:
         "noisy25_deadline_met_pct",
         "noisy75_kept_pct",
         "noisy75_deadline_met_pct",
+        "online_replan_moves",
+        "online_replan_returns",
         "online_cpu_s",
         "online_cpu_s_per_round",
         "cpu_s",

@@ -10,7 +10,7 @@ import pytest
 from carbonshift.domain import Assignment, ClusterName, JobId, Plan, check_feasibility
 from carbonshift.errors import InputError
 from carbonshift.planning import HeldWork, PendingWork, build_snapshot, plan_snapshot
-from carbonshift.planning.hold import HoldRule, apply_hold_rule
+from carbonshift.planning.hold import HoldRule, apply_hold_rule, plan_moves
 from carbonshift.planning.types import PlanContext
 from tests.builders import cluster, instance, job
 
@@ -252,3 +252,41 @@ def test_a_job_not_yet_released_is_never_started_now() -> None:
     got = apply_hold_rule(inst, None, plan_of(("a", 3)), rule, previous={"a": ("c1", 1)})
     assert starts(got.plan) == {"a": 3}
     assert got.reasons == {}
+
+
+@pytest.mark.parametrize(
+    ("reserved_gpu_at_slot_1", "want_slot"),
+    [
+        # nothing reserved: the move for 1 g is undone (crumbs)
+        pytest.param(0.0, 1, id="no-reserve-the-crumb-move-is-undone"),
+        # the plan keeps slot 1 of the only GPU for work still to come: the job stays
+        # where the new plan put it, the reserve's room is not free to go back to
+        pytest.param(1.0, 2, id="the-reserves-room-is-not-taken-back"),
+    ],
+)
+def test_the_hysteresis_does_not_move_a_job_back_into_the_reserve(
+    reserved_gpu_at_slot_1: float, want_slot: int
+) -> None:
+    inst = instance(
+        [job("a", deadline=4)],
+        clusters=[cluster(gpu=1.0)],
+        carbon={"c1": [400.0, 101.0, 100.0, 400.0]},
+    )
+    reserved = np.zeros((1, 1, 4))
+    reserved[0, 0, 1] = reserved_gpu_at_slot_1
+    got = apply_hold_rule(
+        inst, None, plan_of(("a", 2)), REPLAN, previous={"a": ("c1", 1)}, reserved_units=reserved
+    )
+    assert starts(got.plan) == {"a": want_slot}
+
+
+def test_plan_moves_lists_each_changed_start_with_its_grams() -> None:
+    """1 kW x 1 h: slot 1 is 101 g, slot 2 100 g, slot 3 400 g."""
+    inst = instance(
+        [job("a", deadline=4), job("b", deadline=4), job("c", deadline=4)],
+        carbon={"c1": [400.0, 101.0, 100.0, 400.0]},
+    )
+    plan = plan_of(("a", 2), ("b", 3), ("c", 1))
+    moves = plan_moves(inst, None, plan, {"a": ("c1", 1), "b": ("c1", 2), "c": ("c1", 1)})
+    got = {m.job: (m.from_slot, m.to_slot, round(m.gain_g, 6)) for m in moves}
+    assert got == {"a": (1, 2, 1.0), "b": (2, 3, -300.0)}

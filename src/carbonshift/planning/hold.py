@@ -38,7 +38,7 @@ from carbonshift.planning.ledger import CapacityLedger
 from carbonshift.planning.problem import InstanceArrays, Starts, arrays_of, carbon_g
 from carbonshift.planning.types import PlanContext
 
-__all__ = ["HoldOutcome", "HoldRule", "apply_hold_rule"]
+__all__ = ["HoldOutcome", "HoldRule", "PlanMove", "apply_hold_rule", "plan_moves"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +85,61 @@ class HoldOutcome:
     reasons: Mapping[JobId, str]
 
 
+@dataclass(frozen=True, slots=True)
+class PlanMove:
+    """A pending job whose planned (cluster, start slot) a re-plan changed; slots are this
+    round's (slot 0 is now). ``gain_g``: the grams the move saves by this round's forecast
+    (the earlier start's grams minus the new start's; negative: the move costs)."""
+
+    job: JobId
+    from_cluster: ClusterName
+    from_slot: int
+    to_cluster: ClusterName
+    to_slot: int
+    gain_g: float
+
+
+def plan_moves(
+    instance: Instance,
+    context: PlanContext | None,
+    plan: Plan,
+    previous: Mapping[str, tuple[str, int]],
+) -> tuple[PlanMove, ...]:
+    """The jobs of ``plan`` whose (cluster, start slot) differs from ``previous`` (job id ->
+    the cluster and start slot an earlier round planned, relative to this round's slot 0),
+    each with the grams the move is worth by this round's forecast (one vectorised call:
+    the policies' ``c_ijs``). An earlier start before slot 0 is counted from slot 0, as the
+    hysteresis compares it; one on a cluster no longer offered is a move worth NaN."""
+    arrays = arrays_of(instance, context)
+    job_index = {job.id: j for j, job in enumerate(instance.jobs)}
+    cluster_index = {c.name: m for m, c in enumerate(instance.clusters)}
+    changed: list[tuple[Assignment, str, int]] = []
+    for a in plan.assignments:
+        before = previous.get(a.job)
+        if before is None or a.job not in job_index or a.cluster not in cluster_index:
+            continue
+        if (before[0], max(0, before[1])) != (a.cluster, a.start_slot):
+            changed.append((a, before[0], max(0, before[1])))
+    known = [(a, pc, ps) for a, pc, ps in changed if ClusterName(pc) in cluster_index]
+    g_before = _grams(
+        instance,
+        arrays,
+        [(job_index[a.job], cluster_index[ClusterName(pc)], ps) for a, pc, ps in known],
+    )
+    g_after = _grams(
+        instance,
+        arrays,
+        [(job_index[a.job], cluster_index[a.cluster], a.start_slot) for a, _, _ in known],
+    )
+    gains = {a.job: float(b - n) for (a, _, _), b, n in zip(known, g_before, g_after, strict=True)}
+    return tuple(
+        PlanMove(
+            a.job, ClusterName(pc), ps, a.cluster, a.start_slot, gains.get(a.job, float("nan"))
+        )
+        for a, pc, ps in changed
+    )
+
+
 def _pct(saving_g: float, base_g: float) -> float:
     return 100.0 * saving_g / base_g if base_g > 0 else 0.0
 
@@ -108,11 +163,14 @@ def apply_hold_rule(
     previous: Mapping[str, tuple[str, int]] | None = None,
     exempt: frozenset[str] = frozenset(),
     released_this_slot: int = 0,
+    reserved_units: npt.NDArray[np.float64] | None = None,
 ) -> HoldOutcome:
     """Apply ``rule`` to ``plan`` (module doc). ``previous`` maps a job id to the cluster and
     start slot (relative to this round's slot 0) that an earlier round planned; ``exempt``
     jobs (running work planned again) do not count against the release limit;
-    ``released_this_slot`` is what earlier passes in the same slot already released.
+    ``released_this_slot`` is what earlier passes in the same slot already released;
+    ``reserved_units`` (:attr:`PolicyResult.reserved_units`), the room the plan keeps for
+    work still to arrive: the hysteresis moves no job back into it.
 
     Every gram it compares comes from one vectorised call per rule
     (:func:`carbonshift.planning.problem.carbon_g`, the policies' ``c_ijs``); the loops over
@@ -157,6 +215,8 @@ def apply_hold_rule(
     on_time = arrays.latest_on_time_start
     # 1. hysteresis: keep an earlier planned start unless the new one pays enough more
     if rule.has_hysteresis:
+        reserve = _reserve(reserved_units, ledger.free_units.shape)
+        ledger.free_units -= reserve  # the plan's room for future work is not free to go back to
         keep: list[tuple[JobId, int, int, int, int, int]] = []
         blocked: list[tuple[JobId, int, int, str]] = []  # (job, earlier cluster, start, why)
         for job_id, (m, s) in starts.items():
@@ -191,6 +251,7 @@ def apply_hold_rule(
         # jobs that swapped starts block each other one at a time: move them back together
         for job_id, why in _move_back_together(ledger, arrays, job_index, starts, blocked):
             reasons[job_id] = f"kept its planned start: the new plan's saving {why}"
+        ledger.free_units += reserve
     # 2. minimum saving: start now unless holding saves enough
     if rule.holds_on_saving:
         later = [
@@ -252,6 +313,18 @@ def apply_hold_rule(
         for a in plan.assignments
     )
     return HoldOutcome(replace(plan, assignments=assignments), reasons)
+
+
+def _reserve(
+    reserved_units: npt.NDArray[np.float64] | None, shape: tuple[int, ...]
+) -> npt.NDArray[np.float64]:
+    """``reserved_units`` cut or padded with zeros to the ledger's (clusters, resources,
+    slots); zeros when there is none."""
+    out = np.zeros(shape)
+    if reserved_units is not None:
+        c, r, s = (min(a, b) for a, b in zip(shape, reserved_units.shape, strict=True))
+        out[:c, :r, :s] = reserved_units[:c, :r, :s]
+    return out
 
 
 def _unplace(

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Set
 from dataclasses import replace
 
 import numpy as np
+import numpy.typing as npt
 
 from carbonshift.domain import Instance, Job, JobId
 from carbonshift.errors import InputError
@@ -246,7 +247,11 @@ def planned_with_reserve(
     )
     if augmented is instance:
         return plan(instance)
-    real = real_part(plan(augmented), {job.id for job in instance.jobs})
+    answer = plan(augmented)
+    real = replace(
+        real_part(answer, {job.id for job in instance.jobs}),
+        reserved_units=_phantom_units(augmented, answer, len(instance.jobs)),
+    )
     behind = _lateness(instance, real)
     if behind > (0, 0):
         plain = plan(instance)
@@ -255,6 +260,26 @@ def planned_with_reserve(
     if bound_iterations is None:
         return real
     return replace(real, bound=real_bound(instance, context, real, iterations=bound_iterations))
+
+
+def _phantom_units(
+    augmented: Instance, result: PolicyResult, n_real: int
+) -> npt.NDArray[np.float64]:
+    """Units per (cluster, resource, slot) that ``result`` places phantoms on (the jobs of
+    ``augmented`` after its first ``n_real``): the room the plan keeps for future work."""
+    grid = augmented.grid
+    cluster = {c.name: m for m, c in enumerate(augmented.clusters)}
+    resource = {r: k for k, r in enumerate(augmented.resources)}
+    phantoms = {job.id: job for job in augmented.jobs[n_real:]}
+    units = np.zeros((len(augmented.clusters), len(augmented.resources), grid.horizon_slots))
+    for a in result.plan.assignments:
+        job = phantoms.get(a.job)
+        if job is None or a.cluster not in cluster:
+            continue
+        stop = min(grid.horizon_slots, a.start_slot + job.runtime_slots)
+        for r, amount in job.demand.items():
+            units[cluster[a.cluster], resource[r], max(0, a.start_slot) : stop] += amount
+    return units
 
 
 def _lateness(instance: Instance, result: PolicyResult) -> tuple[int, int]:

@@ -27,6 +27,7 @@ from carbonshift.domain import Instance, Plan
 from carbonshift.errors import InputError
 from carbonshift.planning.backends.highs import LpMethod
 from carbonshift.planning.critical import critical_first
+from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.lookahead import PHANTOM_SHAPES, planned_with_reserve
 from carbonshift.planning.policies.asap import asap
 from carbonshift.planning.policies.carbonshift import (
@@ -51,6 +52,7 @@ __all__ = [
     "PolicySpec",
     "available_policies",
     "load_policy_module",
+    "online_hold",
     "parse_params",
     "policy_spec",
     "register_policy",
@@ -169,6 +171,11 @@ class OnlineDefaults:
     demand_forecast: str
     params: Mapping[str, ParamValue]
     round_params: Mapping[str, ParamValue] = field(default_factory=dict)
+    replan_min_improvement_g: float = 0.0
+    """The hold rule's hysteresis in the rounds when the scenario does not set it (a re-plan
+    moves a planned start only for at least this many grams more, g; :func:`online_hold`)."""
+    replan_min_improvement_pct: float = 0.0
+    """... and at least this share more of the job's grams at its planned start, %."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -555,6 +562,10 @@ POLICIES: dict[str, PolicySpec] = {
                 "moving-average",
                 {"reserve_future_demand": 1.0, "reserve_shapes": "sample"},
                 round_params={"cluster_band_columns": 0},
+                # the controller's and the hub's hysteresis, so the simulator re-plans as
+                # they do (bench/online.md, "No flapping ... (branch `online`)")
+                replan_min_improvement_g=1.0,
+                replan_min_improvement_pct=1.0,
             ),
         ),
         PolicySpec(
@@ -739,6 +750,19 @@ POLICIES: dict[str, PolicySpec] = {
         ),
     )
 }
+
+
+def online_hold(name: str) -> HoldRule:
+    """The hold rule policy ``name`` re-plans with in the simulator when the scenario does
+    not set one: its :class:`OnlineDefaults` hysteresis (``carbonshift``: see its entry),
+    nothing for a policy without online defaults."""
+    defaults = policy_spec(name).online
+    if defaults is None:
+        return HoldRule()
+    return HoldRule(
+        replan_min_improvement_g=defaults.replan_min_improvement_g,
+        replan_min_improvement_pct=defaults.replan_min_improvement_pct,
+    )
 
 
 def round_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -87,9 +87,16 @@ class Snapshot:
     exempt: frozenset[str] = frozenset()
     """Pending ids that are running work planned again (no release limit)."""
 
-    def hold(self, plan: Plan, rule: HoldRule, released_this_slot: int = 0) -> HoldOutcome:
+    def hold(
+        self,
+        plan: Plan,
+        rule: HoldRule,
+        released_this_slot: int = 0,
+        reserved_units: npt.NDArray[np.float64] | None = None,
+    ) -> HoldOutcome:
         """The policy's ``plan`` after the hold rules (:mod:`carbonshift.planning.hold`);
-        ``released_this_slot``: releases earlier passes of the same slot already made."""
+        ``released_this_slot``: releases earlier passes of the same slot already made;
+        ``reserved_units``: the policy's room for future work (``PolicyResult``)."""
         return apply_hold_rule(
             self.instance,
             self.context(),
@@ -98,6 +105,7 @@ class Snapshot:
             previous=self.previous,
             exempt=self.exempt,
             released_this_slot=released_this_slot,
+            reserved_units=reserved_units,
         )
 
     def context(self) -> PlanContext:
@@ -305,7 +313,7 @@ def plan_snapshot(
     began = time.perf_counter()
     result = run_policy(policy, snapshot.instance, params, snapshot.context())
     if rule is not None:
-        held_plan = snapshot.hold(result.plan, rule)
+        held_plan = snapshot.hold(result.plan, rule, reserved_units=result.reserved_units)
         notes = {**result.notes, **held_plan.reasons}
         result = replace(result, plan=held_plan.plan, notes=notes)
     start_now = tuple(a for a in result.plan.assignments if a.start_slot == 0)

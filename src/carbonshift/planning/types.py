@@ -73,3 +73,7 @@ class PolicyResult:
     #: the plan's certified ``bound`` object (docs/formats.md (plan)), for the policies that
     #: prove one (``carbonshift``); None for the others
     bound: PlanBound | None = None
+    #: units per (cluster, resource, slot) the plan keeps free for work that has not arrived
+    #: (the phantoms of planning/lookahead.py); None: no reserve. The hold rule's hysteresis
+    #: does not move a job back into them (planning/hold.py)
+    reserved_units: npt.NDArray[np.float64] | None = field(default=None, compare=False)

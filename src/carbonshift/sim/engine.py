@@ -29,7 +29,7 @@ from carbonshift.carbon.signal import integral_g_h_per_kwh, integrals_g_h_per_kw
 from carbonshift.domain import Cluster, ClusterName, Instance, JobId, operational_g, run_grams
 from carbonshift.domain import slots as slot_rules
 from carbonshift.errors import InputError
-from carbonshift.planning.hold import HoldRule
+from carbonshift.planning.hold import HoldRule, plan_moves
 from carbonshift.planning.snapshot import HeldWork, PendingWork, build_snapshot
 from carbonshift.planning.types import PlanContext, PolicyResult
 from carbonshift.workloads.model import Workload
@@ -39,6 +39,7 @@ __all__ = [
     "ForecastFn",
     "JobRecord",
     "PlanFn",
+    "ReplanCounts",
     "RunResult",
     "SimCluster",
     "SimConfig",
@@ -88,8 +89,11 @@ class SimConfig:
     replan_every_slots: int = 1
     interruptible: bool = False
     interrupt_overhead_minutes: float = 0.0
-    hold: HoldRule = field(default_factory=HoldRule)
-    """Hold only when it pays (scenario ``[hold]``; off by default: old results kept)."""
+    hold: HoldRule | None = None
+    """Hold only when it pays (scenario ``[hold]``); None: the policy's online hold rule
+    (:func:`carbonshift.planning.registry.online_hold`, which
+    :func:`carbonshift.sim.experiment.simulate_policy` fills in; :func:`run_simulation`
+    alone: no rule)."""
 
     def __post_init__(self) -> None:
         if self.hours <= 0:
@@ -153,6 +157,22 @@ class SlotRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplanCounts:
+    """How often re-plans moved a planned start (flapping), over one run.
+
+    A move is a round whose plan (after the hold rules) gives a pending job another
+    (cluster, start) than the round before; a return is a move back to a (cluster, start
+    hour) the job had been planned at before. ``gains_g``: what each move saves by its
+    round's forecast (negative: the move costs that job grams, e.g. to make room)."""
+
+    jobs_moved: int = 0
+    moves: int = 0
+    jobs_returned: int = 0
+    returns: int = 0
+    gains_g: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RunResult:
     """Everything one simulated run produced."""
 
@@ -162,6 +182,7 @@ class RunResult:
     end_h: float
     idle_carbon_g: float
     rounds: int
+    replans: ReplanCounts = field(default_factory=ReplanCounts)
 
 
 @dataclass(slots=True)
@@ -174,6 +195,9 @@ class _Live:
     remaining_h: float
     pieces: list[JobRecord] = field(default_factory=list)
     planned: tuple[str, float] | None = None  # (cluster, start_h) of the last round's plan
+    plans_seen: set[tuple[str, float]] = field(default_factory=set)  # every (cluster, start_h)
+    moves: int = 0
+    returns: int = 0
 
     def rows(self) -> list[JobRecord]:
         """Suspended pieces first, then the current record."""
@@ -210,6 +234,7 @@ def run_simulation(
     pending: list[_Live] = []
     active: list[_Live] = []  # committed or running: holds capacity until end_h
     planner_seconds: list[float] = []
+    gains_g: list[float] = []  # what each re-plan move saves by its round's forecast
     usage: dict[int, FloatArray] = {}  # slot -> (clusters, resources) units allocated
     forecasts: dict[int, FloatArray] = {}  # slot -> per-cluster forecast at plan time
     stop_h = config.hours + config.max_drain_hours
@@ -246,6 +271,7 @@ def run_simulation(
                 planner_seconds,
                 forecasts,
                 future_demand,
+                gains_g,
             )
         now_slot += period
     capped = bool(pending or active)
@@ -275,6 +301,13 @@ def run_simulation(
         end_h=end_h,
         idle_carbon_g=idle_g,
         rounds=rounds,
+        replans=ReplanCounts(
+            jobs_moved=sum(1 for item in live if item is not None and item.moves),
+            moves=sum(item.moves for item in live if item is not None),
+            jobs_returned=sum(1 for item in live if item is not None and item.returns),
+            returns=sum(item.returns for item in live if item is not None),
+            gains_g=tuple(gains_g),
+        ),
     )
 
 
@@ -337,8 +370,10 @@ def _plan_round(
     planner_seconds: list[float],
     forecasts: dict[int, FloatArray],
     future_demand: DemandFn | None = None,
+    gains_g: list[float] | None = None,
 ) -> list[_Live]:
-    """One planning round: snapshot, plan, commit what starts before the next round."""
+    """One planning round: snapshot, plan, commit what starts before the next round;
+    ``gains_g`` gets what each move of a planned start is worth (:class:`ReplanCounts`)."""
     slot_h = config.slot_h
     now_h = now_slot * slot_h
     movable = [a for a in active if _is_movable(config, a, now_h)]
@@ -372,10 +407,16 @@ def _plan_round(
     held = context.held_units.copy()  # what the commits below add to
     started = time.perf_counter()
     result = plan(instance, context)
-    held_plan = snapshot.hold(result.plan, config.hold)
+    held_plan = snapshot.hold(
+        result.plan, config.hold or HoldRule(), reserved_units=result.reserved_units
+    )
     if held_plan.reasons:
         result = replace(result, plan=held_plan.plan, notes={**result.notes, **held_plan.reasons})
     planner_seconds.append(time.perf_counter() - started)
+    moves = plan_moves(instance, context, result.plan, snapshot.previous)
+    if gains_g is not None:
+        gains_g.extend(m.gain_g for m in moves)
+    moved = {str(m.job) for m in moves}
     starts = {a.job: a for a in result.plan.assignments}
     for item in movable:
         keep = starts.get(JobId(item.record.job))
@@ -411,7 +452,15 @@ def _plan_round(
         active.append(item)
     for p in pending:  # what the hold rule's hysteresis compares the next round with
         later = starts.get(JobId(p.record.job))
-        p.planned = None if later is None else (later.cluster, now_h + later.start_slot * slot_h)
+        this_plan = (
+            None if later is None else (str(later.cluster), now_h + later.start_slot * slot_h)
+        )
+        if this_plan is not None and p.record.job in moved:
+            p.moves += 1
+            p.returns += this_plan in p.plans_seen
+        if this_plan is not None:
+            p.plans_seen.add(this_plan)
+        p.planned = this_plan
     return [p for p in pending if p.record.job not in committed]
 
 

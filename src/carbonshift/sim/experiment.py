@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,13 @@ from carbonshift.carbon.signal import resample
 from carbonshift.domain import Instance
 from carbonshift.errors import DataRangeError
 from carbonshift.planning.hold import HoldRule
-from carbonshift.planning.registry import parse_params, policy_spec, round_params, run_policy
+from carbonshift.planning.registry import (
+    online_hold,
+    parse_params,
+    policy_spec,
+    round_params,
+    run_policy,
+)
 from carbonshift.planning.types import PlanContext, PolicyResult
 from carbonshift.sim.engine import (
     DemandFn,
@@ -186,11 +192,15 @@ def simulate_policy(
     progress: ProgressFn | None = None,
 ) -> RunResult:
     """Simulate one policy on the experiment's prepared input (with its online defaults:
-    :func:`online_settings`)."""
+    :func:`online_settings`, and :func:`~carbonshift.planning.registry.online_hold` when the
+    experiment's hold rule is None)."""
     clusters, forecast = prepared
     method, settings = online_settings(exp.demand_forecast, name, params)
+    config = (
+        exp.config if exp.config.hold is not None else replace(exp.config, hold=online_hold(name))
+    )
     return run_simulation(
-        exp.config,
+        config,
         clusters,
         exp.workload,
         _plan_fn(name, settings),
@@ -286,6 +296,7 @@ def execute(
         "demand_forecast": demand_forecast,
         "seed": exp.seed,
         "policy_params": policy_params,
+        "hold": asdict(exp.config.hold or online_hold(exp.policy)),
         "baseline_params": dict(exp.baseline_params),
         "start": exp.config.start.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "hours": exp.config.hours,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ def run_metrics(run: RunResult) -> dict[str, Any]:
         if r.end_h is not None and math.isfinite(r.deadline_h) and r.deadline_h > r.submit_h
     ]
     carbon_g = math.fsum(r.carbon_g for r in jobs)
+    gains = [g for g in run.replans.gains_g if math.isfinite(g)]
     return {
         "carbon_kg": carbon_g / 1000.0,
         "idle_carbon_kg": run.idle_carbon_g / 1000.0,
@@ -88,6 +90,12 @@ def run_metrics(run: RunResult) -> dict[str, Any]:
         "planner_seconds_max": max(run.planner_seconds, default=0.0),
         "rounds": run.rounds,
         "end_h": run.end_h,
+        # flapping: re-plans that moved a planned start, and moves back to an earlier plan
+        "jobs_replanned": run.replans.jobs_moved,
+        "replan_moves": run.replans.moves,
+        "jobs_returned_to_earlier_plan": run.replans.jobs_returned,
+        "replan_returns": run.replans.returns,
+        "replan_gain_median_g": statistics.median(gains) if gains else None,
     }
 
 

@@ -103,7 +103,7 @@ def build_experiment(scenario: Scenario, *, strict: bool = False) -> Experiment:
             replan_every_slots=sim.replan_every_slots,
             interruptible=sim.interruptible,
             interrupt_overhead_minutes=sim.interrupt_overhead_minutes,
-            hold=scenario.hold.rule(),
+            hold=scenario.hold.rule(sim.policy),
         ),
         clusters=clusters,
         workload=workload,

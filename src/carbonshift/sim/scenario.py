@@ -44,7 +44,7 @@ from carbonshift.carbon.zones import resolve_zone
 from carbonshift.errors import InputError
 from carbonshift.formats import amount_in, check_depth
 from carbonshift.planning.hold import HoldRule
-from carbonshift.planning.registry import parse_params
+from carbonshift.planning.registry import online_hold, parse_params
 from carbonshift.units import parse_utc, to_utc
 from carbonshift.workloads import (
     DEMAND_FORECASTS,
@@ -251,20 +251,28 @@ class WorkloadSpec(BaseModel):
 
 
 class HoldSpec(BaseModel):
-    """``[hold]`` (optional): hold only when it pays (docs/design/0002); all 0, the default,
-    keeps the policy's plan as it is. Applied to the policy run, never to the baseline."""
+    """``[hold]`` (optional): hold only when it pays (docs/design/0002). The thresholds
+    default to 0 (off), except the re-plan hysteresis (``replan_min_improvement_*``), which
+    defaults to the policy's online hold rule (``carbonshift``: no flapping; others: 0).
+    Applied to the policy run, never to the baseline."""
 
     model_config = _FROZEN
 
     min_saving_g: float = Field(0.0, ge=0, le=1e12)
     min_saving_pct: float = Field(0.0, ge=0, le=100)
-    replan_min_improvement_g: float = Field(0.0, ge=0, le=1e12)
-    replan_min_improvement_pct: float = Field(0.0, ge=0, le=100)
+    replan_min_improvement_g: float | None = Field(None, ge=0, le=1e12)
+    replan_min_improvement_pct: float | None = Field(None, ge=0, le=100)
     max_releases_per_slot: int = Field(0, ge=0, le=1_000_000)
 
-    def rule(self) -> HoldRule:
-        """The seam's hold rule."""
-        return HoldRule(**self.model_dump())
+    def rule(self, policy: str) -> HoldRule:
+        """The seam's hold rule; the hysteresis not given is ``policy``'s online default
+        (:func:`~carbonshift.planning.registry.online_hold`)."""
+        default = online_hold(policy)
+        values = self.model_dump()
+        for name in ("replan_min_improvement_g", "replan_min_improvement_pct"):
+            if values[name] is None:
+                values[name] = getattr(default, name)
+        return HoldRule(**values)
 
 
 class Scenario(BaseModel):
