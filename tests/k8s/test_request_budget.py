@@ -29,6 +29,7 @@ from carbonshift.k8s.clock import ExternalClock
 from carbonshift.k8s.config import parse_config
 from carbonshift.k8s.flowcontrol import TokenBucket
 from carbonshift.k8s.informer import Informer
+from carbonshift.k8s.intent import only_written
 from fakekube import FakeKube
 from tests.k8s.harness import controller_config, make_harness
 from tests.k8s.objects import pod
@@ -620,3 +621,58 @@ async def test_held_events_follow_the_plan_writes_so_slow_writes_do_not_post_mor
         assert [what for what in order[last_write:] if what == "Held"] == ["Held"] * 2
     finally:
         await h.stop()
+
+
+_OLD: Obj = {
+    "kind": "Job",
+    "metadata": {
+        "name": "j",
+        "uid": "u1",
+        "resourceVersion": "5",
+        "labels": {"carbonshift.io/hub": "true"},
+        "annotations": {"carbonshift.io/deadline": "2h", "carbonshift.io/released-at": "x"},
+    },
+    "spec": {"suspend": True},
+}
+_WRITTEN = {"carbonshift.io/reason": "r", "carbonshift.io/released-at": None}
+_LABELS = {"carbonshift.io/state": "held"}
+
+
+def _answer(**changes: Any) -> Obj:
+    meta = {
+        **_OLD["metadata"],
+        "resourceVersion": "6",
+        "labels": {**_OLD["metadata"]["labels"], **_LABELS},
+        "annotations": {"carbonshift.io/deadline": "2h", "carbonshift.io/reason": "r"},
+        "managedFields": [{"manager": "carbonshift"}],
+    }
+    meta.update(changes.pop("metadata", {}))
+    return {**_OLD, "metadata": meta, **changes}
+
+
+@pytest.mark.parametrize(
+    ("new", "want_only_ours"),
+    [
+        pytest.param(_answer(), True, id="our-write-and-a-deletion"),
+        pytest.param(_answer(metadata={"resourceVersion": ""}), False, id="no-version"),
+        pytest.param(_answer(spec={"suspend": False}), False, id="spec-changed"),
+        pytest.param(_answer(metadata={"generation": 2}), False, id="other-metadata"),
+        pytest.param(
+            _answer(metadata={"annotations": {"carbonshift.io/deadline": "3h"}}),
+            False,
+            id="an-intent-annotation-changed",
+        ),
+        pytest.param(
+            _answer(metadata={"labels": {"carbonshift.io/hub": "true"}}),
+            False,
+            id="our-label-missing",
+        ),
+        pytest.param(
+            _answer(metadata={"labels": {**_OLD["metadata"]["labels"], **_LABELS, "x": "y"}}),
+            False,
+            id="another-label-added",
+        ),
+    ],
+)
+def test_only_written_tells_our_write_from_more(new: Obj, want_only_ours: bool) -> None:
+    assert only_written(_OLD, new, _WRITTEN, _LABELS) is want_only_ours

@@ -7,6 +7,9 @@ nothing; a watch answered 410 relists; a copy deleted in a spoke is seen and mad
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,8 +17,9 @@ import pytest
 
 from carbonshift.k8s.client import ApiKube
 from carbonshift.k8s.keys import PLACED_CLUSTER, PLANNED_START
-from carbonshift.k8s.multicluster import HubConfig
+from carbonshift.k8s.multicluster import HubConfig, workloads
 from carbonshift.k8s.multicluster.workloads import APPWRAPPERS, JOBS, WORKLOADS
+from fakekube import FakeKube
 from tests.multicluster.harness import HOLD_OFF, Fleet, fleet, hub_job
 
 START = datetime(2023, 6, 1, tzinfo=UTC)
@@ -157,3 +161,64 @@ async def test_after_list_runs_once_per_kind_when_its_first_list_is_stored() -> 
         await f.caught_up()
         await f.step(0)
         assert len(stored) == kinds  # no call after the first pass's lists
+
+
+async def admin_patch(kube: FakeKube, kind: str, name: str, patch: dict[str, Any]) -> None:
+    """A merge patch by the cluster's admin (a user's change, not the hub's)."""
+
+    def write() -> None:
+        api = kube.cluster.api
+        raw = json.dumps(patch).encode()
+        rt = api.kind(kind, "batch/v1")
+        kube._call(api.patch(rt, "batch", name, "application/merge-patch+json", raw))
+
+    await asyncio.to_thread(write)
+
+
+def count_intent_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How often each hub object's intent is parsed (``read_intent_from``), by name."""
+    reads: Counter[str] = Counter()
+    read = workloads.read_intent_from
+
+    def counting(source: Any, *args: Any, **kwargs: Any) -> Any:
+        reads[str(source.metadata.get("name"))] += 1
+        return read(source, *args, **kwargs)
+
+    monkeypatch.setattr(workloads, "read_intent_from", counting)
+    return reads
+
+
+async def test_the_hubs_own_annotation_write_carries_the_read_intent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The act phase writes the plan on every held object; the cleanup phase's collect and
+    the passes after it find those new versions read (the intent carried across the hub's
+    own write), not parsed again; a change by anyone else is read afresh."""
+    reads = count_intent_reads(monkeypatch)
+    async with fleet(START, config=FLUIDOS) as f:
+        await started(f)  # two passes: the first writes the plan (and releases two)
+        names = ["now-0", "now-1", "later-0", "later-1"]
+        for name in names:  # each was written by the hub after its one read
+            notes = (await f.get(f.hub, "Job", name, "batch", "batch/v1"))["metadata"]
+            assert notes["annotations"].get(PLANNED_START), name
+        want_reads = dict.fromkeys(names, 1)
+        assert {name: reads[name] for name in names} == want_reads
+        controller = f.controller
+        assert controller is not None
+        await f.caught_up()
+        await controller.reconcile()
+        assert {name: reads[name] for name in names} == want_reads
+
+        # the intent changed by someone else: read again
+        await admin_patch(
+            f.hub,
+            "Job",
+            "later-0",
+            {"metadata": {"annotations": {"carbonshift.io/deadline": "2023-06-02T06:00:00Z"}}},
+        )
+        await f.caught_up()
+        await controller.reconcile()
+        assert reads["later-0"] == 2
+        assert {name: reads[name] for name in names if name != "later-0"} == dict.fromkeys(
+            ["now-0", "now-1", "later-1"], 1
+        )

@@ -59,6 +59,7 @@ __all__ = [
     "NotHeld",
     "Obj",
     "object_key",
+    "only_written",
     "parse_quantity",
     "read_duration",
     "read_intent",
@@ -482,3 +483,50 @@ def _read_intent(source: IntentSource, config: ControllerConfig, now: datetime) 
         deadline_source=deadline_source,
         power_w=power,
     )
+
+
+_WRITE_METADATA = frozenset({"resourceVersion", "managedFields", "annotations", "labels"})
+"""What an annotation write's answer may change in metadata besides what it wrote."""
+_ABSENT = object()
+
+
+def only_written(
+    old: Obj,
+    new: Obj,
+    annotations: Mapping[str, str | None],
+    labels: Mapping[str, str],
+) -> bool:
+    """Whether ``new``, the answer of a merge patch of ``annotations`` (None: deleted) and
+    ``labels`` into ``old``'s metadata, is ``old`` with that write and nothing else (a new
+    resourceVersion and managedFields aside). A write that only did that changes no input
+    of the intent but what it wrote, so whoever wrote it may carry what it read from
+    ``old`` across (nothing else is assumed: a patch without a resourceVersion, or a
+    mutating webhook, may have brought more)."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if not new_meta.get("resourceVersion") or len(new) != len(old):
+        return False
+    # the same number of keys, each of new's in old with an equal value: the same keys
+    # (``is`` first: a cache shares the parts a new version has in common with the old)
+    for field, value in new.items():
+        was = old.get(field, _ABSENT)
+        if field != "metadata" and was is not value and was != value:
+            return False
+    kept = 0
+    for field, value in new_meta.items():
+        if field in _WRITE_METADATA:
+            continue
+        kept += 1
+        was = old_meta.get(field, _ABSENT)
+        if was is not value and was != value:
+            return False
+    if kept != sum(field not in _WRITE_METADATA for field in old_meta):
+        return False
+    return _merged(old_meta.get("annotations"), annotations) == (
+        new_meta.get("annotations") or {}
+    ) and _merged(old_meta.get("labels"), labels) == (new_meta.get("labels") or {})
+
+
+def _merged(before: Mapping[str, str] | None, patch: Mapping[str, str | None]) -> dict[str, str]:
+    """``before`` after a JSON merge patch of ``patch`` (RFC 7386: null deletes a key)."""
+    out = {**(before or {}), **patch}
+    return {k: v for k, v in out.items() if v is not None}

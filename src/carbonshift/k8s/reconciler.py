@@ -49,6 +49,7 @@ from carbonshift.k8s.intent import (
     Intent,
     NotHeld,
     Obj,
+    only_written,
     read_duration,
     read_intent,
     read_time,
@@ -102,8 +103,6 @@ _TERMINAL = ("Succeeded", "Failed")
 _MAX_WRITE_ATTEMPTS = 6
 #: how carbonshift.planning.hold words a move by the release rate limit
 _RATE_LIMITED = "release rate limit"
-#: metadata any write changes (managedFields: the cache drops them) or ours sets
-_WRITE_METADATA = ("resourceVersion", "managedFields", "annotations", "labels")
 
 
 def pod_path(namespace: str, name: str) -> str:
@@ -158,14 +157,6 @@ def _worth_writing(current: Mapping[str, str], wanted: Mapping[str, str]) -> boo
     if reason_shape(current.get(REASON, "")) != reason_shape(wanted.get(REASON, "")):
         return True
     return any(key not in current for key in (EST_NOW, EST_PLANNED))
-
-
-def _labels_after(meta: Mapping[str, Any], written: Mapping[str, str]) -> dict[str, str]:
-    """The labels after our annotation write of ``written`` (it sets the state label)."""
-    labels = dict(meta.get("labels") or {})
-    if STATE in written:
-        labels[STATE] = written[STATE]
-    return labels
 
 
 def _annotations(obj: Obj) -> dict[str, str]:
@@ -918,19 +909,9 @@ class Controller:
         may have changed meanwhile); if so, ``old``'s intent is remembered for ``new``: our
         annotations and the state label are no input of it, so it is not read again for the
         answer (and the watch event of the same version)."""
-        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-        if not new_meta.get("resourceVersion"):
+        if not only_written(old, new, written, _state_label(written).get("labels", {})):
             return False
-        for field in old.keys() | new.keys():
-            if field != "metadata" and new.get(field) != old.get(field):
-                return False
-        for field in old_meta.keys() | new_meta.keys():
-            if field not in _WRITE_METADATA and new_meta.get(field) != old_meta.get(field):
-                return False
-        if new_meta.get("annotations") != {**(old_meta.get("annotations") or {}), **written}:
-            return False
-        if (new_meta.get("labels") or {}) != _labels_after(old_meta, written):
-            return False
+        old_meta, new_meta = old["metadata"], new["metadata"]
         kind, uid = str(old.get("kind")), str(old_meta.get("uid"))
         found = self._intents.get((kind, uid, str(old_meta.get("resourceVersion"))))
         if found is not None:

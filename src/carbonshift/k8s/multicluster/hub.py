@@ -138,7 +138,10 @@ class HubController(InventoryPhase, ActPhase):
         self._inventory: dict[str, Obj] = {}
         self._caches: dict[str, Informer] = {}
         self._absent: set[str] = set()
-        self._reads: dict[tuple[str, ...], HubWorkload | NotHeld] = {}
+        self._reads: dict[tuple[str, str], tuple[tuple[str, ...], HubWorkload | NotHeld]] = {}
+        self._written: dict[
+            tuple[str, str], tuple[str, Mapping[str, str | None], Mapping[str, str]]
+        ] = {}
         self._demands: dict[tuple[str, str], dict[str, float] | None] = {}
         """One pod's demand of each held object version at the last plan."""
         self._demands_now: dict[tuple[str, str], dict[str, float] | None] = {}

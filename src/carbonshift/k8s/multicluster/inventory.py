@@ -37,7 +37,7 @@ from typing import Any, cast
 from carbonshift.errors import CarbonshiftError, InputError
 from carbonshift.k8s.client import ConflictError, ForbiddenError, NotFoundError
 from carbonshift.k8s.informer import Informer
-from carbonshift.k8s.intent import NotHeld, requested
+from carbonshift.k8s.intent import NotHeld, only_written, requested
 from carbonshift.k8s.keys import (
     API_VERSION,
     CRITICAL,
@@ -58,6 +58,7 @@ from carbonshift.k8s.multicluster.record import LOG, HubState, stamp
 from carbonshift.k8s.multicluster.workloads import (
     HubWorkload,
     Kind,
+    after_own_write,
     read_workload,
 )
 from carbonshift.k8s.nodes import usable_allocatables
@@ -570,7 +571,7 @@ class InventoryPhase(HubState):
                     candidates.append((kind, o))
                 elif adapter is APPWRAPPER:
                     await self._note_ungated(o, now)
-        reads: dict[tuple[str, ...], HubWorkload | NotHeld] = {}
+        reads: dict[tuple[str, str], tuple[tuple[str, ...], HubWorkload | NotHeld]] = {}
         for kind, obj in candidates:
             meta = obj["metadata"]
             owners = [
@@ -581,18 +582,20 @@ class InventoryPhase(HubState):
             # same: the pipeline collects three times a pass, and most objects do not change
             # between passes. The time matters only to an object without a creation time.
             timeless = all(m.get("creationTimestamp") for m in (meta, *owners))
+            uid = str(meta.get("uid"))
             version = (
-                kind,
-                str(meta.get("uid")),
                 str(meta.get("resourceVersion")),
                 *(str(m.get("resourceVersion")) for m in owners),
                 "" if timeless else now.isoformat(),
             )
-            seen = self._reads.get(version)
+            last = self._reads.get((kind, uid))
+            seen = None
+            if last is not None:
+                seen = last[1] if last[0] == version else self._carried(kind, obj, version, last)
             try:
                 if seen is None:
                     seen = read_workload(kind, obj, self._cconfig, now, by_uid)
-                reads[version] = seen
+                reads[(kind, uid)] = (version, seen)
             except Exception:  # one malformed object must not stop every pass
                 self.tally("errors")
                 LOG.exception("reading %s %s failed; left alone", kind, _name_of(obj))
@@ -603,7 +606,30 @@ class InventoryPhase(HubState):
                 continue
             found.append(seen)
         self._reads = reads
+        self._written.clear()  # each write's next version was met, or it moved on
         return found
+
+    def _carried(
+        self,
+        kind: Kind,
+        obj: Obj,
+        version: tuple[str, ...],
+        last: tuple[tuple[str, ...], HubWorkload | NotHeld],
+    ) -> HubWorkload | None:
+        """The read of ``obj`` carried from ``last`` (the read of the version before) when
+        ``obj`` is the answer of the hub's own annotation write to that version and nothing
+        else (:func:`~carbonshift.k8s.intent.only_written`): the intent is not parsed again
+        (10,000 times after the act phase of a start); None: read it afresh."""
+        read = last[1]
+        if not isinstance(read, HubWorkload):
+            return None
+        written = self._written.get((kind, read.uid))
+        if written is None or written[0] != last[0][0] or version[1:] != last[0][1:]:
+            return None
+        if not only_written(read.obj, obj, written[1], written[2]):
+            return None
+        carried = after_own_write(read, obj)
+        return carried if isinstance(carried, HubWorkload) else None
 
     async def _note_ungated(self, aw: Obj, now: datetime) -> None:
         """An AppWrapper that asks for carbon-aware placement (a ``carbonshift.io/``

@@ -25,7 +25,7 @@ from carbonshift.k8s.kinds import HubKind
 from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.multicluster.metrics import HubMetrics
-from carbonshift.k8s.multicluster.workloads import HubWorkload, state_label
+from carbonshift.k8s.multicluster.workloads import STANDING_KEYS, HubWorkload, state_label
 from carbonshift.k8s.planner import CarbonSource
 
 if TYPE_CHECKING:
@@ -114,8 +114,14 @@ class HubState:
     """The hub's watch-fed caches of its objects, by collection path."""
     _absent: set[str]
     """Collections the hub found not installed this pass."""
-    _reads: dict[tuple[str, ...], HubWorkload | NotHeld]
-    """What :meth:`InventoryPhase._collect` read from each object version it saw last."""
+    _reads: dict[tuple[str, str], tuple[tuple[str, ...], HubWorkload | NotHeld]]
+    """What :meth:`InventoryPhase._collect` read of each object it saw last, by (kind, uid):
+    the version read (the object's resourceVersion, its owners', and the time if it has no
+    creation time) and the read."""
+    _written: dict[tuple[str, str], tuple[str, Mapping[str, str | None], Mapping[str, str]]]
+    """The hub's own annotation writes since the last collect, by (kind, uid): the version
+    written to, the annotations and labels written (the next collect carries the read of
+    that version across the write: :meth:`InventoryPhase._collect`)."""
     _check_names: frozenset[str] = frozenset()
     """Names of the Kueue AdmissionChecks this hub answers (found each pass)."""
     after_list: Callable[[], None] | None = None
@@ -198,7 +204,11 @@ class HubState:
             }
         }
         answer = await self.hub.patch(w.adapter.path(meta["namespace"], meta["name"]), body)
-        return self._kept(w.adapter, answer)
+        self._kept(w.adapter, answer)
+        if annotations.keys() <= STANDING_KEYS:  # the next collect may carry its read
+            written = (str(meta["resourceVersion"]), annotations, labels)
+            self._written[(w.kind, w.uid)] = written
+        return answer
 
     def _lost(self, name: str, now: datetime) -> str | None:
         """Why work placed in spoke ``name`` counts as lost now (None: it is not)."""

@@ -75,10 +75,12 @@ __all__ = [
     "RELEASED_AT",
     "REMAINING",
     "SPOKE_STATUS",
+    "STANDING_KEYS",
     "STATE_LABEL",
     "WORKLOADS",
     "HubWorkload",
     "Kind",
+    "after_own_write",
     "condition_true",
     "is_finished",
     "pod_demand",
@@ -203,6 +205,47 @@ def read_workload(
         interruptible, overhead = _interruptible(
             {**(source.metadata.get("annotations") or {}), **annotations}
         )
+    except (InputError, ValueError, ArithmeticError, TypeError, AttributeError) as exc:
+        return NotHeld(f"unusable annotation: {exc}", unusable=True)
+    return _standing(kind, obj, annotations, intent, interruptible, overhead)
+
+
+STANDING_KEYS = frozenset(
+    {
+        PLACED_CLUSTER,
+        RELEASED_AT,
+        DONE_SECONDS,
+        PLANNED_CLUSTER,
+        PLANNED_START,
+        REASON,
+        SPOKE_STATUS,
+        LOST_FROM,
+    }
+)
+"""The annotations the hub writes on its objects (where each stands): no input of the
+intent, nor of whether it is interruptible."""
+
+
+def after_own_write(w: HubWorkload, obj: Obj) -> HubWorkload | NotHeld:
+    """``w`` read again from ``obj``, the answer of the hub's own write of
+    :data:`STANDING_KEYS` annotations (and the state label) to ``w.obj`` and nothing else
+    (:func:`carbonshift.k8s.intent.only_written`): the intent, interruptible and overhead are
+    carried, not parsed again; where it stands is read from ``obj``'s annotations, as
+    :func:`read_workload` reads it."""
+    annotations: dict[str, str] = dict((obj.get("metadata") or {}).get("annotations") or {})
+    return _standing(w.kind, obj, annotations, w.intent, w.interruptible, w.overhead)
+
+
+def _standing(
+    kind: Kind,
+    obj: Obj,
+    annotations: dict[str, str],
+    intent: Intent,
+    interruptible: bool,
+    overhead: timedelta,
+) -> HubWorkload | NotHeld:
+    """``obj`` as a :class:`HubWorkload`: where it stands, from the hub's annotations."""
+    try:
         released_raw = annotations.get(RELEASED_AT)
         released = parse_utc(released_raw, what=RELEASED_AT) if released_raw else None
         done_s = float(annotations.get(DONE_SECONDS, "0") or 0)
@@ -214,7 +257,7 @@ def read_workload(
     except (InputError, ValueError, ArithmeticError, TypeError, AttributeError) as exc:
         return NotHeld(f"unusable annotation: {exc}", unusable=True)
     placed = annotations.get(PLACED_CLUSTER) or None
-    finished = adapter.is_finished(obj)
+    finished = HUB_ADAPTERS[kind].is_finished(obj)
     state: Literal["held", "placed", "suspended", "done"]
     if finished:
         state = "done"
