@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 
 
@@ -63,3 +65,33 @@ def instance(
         carbon_g_per_kwh={ClusterName(k): tuple(v) for k, v in carbon.items()},
         jobs=tuple(jobs),
     )
+
+
+def crowded_gpu_jobs(
+    rng: np.random.Generator,
+    n_jobs: int,
+    horizon: int,
+    *,
+    max_gpu: int,
+    release_below: int,
+    slack: tuple[int, int],
+) -> list[Job]:
+    """``n_jobs`` jobs of 1..``max_gpu`` gpu and 1-4 slots, released before
+    ``release_below``, with ``slack[0]``..``slack[1]`` slots of slack (the deadline capped
+    at ``horizon``): instances whose exact sub-problems are hard for their size. Draws per
+    job, in order: runtime, release, slack, gpu."""
+    jobs = []
+    for i in range(n_jobs):
+        runtime = int(rng.integers(1, 5))
+        release = int(rng.integers(0, release_below))
+        extra = int(rng.integers(slack[0], slack[1] + 1))
+        jobs.append(
+            job(
+                f"j{i}",
+                gpu=float(rng.integers(1, max_gpu + 1)),
+                runtime=runtime,
+                release=release,
+                deadline=min(horizon, release + runtime + extra),
+            )
+        )
+    return jobs

@@ -17,7 +17,7 @@ from carbonshift.planning.backends.highs import Solution, SolveOptions
 from carbonshift.planning.policies import _polish
 from carbonshift.planning.policies import carbonshift as cs
 from carbonshift.planning.problem import LinearProgram
-from tests.builders import cluster, instance, job
+from tests.builders import cluster, crowded_gpu_jobs, instance
 
 #: The load emulated: wall time runs this many times as fast as CPU time.
 WALL_PER_CPU = 20.0
@@ -28,20 +28,9 @@ def crowded(seed: int, *, horizon: int = 16, n_jobs: int = 14) -> Instance:
     308-362 starts, so the exact MILP runs; it took 0.07-1.9 s of CPU on the development
     machine (seed 3: 0.2 s, one node), and under load its former 2 s wall limit bound."""
     rng = np.random.default_rng(seed)
-    jobs = []
-    for i in range(n_jobs):
-        runtime = int(rng.integers(1, 5))
-        release = int(rng.integers(0, horizon // 3))
-        slack = int(rng.integers(0, 4))
-        jobs.append(
-            job(
-                f"j{i}",
-                gpu=float(rng.integers(1, 4)),
-                runtime=runtime,
-                release=release,
-                deadline=min(horizon, release + runtime + slack),
-            )
-        )
+    jobs = crowded_gpu_jobs(
+        rng, n_jobs, horizon, max_gpu=3, release_below=horizon // 3, slack=(0, 3)
+    )
     clusters = [cluster("a", gpu=4.0), cluster("b", gpu=3.0, watts=1200.0)]
     carbon = {name: list(rng.uniform(50, 500, horizon)) for name in ("a", "b")}
     return instance(jobs, clusters, carbon, horizon=horizon)

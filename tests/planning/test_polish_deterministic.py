@@ -20,7 +20,7 @@ from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
 from carbonshift.planning.policies import _polish
 from carbonshift.planning.problem import arrays_of, build_problem, on_time_program
 from carbonshift.planning.types import SolveStatus
-from tests.builders import cluster, instance, job
+from tests.builders import cluster, crowded_gpu_jobs, instance
 
 #: The machine emulated: the polish's CPU clock runs this many times as fast as ours.
 SLOWER = 5.0
@@ -31,20 +31,9 @@ def crowded(seed: int, n_jobs: int = 30, horizon: int = 24) -> Instance:
     the polish's sub-MILPs are hard (seed 1, 50 jobs: 37,445 simplex iterations, 4.1-4.4 s
     of CPU on the development machine at load 5; seed 2, 30 jobs: 570 on-time starts)."""
     rng = np.random.default_rng(seed)
-    jobs = []
-    for i in range(n_jobs):
-        runtime = int(rng.integers(1, 5))
-        release = int(rng.integers(0, horizon // 2))
-        slack = int(rng.integers(2, 10))
-        jobs.append(
-            job(
-                f"j{i}",
-                gpu=float(rng.integers(1, 5)),
-                runtime=runtime,
-                release=release,
-                deadline=min(horizon, release + runtime + slack),
-            )
-        )
+    jobs = crowded_gpu_jobs(
+        rng, n_jobs, horizon, max_gpu=4, release_below=horizon // 2, slack=(2, 9)
+    )
     clusters = [cluster("a", gpu=8.0), cluster("b", gpu=6.0, watts=1200.0), cluster("c", gpu=5.0)]
     carbon = {n: list(rng.uniform(50, 500, horizon)) for n in ("a", "b", "c")}
     return instance(jobs, clusters, carbon, horizon=horizon)
