@@ -607,9 +607,7 @@ def test_a_late_core_rounding_is_rounded_again_before_any_sub_milp(
     assert _key(inst, result)[:2] == (0, 0)
 
 
-def test_roundings_made_again_stop_at_their_limit_and_keep_the_least_late(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_roundings_made_again_stop_at_their_limit_and_keep_the_least_late() -> None:
     """``_round_late_first`` rounds again at most ``rounds`` times, each with every job
     late so far first, and returns the rounding of least (lateness, grams): here every
     rounding made again is made later on purpose, so the first one is kept."""
@@ -637,19 +635,17 @@ def test_roundings_made_again_stop_at_their_limit_and_keep_the_least_late(
             placer.place(j, where)
     want_late = cs._lateness_slots(arrays, first)
     assert want_late > 0
-    rounding = cs._place_from_lp
     seen: list[list[int]] = []
 
-    def later(*args: Any) -> Any:
-        state = rounding(*args)
-        seen.append([int(j) for j in args[6]])
+    def later(ahead: Any) -> Any:
+        state = cs._place_from_lp(arrays, classes, columns, lp.share, table, table, ahead)
+        seen.append([int(j) for j in ahead])
         # every job of this rounding at its last start in the horizon: as late as can be
         placed = state.cluster >= 0
         state.start[placed] = (arrays.horizon_slots - arrays.runtime_slots)[placed]
         return state
 
-    monkeypatch.setattr(cs, "_place_from_lp", later)
-    kept, made = cs._round_late_first(arrays, classes, columns, lp.share, table, table, first, 2)
+    kept, made = cs._round_late_first(arrays, classes, table, first, later, 2)
     assert made == 2
     assert len(seen) == 2
     assert set(seen[0]) <= set(seen[1])  # every job late so far stays first

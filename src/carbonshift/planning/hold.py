@@ -110,7 +110,6 @@ def plan_moves(
     each with the grams the move is worth by this round's forecast (one vectorised call:
     the policies' ``c_ijs``). An earlier start before slot 0 is counted from slot 0, as the
     hysteresis compares it; one on a cluster no longer offered is a move worth NaN."""
-    arrays = arrays_of(instance, context)
     job_index = {job.id: j for j, job in enumerate(instance.jobs)}
     cluster_index = {c.name: m for m, c in enumerate(instance.clusters)}
     changed: list[tuple[Assignment, str, int]] = []
@@ -120,6 +119,9 @@ def plan_moves(
             continue
         if (before[0], max(0, before[1])) != (a.cluster, a.start_slot):
             changed.append((a, before[0], max(0, before[1])))
+    if not changed:  # most rounds: no arrays to build
+        return ()
+    arrays = arrays_of(instance, context)
     known = [(a, pc, ps) for a, pc, ps in changed if ClusterName(pc) in cluster_index]
     g_before = _grams(
         instance,

@@ -1034,15 +1034,14 @@ def _place_from_lp(
 def _round_late_first(
     arrays: InstanceArrays,
     classes: JobClasses,
-    columns: ClassColumns,
-    share: FloatArray,
     true: FloatArray,
-    guide: FloatArray,
     state: _State,
+    place: Callable[[IntArray], _State],
     rounds: int,
 ) -> tuple[_State, int]:
-    """``state`` (a rounding of the LP ``columns`` / ``share`` by :func:`_place_from_lp`)
-    rounded again, while it leaves jobs late and at most ``rounds`` times, with every job
+    """``state`` (a rounding of the LP by :func:`_place_from_lp`; ``place(first)``, that
+    rounding made with the jobs ``first`` placed first) rounded again, while it leaves
+    jobs late and at most ``rounds`` times, with every job
     late in an earlier rounding placed first, in the order they were first late (the
     squeaky wheel of Joslin and Clements 1999: a job the larger ones crowded out of its
     LP starts takes them before they do). Returns the rounding of least (lateness, grams)
@@ -1056,7 +1055,7 @@ def _round_late_first(
         if late.shape[0] == 0:
             break
         ahead = np.concatenate([ahead, late[~np.isin(late, ahead)]])
-        trial = _place_from_lp(arrays, classes, columns, share, true, guide, ahead)
+        trial = place(ahead)
         made += 1
         key = (_lateness_slots(arrays, trial), _grams(arrays, classes, trial, true))
         if key < best_key:
@@ -1728,11 +1727,17 @@ def carbonshift(
                 trial, made = _round_late_first(
                     arrays,
                     classes,
-                    core.columns,
-                    core.share,
                     true_table,
-                    ascent_guide,
                     trial,
+                    partial(
+                        _place_from_lp,
+                        arrays,
+                        classes,
+                        core.columns,
+                        core.share,
+                        true_table,
+                        ascent_guide,
+                    ),
                     _LATE_FIRST_ROUNDS,
                 )
                 if made:
