@@ -78,7 +78,7 @@ class SolveOptions:
     point stops at this optimality tolerance without crossing over, and HiGHS's crossover
     then runs from its solution (``Highs.crossover``). With crossover on, IPX first runs on
     to a tighter tolerance of its own: on the core LP of ten-zone 10,000 jobs, 1e-7 takes
-    31-39 interior point iterations instead of 35-47 and about 8 % less CPU, to the same
+    31-39 interior point iterations instead of 35-47 and 8-18 % less CPU, to the same
     optimum (bench/planner.md (q)). Where that crossover ends off an optimal vertex the
     answer says so: ``feasible`` with ``vertex`` (a basic feasible solution that HiGHS
     does not call optimal: on one core LP of five, dual infeasibilities up to 3.5e-7 and
