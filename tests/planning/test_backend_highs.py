@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import highspy
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -54,6 +55,33 @@ def test_lp_solutions_say_whether_they_are_a_vertex(method: LpMethod, want_verte
     assert solution.vertex is want_vertex
 
 
+def test_ipm_tolerance_crosses_over_apart_to_the_simplex_vertex(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``ipm_tolerance`` with ``ipm-vertex``: the interior point stops at that tolerance
+    without its own crossover, and HiGHS's crossover runs once from its solution, to the
+    vertex optimum simplex finds; without the option no separate crossover runs."""
+    calls: list[int] = []
+    crossover = highspy.Highs.crossover
+
+    def counted(highs: object, solution: object) -> object:
+        calls.append(1)
+        return crossover(highs, solution)
+
+    monkeypatch.setattr(highspy.Highs, "crossover", counted)
+    want = solve(KNAPSACK, SolveOptions(method=LpMethod.SIMPLEX))
+    plain = solve(KNAPSACK, SolveOptions(method=LpMethod.IPM_VERTEX))
+    assert calls == []
+    got = solve(KNAPSACK, SolveOptions(method=LpMethod.IPM_VERTEX, ipm_tolerance=1e-7))
+    assert calls == [1]
+    for solution in (plain, got):
+        assert solution.status is SolveStatus.OPTIMAL
+        assert solution.vertex
+        assert solution.objective == pytest.approx(want.objective, rel=1e-9)
+        assert solution.values == pytest.approx(want.values, abs=1e-9)
+        assert solution.row_duals == pytest.approx(want.row_duals, abs=1e-9)
+
+
 def test_milp_finds_the_integer_optimum_and_proves_it() -> None:
     solution = solve(KNAPSACK, SolveOptions(integer=True))
     assert solution.status is SolveStatus.OPTIMAL
@@ -87,8 +115,10 @@ def test_empty_model_is_optimal_at_zero() -> None:
     [
         ({"time_limit_s": 0.0}, "time_limit_s is 0.0 s"),
         ({"mip_gap": 1.0}, "mip_gap is 1.0"),
+        ({"ipm_tolerance": 0.0}, "ipm_tolerance is 0.0"),
+        ({"ipm_tolerance": 1.0}, "ipm_tolerance is 1.0"),
     ],
-    ids=["zero-time-limit", "gap-of-one"],
+    ids=["zero-time-limit", "gap-of-one", "zero-ipm-tolerance", "ipm-tolerance-of-one"],
 )
 def test_bad_options_are_input_errors(kwargs: dict[str, float], want_message: str) -> None:
     with pytest.raises(InputError, match=want_message):

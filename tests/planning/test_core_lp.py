@@ -6,6 +6,7 @@ large."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from unittest import mock
 
@@ -678,3 +679,71 @@ def test_the_fallback_after_an_on_time_core_still_tries_the_fewest_options_first
     want_g = _key(inst, off)[2]
     assert _key(inst, on) == (0, 0, want_g)
     assert not check_feasibility(inst, on.plan)
+
+
+def _feasible_not_optimal(real: Any) -> Any:
+    """``solve`` whose interior point with ``ipm_tolerance`` answers as HiGHS's crossover
+    does when it ends at a basic feasible solution it does not call optimal: the real
+    answer, ``feasible``, still a vertex with its duals."""
+
+    def fake(program: Any, options: SolveOptions | None = None, **kwargs: Any) -> Solution:
+        result: Solution = real(program, options, **kwargs)
+        if options is not None and options.ipm_tolerance is not None:
+            return replace(result, status=SolveStatus.FEASIBLE)
+        return result
+
+    return fake
+
+
+def test_with_ipm_tolerance_a_basic_feasible_crossover_answer_is_kept() -> None:
+    """With ``ipm_tolerance`` a vertex that the crossover calls feasible, not optimal (one
+    core LP of ten-zone 10,000 seeds 0-4, dual infeasibilities up to 3.5e-7), is rounded as
+    it is: no simplex retry, and the bound is still L at its prices, at most the LP
+    optimum. Without the option the same answer is retried by simplex."""
+    inputs = _lp_inputs(_spread(80, 3))
+    want = cs._solve_class_lp(*inputs, 60.0, method="simplex")
+    assert want.optimum_g is not None
+    with mock.patch.object(cs, "solve", _feasible_not_optimal(solve)):
+        kept = cs._solve_class_lp(*inputs, 60.0, method="ipm-vertex", ipm_tolerance=1e-7)
+    assert not kept.retried
+    assert kept.optimum_g == pytest.approx(want.optimum_g, rel=1e-6)
+    assert kept.bound_g is not None
+    assert kept.bound_g <= want.optimum_g * (1 + 1e-9)
+    assert kept.share.sum() == pytest.approx(want.share.sum())
+
+    def feasible_always(program: Any, options: SolveOptions | None = None, **kw: Any) -> Any:
+        result = solve(program, options, **kw)
+        if options is not None and options.method is LpMethod.IPM_VERTEX:
+            return replace(result, status=SolveStatus.FEASIBLE)
+        return result
+
+    with mock.patch.object(cs, "solve", feasible_always):
+        retried = cs._solve_class_lp(*inputs, 60.0, method="ipm-vertex")
+    assert retried.retried
+    assert retried.optimum_g == pytest.approx(want.optimum_g, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("small_jobs", "want_tolerance"),
+    [(0, cs._CORE_IPM_TOLERANCE), (3000, None)],
+    ids=["above-3000-jobs-crossover-apart", "up-to-3000-jobs-as-before"],
+)
+def test_the_core_lp_stops_its_interior_point_early_only_above_3000_jobs(
+    small_jobs: int, want_tolerance: float | None
+) -> None:
+    """Above 3,000 jobs the core LP's interior point stops at ``_CORE_IPM_TOLERANCE`` and
+    crosses over apart; up to 3,000 jobs it asks for HiGHS's own (those plans unchanged)."""
+    asked: list[float | None] = []
+
+    def spy(program: Any, options: SolveOptions | None = None, **kwargs: Any) -> Solution:
+        if options is not None and options.method is LpMethod.IPM_VERTEX:
+            asked.append(options.ipm_tolerance)
+        result: Solution = solve(program, options, **kwargs)
+        return result
+
+    inst = _spread(80, 3)
+    with mock.patch.object(cs, "_SMALL_JOBS", small_jobs), mock.patch.object(cs, "solve", spy):
+        planned = run_policy("carbonshift", inst, _LARGE_PATH)
+    assert asked
+    assert set(asked) == {want_tolerance}
+    assert _key(inst, planned)[:2] == (0, 0)

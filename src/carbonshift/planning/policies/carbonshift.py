@@ -98,6 +98,12 @@ _BOUND_MARGIN = 1e-9
 #: CPU); the CPU limits and node counts do not (docs/design/0002, "Limits").
 _WALL_GUARD_MIN_S = 60.0
 
+#: Above 3,000 jobs the core LP's interior point stops at this relative optimality
+#: tolerance and HiGHS's crossover runs from there (``SolveOptions.ipm_tolerance``): with
+#: crossover on, IPX runs on to a tighter tolerance of its own first (ten-zone 10,000:
+#: 31-39 iterations instead of 35-47, the same optimum; bench/planner.md (q)).
+_CORE_IPM_TOLERANCE = 1e-7
+
 
 def _note_search(stats: dict[str, float], name: str, done: PolishStats) -> None:
     """A search step's sub-MILPs, those kept and its CPU seconds in the plan's ``stats``."""
@@ -1262,7 +1268,9 @@ def _start_grams(
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _ClassLp:
-    """The class LP's outcome: its optimum (None unless proved), the certified bound
+    """The class LP's outcome: its optimum (None unless solved; with ``ipm_tolerance`` the
+    objective of a basic feasible solution within the crossover's tolerances of it, which
+    bounds nothing), the certified bound
     ``bound_g`` (the Lagrangian dual at its capacity prices ``prices``, ``(m, k, h)``) and
     the start shares."""
 
@@ -1287,6 +1295,7 @@ def _solve_class_lp(
     flow: bool = True,
     method: str = "simplex",
     presolve: bool = False,
+    ipm_tolerance: float | None = None,
 ) -> _ClassLp:
     """HiGHS dual simplex on the class LP: in flow form (planning/aggregate.py) without
     presolve and scaling (trace 10,000 jobs: 0.4 s against 1.3 s with them), or in row form
@@ -1300,12 +1309,15 @@ def _solve_class_lp(
     does not end at an optimal vertex (the rounding wants a basic solution's few starts per
     class); ``retried`` says so. ``presolve``: HiGHS's presolve before the interior point
     (in flow form it is off otherwise; it takes out the classes of one column).
+    ``ipm_tolerance``: the interior point's, then crossover apart
+    (``SolveOptions.ipm_tolerance``).
     ``cpu_limit_s``: each solve's limit, in CPU seconds of this thread for the dual simplex
     (a wall guard against a hang beside it), in wall seconds for the interior point (see
     below); where it binds there is no LP."""
     lp = class_program(arrays, classes, table, columns, flow=flow)
     seconds = 0.0
     retried = False
+    near = False  # a basic feasible solution, not called optimal, kept (ipm_tolerance)
     if method == "ipm-vertex":
         # the interior point is limited in wall seconds, as before: HiGHS calls the interrupt
         # callback at each of IPX's inner steps (23,733 calls in a ten-zone 10,000 plan,
@@ -1315,10 +1327,16 @@ def _solve_class_lp(
         options = class_lp_options(cpu_limit_s, flow=flow, method=LpMethod.IPM_VERTEX)
         if presolve:
             options = replace(options, presolve=True)
+        if ipm_tolerance is not None:
+            options = replace(options, ipm_tolerance=ipm_tolerance)
         try:
             solution = solve(lp.program, options)
             seconds = solution.seconds
-            retried = not (solution.status is SolveStatus.OPTIMAL and solution.vertex)
+            # with ipm_tolerance a basic feasible solution that HiGHS's crossover does not
+            # call optimal will do (no bound is taken from it: L at its prices is valid)
+            near = ipm_tolerance is not None and solution.status is SolveStatus.FEASIBLE
+            near = near and solution.vertex and solution.reduced_costs.size > 0
+            retried = not ((solution.status is SolveStatus.OPTIMAL or near) and solution.vertex)
         except SolverError:
             # HiGHS 1.16's interior point ended in "Solve error" on a 13-column core LP
             # (tests/planning/test_core_lp.py, a property test): dual simplex instead
@@ -1327,7 +1345,8 @@ def _solve_class_lp(
         options = _cpu_limited(class_lp_options(cpu_limit_s, flow=flow), cpu_limit_s)
         solution = solve(lp.program, options)
         seconds += solution.seconds
-    if solution.status is not SolveStatus.OPTIMAL:
+        near = False
+    if solution.status is not SolveStatus.OPTIMAL and not near:
         infeasible = solution.status is SolveStatus.INFEASIBLE
         return _ClassLp(None, None, None, infeasible, columns, np.zeros(0), seconds, retried)
     prices = None
@@ -1705,6 +1724,7 @@ def carbonshift(
                 lp_time_limit_s,
                 method=core_lp_method,
                 presolve=fix,
+                ipm_tolerance=None if small else _CORE_IPM_TOLERANCE,
             )
             stats["core_attempts"] = float(attempt + 1)
             stats["core_columns"] = float(keep.shape[0])
