@@ -1904,22 +1904,26 @@ def carbonshift(
             * (free.shape[2] + 1)
             + lp.columns.start_slot[used]
         )
-    # the cores' support, or with lp_bands the whole class LP's (ten-zone 300 seeds 0-1:
-    # 0.13-0.28 points; bench/planner.md (r))
-    time_support = band_support if band_support is not None else lp_support if lp_bands else None
-    if (
-        small
-        and band_columns > 0
-        and time_support is not None
-        and ascent_guide is not None
-        and complete_on_time()
-        and not close_enough()
-    ):
-        # time bands of many jobs with few starts each (ten-zone 1,000 seeds 0-2: 0.12-0.16
-        # points)
-        budget = _band_budget(band_lp_iterations, arrays.n_jobs)
-        bands("band", time_support, band_columns, budget, per_cluster=False)
-        best_key = score(best)
+
+    def time_bands(support: IntArray | None) -> None:
+        """Step 7c (or 7f) on ``support``, when the plan is on time and not yet near the
+        bound."""
+        nonlocal best_key
+        if (
+            small
+            and band_columns > 0
+            and support is not None
+            and ascent_guide is not None
+            and complete_on_time()
+            and not close_enough()
+        ):
+            # time bands of many jobs with few starts each (ten-zone 1,000 seeds 0-2:
+            # 0.12-0.16 points)
+            budget = _band_budget(band_lp_iterations, arrays.n_jobs)
+            bands("band", support, band_columns, budget, per_cluster=False)
+            best_key = score(best)
+
+    time_bands(band_support)  # the cores' path: before the cluster bands (step 7c)
     cluster_support = band_support if band_support is not None else lp_support
     if (
         small
@@ -1940,6 +1944,11 @@ def carbonshift(
             per_cluster=True,
         )
         best_key = score(best)
+    if band_support is None and lp_bands:
+        # the whole LP's path (step 7f): after the cluster bands, so that the plan is the
+        # one of before or lighter (bench/planner.md (r): before them, trace 1,000 seed 3
+        # ended 4 g heavier)
+        time_bands(lp_support)
     n_starts = int(
         np.sum(
             arrays.allowed.sum(axis=1)
