@@ -129,6 +129,21 @@ def test_the_whole_lp_path_runs_the_bands_on_its_support_with_lp_bands() -> None
     assert score_plan(inst, on.plan).carbon_g < score_plan(inst, off.plan).carbon_g - 1.0
 
 
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_on_the_whole_lp_path_the_bands_never_make_the_plan_heavier(seed: int) -> None:
+    """With ``lp_bands`` the time bands run after the cluster bands there, and keep only
+    lighter sub-MILPs: the plan is the one without them or lighter, the same twice."""
+    inst = _spread(60, seed)
+    params = {"exact_max_starts": 0, "search_factor": 0, "polish_steps": 0}
+    on = run_policy("carbonshift", inst, params)
+    again = run_policy("carbonshift", inst, params)
+    off = run_policy("carbonshift", inst, {**params, "lp_bands": False})
+    assert on.plan.assignments == again.plan.assignments
+    assert check_feasibility(inst, on.plan) == []
+    assert _key(inst, on)[:2] == (0, 0)
+    assert score_plan(inst, on.plan).carbon_g <= score_plan(inst, off.plan).carbon_g + 1e-9
+
+
 def test_the_rounds_turn_the_whole_lp_bands_off() -> None:
     from carbonshift.planning.registry import round_params
 
