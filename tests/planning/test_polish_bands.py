@@ -1,7 +1,8 @@
 """Time bands (``_polish.polish_bands``, docs/design/0002-carbonshift-planner.md step 7c):
 every movable job running in a band of slots freed at once, each with few starts (its own,
 the LP's support, its least priced), re-planned by one sub-MILP; kept only when lighter
-and within capacity. On the policy: where the cores stand in for the class LP."""
+and within capacity. On the policy: where the cores stand in for the class LP, and (with
+``lp_bands``) where the whole class LP is solved."""
 
 from __future__ import annotations
 
@@ -101,6 +102,53 @@ def test_the_cores_path_runs_the_bands_and_they_never_make_the_plan_heavier() ->
         assert check_feasibility(inst, result.plan) == []
         assert _key(inst, result)[:2] == (0, 0)
     assert score_plan(inst, on.plan).carbon_g <= score_plan(inst, off.plan).carbon_g + 1e-9
+
+
+def test_the_whole_lp_path_runs_the_bands_on_its_support_with_lp_bands() -> None:
+    """Where the whole class LP is solved (up to 3,000 jobs), ``lp_bands`` (on by default)
+    runs the time bands on the LP's support after the polish: here, the search, the polish,
+    the support MILP and the cluster bands off, a lighter plan than with it off (the bands
+    kept sub-MILPs); the plans feasible and on time. The simulator's rounds turn it off."""
+    inst = _spread(60, 0)
+    params = {
+        "exact_max_starts": 0,
+        "search_factor": 0,
+        "polish_steps": 0,
+        "support_nodes": 0,
+        "cluster_band_columns": 0,
+    }
+    on = run_policy("carbonshift", inst, params)
+    off = run_policy("carbonshift", inst, {**params, "lp_bands": False})
+    assert "lp_optimum_g" in on.stats  # the whole class LP, not the cores
+    assert on.stats["band_steps"] > 0
+    assert on.stats["band_kept"] > 0
+    assert "band_steps" not in off.stats
+    for result in (on, off):
+        assert check_feasibility(inst, result.plan) == []
+        assert _key(inst, result)[:2] == (0, 0)
+    assert score_plan(inst, on.plan).carbon_g < score_plan(inst, off.plan).carbon_g - 1.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_on_the_whole_lp_path_the_bands_never_make_the_plan_heavier(seed: int) -> None:
+    """With ``lp_bands`` the time bands run after the cluster bands there, and keep only
+    lighter sub-MILPs: the plan is the one without them or lighter, the same twice."""
+    inst = _spread(60, seed)
+    params = {"exact_max_starts": 0, "search_factor": 0, "polish_steps": 0}
+    on = run_policy("carbonshift", inst, params)
+    again = run_policy("carbonshift", inst, params)
+    off = run_policy("carbonshift", inst, {**params, "lp_bands": False})
+    assert on.plan.assignments == again.plan.assignments
+    assert check_feasibility(inst, on.plan) == []
+    assert _key(inst, on)[:2] == (0, 0)
+    assert score_plan(inst, on.plan).carbon_g <= score_plan(inst, off.plan).carbon_g + 1e-9
+
+
+def test_the_rounds_turn_the_whole_lp_bands_off() -> None:
+    from carbonshift.planning.registry import round_params
+
+    assert round_params("carbonshift", {})["lp_bands"] is False
+    assert round_params("carbonshift", {"lp_bands": True})["lp_bands"] is True
 
 
 @pytest.mark.parametrize(

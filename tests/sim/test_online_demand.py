@@ -89,7 +89,12 @@ ONLINE_SETTINGS = [
         {},
         (
             "moving-average",
-            {"cluster_band_columns": 0, "reserve_future_demand": 1.0, "reserve_shapes": "sample"},
+            {
+                "cluster_band_columns": 0,
+                "lp_bands": False,
+                "reserve_future_demand": 1.0,
+                "reserve_shapes": "sample",
+            },
         ),
         id="carbonshift-scenario-names-nothing-learned-demand-and-reserve-no-cluster-bands",
     ),
@@ -99,7 +104,12 @@ ONLINE_SETTINGS = [
         {},
         (
             "moving-average",
-            {"cluster_band_columns": 0, "reserve_future_demand": 1.0, "reserve_shapes": "sample"},
+            {
+                "cluster_band_columns": 0,
+                "lp_bands": False,
+                "reserve_future_demand": 1.0,
+                "reserve_shapes": "sample",
+            },
         ),
         id="carbonshift-names-the-learned-forecast-same-as-default",
     ),
@@ -109,7 +119,12 @@ ONLINE_SETTINGS = [
         {"reserve_future_demand": 0},
         (
             "moving-average",
-            {"cluster_band_columns": 0, "reserve_future_demand": 0, "reserve_shapes": "sample"},
+            {
+                "cluster_band_columns": 0,
+                "lp_bands": False,
+                "reserve_future_demand": 0,
+                "reserve_shapes": "sample",
+            },
         ),
         id="carbonshift-reserve-0-turns-the-reserve-off",
     ),
@@ -117,21 +132,21 @@ ONLINE_SETTINGS = [
         "carbonshift",
         "none",
         {},
-        ("none", {"cluster_band_columns": 0}),
+        ("none", {"cluster_band_columns": 0, "lp_bands": False}),
         id="carbonshift-demand-none-turns-both-off-rounds-still-without-cluster-bands",
     ),
     pytest.param(
         "carbonshift",
         "seasonal-day",
         {"polish_steps": 0},
-        ("seasonal-day", {"cluster_band_columns": 0, "polish_steps": 0}),
+        ("seasonal-day", {"cluster_band_columns": 0, "lp_bands": False, "polish_steps": 0}),
         id="carbonshift-another-forecast-no-default-reserve-cjps-co2-reproductions",
     ),
     pytest.param(
         "carbonshift",
         "seasonal-day",
         {"cluster_band_columns": 400},
-        ("seasonal-day", {"cluster_band_columns": 400}),
+        ("seasonal-day", {"cluster_band_columns": 400, "lp_bands": False}),
         id="carbonshift-a-scenario-may-turn-the-cluster-bands-on-in-its-rounds",
     ),
     pytest.param(
@@ -215,11 +230,16 @@ def test_static_plans_keep_no_reserve() -> None:
 @pytest.mark.parametrize(
     ("policy", "params", "want"),
     [
-        pytest.param("carbonshift", {}, {"cluster_band_columns": 0}, id="carbonshift-no-bands"),
+        pytest.param(
+            "carbonshift",
+            {},
+            {"cluster_band_columns": 0, "lp_bands": False},
+            id="carbonshift-no-bands",
+        ),
         pytest.param(
             "carbonshift",
             {"cluster_band_columns": 400, "polish_steps": 0},
-            {"cluster_band_columns": 400, "polish_steps": 0},
+            {"cluster_band_columns": 400, "lp_bands": False, "polish_steps": 0},
             id="given-params-win",
         ),
         pytest.param("fluidos", {"x": 1}, {"x": 1}, id="a-policy-without-round-params-unchanged"),

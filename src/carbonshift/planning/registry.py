@@ -292,6 +292,7 @@ POLICIES: dict[str, PolicySpec] = {
                     band_lp_iterations=p.get_int("band_lp_iterations"),
                     cluster_band_columns=p.get_int("cluster_band_columns"),
                     cluster_band_lp_iterations=p.get_int("cluster_band_lp_iterations"),
+                    lp_bands=p.get_bool("lp_bands"),
                 ),
                 context=ctx,
                 bound_iterations=(
@@ -413,6 +414,13 @@ POLICIES: dict[str, PolicySpec] = {
                     "budget of the cluster bands: HiGHS simplex iterations, 100 more per "
                     "band (of 1,000 jobs and more; below, times 1,000 / jobs, at most 3)",
                     0,
+                ),
+                ParamSpec(
+                    "lp_bands",
+                    bool,
+                    True,
+                    "the time bands also where the whole class LP is solved (up to 3,000 "
+                    "jobs), on its support; false: only where the cores stand in for it",
                 ),
                 ParamSpec("polish_jobs", int, 40, "most jobs freed per sub-MILP", 2),
                 ParamSpec("polish_columns", int, 1600, "most on-time starts per sub-MILP", 2),
@@ -557,11 +565,12 @@ POLICIES: dict[str, PolicySpec] = {
             # shaped as the pending jobs are (chosen on Caspian's day, seeds 1-3;
             # bench/online.md 2026-11-27 (ii), docs/simulator.md); no cluster bands (step
             # 7d, 1-6 s of CPU a plan at 100-3,000 jobs) in every round: the quick Caspian
-            # reproduction took 1.9 times as long with them (bench/planner.md (l))
+            # reproduction took 1.9 times as long with them (bench/planner.md (l)); nor
+            # time bands where the whole LP is solved (lp_bands, bench/planner.md (r))
             OnlineDefaults(
                 "moving-average",
                 {"reserve_future_demand": 1.0, "reserve_shapes": "sample"},
-                round_params={"cluster_band_columns": 0},
+                round_params={"cluster_band_columns": 0, "lp_bands": False},
                 # the controller's and the hub's hysteresis, so the simulator re-plans as
                 # they do (bench/online.md, "No flapping ... (branch `online`)")
                 replan_min_improvement_g=1.0,

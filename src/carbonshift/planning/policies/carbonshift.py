@@ -1406,6 +1406,7 @@ def carbonshift(
     band_lp_iterations: int = 30_000,
     cluster_band_columns: int = 400,
     cluster_band_lp_iterations: int = 30_000,
+    lp_bands: bool = True,
 ) -> PolicyResult:
     """The least operational + embodied grams (docs/formats.md scores; ``objective =
     operational``: operational grams only) with every deadline kept as a hard constraint,
@@ -1428,11 +1429,12 @@ def carbonshift(
     binds). Last, up to 3,000 jobs where the whole class LP was solved, the job-level MILP
     restricted to the LP's support and the plan's starts (:func:`_support_milp`, HiGHS,
     ``support_nodes`` nodes, ``support_time_limit_s`` CPU seconds at most; 0 nodes: off), the
-    plan as its incumbent; where the cores below stand in for that LP, time bands instead
-    (:func:`._polish.polish_bands`: every movable job running in a band of slots freed at
-    once with its own start, the cores' support and its least priced starts, sub-MILPs of
-    at most ``band_columns`` columns, ``polish_nodes`` nodes, ``band_lp_iterations``
-    simplex iterations in all; 0 columns: off), then cluster bands (one cluster's slots at
+    plan as its incumbent; then (where the cores below stand in for that LP, or with
+    ``lp_bands`` where it was solved whole) time bands (:func:`._polish.polish_bands`:
+    every movable job running in a band of slots freed at once with its own start, the
+    LP's or the cores' support and its least priced starts, sub-MILPs of at most
+    ``band_columns`` columns, ``polish_nodes`` nodes, ``band_lp_iterations`` simplex
+    iterations in all; 0 columns: off), then cluster bands (one cluster's slots at
     a time, the jobs running there and those whose least priced start lies there freed,
     at most ``cluster_band_columns`` columns, ``cluster_band_lp_iterations`` simplex
     iterations; 0 columns: off); below 1,000 jobs both bands' budgets grow as 1,000 /
@@ -1914,27 +1916,35 @@ def carbonshift(
         stats[f"{name}_lp_iterations"] = float(done.lp_iterations)
         stats[f"{name}_lp_budget"] = float(iterations)
 
-    if (
-        small
-        and band_columns > 0
-        and band_support is not None
-        and ascent_guide is not None
-        and complete_on_time()
-        and not close_enough()
-    ):
-        # where the cores stood in for the class LP: time bands of many jobs with few
-        # starts each (ten-zone 1,000 seeds 0-2: 0.12-0.16 points)
-        budget = _band_budget(band_lp_iterations, arrays.n_jobs)
-        bands("band", band_support, band_columns, budget, per_cluster=False)
-        best_key = score(best)
-    cluster_support = band_support
-    if cluster_support is None and lp is not None:
+    lp_support: IntArray | None = None
+    if band_support is None and lp is not None:
         used = lp.share > 1e-9
-        cluster_support = np.sort(
+        lp_support = np.sort(
             (lp.columns.klass[used] * free.shape[0] + lp.columns.cluster[used])
             * (free.shape[2] + 1)
             + lp.columns.start_slot[used]
         )
+
+    def time_bands(support: IntArray | None) -> None:
+        """Step 7c (or 7f) on ``support``, when the plan is on time and not yet near the
+        bound."""
+        nonlocal best_key
+        if (
+            small
+            and band_columns > 0
+            and support is not None
+            and ascent_guide is not None
+            and complete_on_time()
+            and not close_enough()
+        ):
+            # time bands of many jobs with few starts each (ten-zone 1,000 seeds 0-2:
+            # 0.12-0.16 points)
+            budget = _band_budget(band_lp_iterations, arrays.n_jobs)
+            bands("band", support, band_columns, budget, per_cluster=False)
+            best_key = score(best)
+
+    time_bands(band_support)  # the cores' path: before the cluster bands (step 7c)
+    cluster_support = band_support if band_support is not None else lp_support
     if (
         small
         and cluster_band_columns > 0
@@ -1954,6 +1964,11 @@ def carbonshift(
             per_cluster=True,
         )
         best_key = score(best)
+    if band_support is None and lp_bands:
+        # the whole LP's path (step 7f): after the cluster bands, so that the plan is the
+        # one of before or lighter (bench/planner.md (r): before them, trace 1,000 seed 3
+        # ended 4 g heavier)
+        time_bands(lp_support)
     n_starts = int(
         np.sum(
             arrays.allowed.sum(axis=1)
