@@ -142,6 +142,20 @@ def test_evaluate_is_each_class_at_its_first_least_priced_start(inst: Instance, 
         want_usage[where, :, start:end] += classes.class_demand[c][:, None]
     assert got.value_g == pytest.approx(want_value, rel=1e-12, abs=1e-9)
     assert np.allclose(got.subgradient, want_usage - free, rtol=0, atol=1e-9)
+    # the plan the ascent passes (the pairs outside each class's clusters read +inf): the
+    # same floats, to the bit
+    masked = range_plan(
+        classes.class_shape,
+        classes.class_lo,
+        classes.class_hi,
+        classes.shape_runtime.shape[0],
+        m,
+        h,
+        classes.class_allowed,
+    )
+    got_masked = evaluate(classes, base, prices, free, masked)
+    assert got_masked.value_g == got.value_g
+    assert np.array_equal(got_masked.subgradient, got.subgradient)
 
 
 @_SETTINGS

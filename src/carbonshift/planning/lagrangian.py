@@ -197,31 +197,56 @@ class RangePlan:
     first: IntArray
     second: IntArray
     levels: int
+    # ``first`` and ``second`` with the pairs outside ``allowed`` (:func:`range_plan`)
+    # pointing at the table's trailing ``+inf``: the allowed minima in two takes, without
+    # a mask at every evaluation (None: no ``allowed`` given)
+    first_allowed: IntArray | None = None
+    second_allowed: IntArray | None = None
 
 
 def range_plan(
-    shape: IntArray, lo: IntArray, hi: IntArray, n_shapes: int, m: int, h: int
+    shape: IntArray,
+    lo: IntArray,
+    hi: IntArray,
+    n_shapes: int,
+    m: int,
+    h: int,
+    allowed: BoolArray | None = None,
 ) -> RangePlan:
     """The :class:`RangePlan` of the queries ``(shape, lo .. hi)`` on a ``(n_shapes, m, h)``
-    table."""
+    table; with ``allowed`` (``(queries, m)``) also its indices that read ``+inf`` outside
+    it."""
     length = np.maximum(hi - lo + 1, 1)
     level = np.floor(np.log2(length)).astype(np.int64)
     levels = int(np.floor(np.log2(max(h, 1)))) + 1
     span = np.left_shift(1, level)
     cluster = np.arange(m, dtype=np.int64)[None, :]
     block = ((level * n_shapes + shape)[:, None] * m + cluster) * h
+    first, second = block + lo[:, None], block + (hi - span + 1)[:, None]
+    if allowed is None:
+        return RangePlan(first=first, second=second, levels=levels)
+    outside = levels * n_shapes * m * h  # the trailing +inf of _sparse_table
     return RangePlan(
-        first=block + lo[:, None], second=block + (hi - span + 1)[:, None], levels=levels
+        first=first,
+        second=second,
+        levels=levels,
+        first_allowed=np.where(allowed, first, outside),
+        second_allowed=np.where(allowed, second, outside),
     )
 
 
 def _sparse_table(table: FloatArray, levels: int) -> tuple[FloatArray, IntArray]:
     """The sparse table of ``table`` ``(G, m, h)`` over its last axis, flattened: level
     ``l`` holds the minimum of the ``2**l`` slots from each slot and the first slot where
-    it is reached (ties to the earlier block)."""
+    it is reached (ties to the earlier block); one trailing entry past them, ``+inf`` at
+    slot 0 (where :attr:`RangePlan.first_allowed` points outside the allowed pairs)."""
     g, m, h = table.shape
-    values = np.empty((levels, g, m, h))
-    slots = np.empty((levels, g, m, h), dtype=np.int64)
+    size = levels * g * m * h
+    flat_values = np.empty(size + 1)
+    flat_slots = np.empty(size + 1, dtype=np.int64)
+    flat_values[size], flat_slots[size] = np.inf, 0
+    values = flat_values[:size].reshape(levels, g, m, h)
+    slots = flat_slots[:size].reshape(levels, g, m, h)
     values[0] = table
     slots[0] = np.arange(h)
     width = 1
@@ -239,7 +264,7 @@ def _sparse_table(table: FloatArray, levels: int) -> tuple[FloatArray, IntArray]
         np.copyto(slots[level, :, :, :n], a_i)
         np.copyto(slots[level, :, :, :n], b_i, where=take_b)
         width *= 2
-    return values.reshape(-1), slots.reshape(-1)
+    return flat_values, flat_slots
 
 
 def range_min(
@@ -290,11 +315,17 @@ def evaluate(
     # as range_min, but the slot read for each class's chosen cluster only (the same
     # answer: the minimum's value, ties to the lower cluster, then the earlier slot)
     flat_v, flat_i = _sparse_table(table, plan.levels)
-    values = np.where(
-        classes.class_allowed,
-        np.minimum(np.take(flat_v, plan.first), np.take(flat_v, plan.second)),
-        np.inf,
-    )
+    if plan.first_allowed is not None and plan.second_allowed is not None:
+        # the same floats as the mask below, in two takes
+        values = np.minimum(
+            np.take(flat_v, plan.first_allowed), np.take(flat_v, plan.second_allowed)
+        )
+    else:
+        values = np.where(
+            classes.class_allowed,
+            np.minimum(np.take(flat_v, plan.first), np.take(flat_v, plan.second)),
+            np.inf,
+        )
     cluster = np.argmin(values, axis=1)
     rows = np.arange(values.shape[0])
     best = values[rows, cluster]
@@ -378,6 +409,7 @@ def dual_ascent(
         classes.shape_runtime.shape[0],
         m,
         h,
+        classes.class_allowed,
     )
     for done in range(1, iterations + 1):
         ev = evaluate(classes, base, lam, free, plan)

@@ -31,14 +31,18 @@ def result_of(
 ) -> PolicyResult:
     """A result listing every job once: ``chosen`` maps job index -> (cluster index, start)."""
     jobs = instance.jobs
-    clusters = instance.clusters
-    indexes = list(order) if order is not None else range(len(jobs))
+    names = [c.name for c in instance.clusters]
+    # by start, then index, as one stable sort of arrays (a key function per job cost 0.01 s
+    # of a 10,000-job plan); ``order`` only says which jobs to list
+    listed = list(order) if order is not None else range(len(jobs))
+    index = np.fromiter((i for i in listed if i in chosen), dtype=np.int64)
+    start = np.fromiter((chosen[i][1] for i in index.tolist()), dtype=np.int64, count=len(index))
+    ranked = index[np.lexsort((index, start))].tolist()
     assignments = [
-        Assignment(jobs[i].id, clusters[chosen[i][0]].name, int(chosen[i][1]))
-        for i in sorted(indexes, key=lambda i: (chosen[i][1], i) if i in chosen else (0, i))
-        if i in chosen
+        Assignment(jobs[i].id, names[cluster], int(slot))
+        for i, (cluster, slot) in zip(ranked, map(chosen.__getitem__, ranked), strict=True)
     ]
-    unscheduled = [jobs[i].id for i in range(len(jobs)) if i not in chosen]
+    unscheduled = [job.id for i, job in enumerate(jobs) if i not in chosen]
     plan = Plan.of(policy, assignments, unscheduled, seconds)
     job_notes: dict[JobId, str] = {}
     for i, text in (notes or {}).items():

@@ -985,6 +985,7 @@ def _place_from_lp(
     deferred = []
     # one resource: the room tested and taken as Python floats (the same plan)
     room = _Room(placer.free0) if placer.single else None
+    stale: set[int] = room.stale if room is not None else set()
     runtime, amount = placer.runtime, placer.amount
 
     def fits(j: int, m: int, s: int) -> bool:
@@ -1004,21 +1005,40 @@ def _place_from_lp(
         ahead = np.zeros(n, dtype=bool)
         ahead[first] = True
         order = np.concatenate([first[~arrays.critical[first]], order[~ahead[order]]])
+    rows = room.rows if room is not None else None
     for j in order.tolist():
         c = klass[j]
         if c < 0 or not on_time[j]:
             deferred.append(j)
             continue
         # the LP's starts by weight left to place (ties: column order), the first with room
-        picks = [p for p in range(bounds[c], bounds[c + 1]) if quota[p] > 1e-9]
-        picks.sort(key=lambda p: -quota[p])
+        first_pick, end_pick = bounds[c], bounds[c + 1]
+        if end_pick - first_pick == 1:  # most classes of a vertex: one start, no sort
+            picks = [first_pick] if quota[first_pick] > 1e-9 else []
+        else:
+            picks = [p for p in range(first_pick, end_pick) if quota[p] > 1e-9]
+            picks.sort(key=lambda p: -quota[p])
         placed = False
         for pick in picks:
-            if fits(j, *where_of[pick]):
-                place(j, *where_of[pick])
-                quota[pick] -= weight[j]
-                placed = True
-                break
+            m, s = where_of[pick]
+            if rows is not None:
+                # _Room.fits and _Room.take inline (the same floats; the hot loop of
+                # every rounding)
+                r, need = runtime[j], amount[j]
+                row = rows[m]
+                if min(row[s : s + r]) + CAPACITY_TOLERANCE < need:
+                    continue
+                for k in range(s, s + r):
+                    row[k] -= need
+                stale.add(m)
+                state.cluster[j], state.start[j] = m, s
+            elif fits(j, m, s):
+                place(j, m, s)
+            else:
+                continue
+            quota[pick] -= weight[j]
+            placed = True
+            break
         if placed:
             continue
         if room is not None:
