@@ -282,3 +282,71 @@ def test_arrival_shapes_weigh_the_pending_jobs_back_to_the_arrival_mix() -> None
         assert sum(d for s, _, d in arrivals if s == slot) == pytest.approx(9.0)
     alike = replace(inst, jobs=tuple(replace(j, deadline_slot=2) for j in inst.jobs))
     assert runtimes_and_windows(alike, "arrivals") == runtimes_and_windows(alike, "sample")
+
+
+def _round(origin_slot: int, ids: list[str]) -> Instance:
+    """Pending jobs ``ids`` (``j1``..``j6``: runtime ``k`` slots, due ``2k + 2`` slots after
+    hour 10) seen at slot ``origin_slot`` >= 10, having waited since 10; 3 units forecast to
+    arrive per slot."""
+    horizon = 48
+    return instance_from_dict(
+        {
+            **instance([3.0] * horizon),
+            "horizon_slots": horizon,
+            "carbon_g_per_kwh": {"a": [50.0] * horizon},
+            "clusters": [{"name": "a", "capacity": {"gpu": 8}, "watts_per_unit": {"gpu": 1}}],
+            "jobs": [
+                {
+                    "id": name,
+                    "demand": {"gpu": 1},
+                    "runtime_slots": int(name[1:]),
+                    "deadline_slot": 2 * int(name[1:]) + 2 - (origin_slot - 10),
+                }
+                for name in ids
+            ],
+        }
+    )
+
+
+def _phantom_shapes(
+    inst: Instance, origin_slot: int, shapes: str
+) -> dict[tuple[int, int], tuple[int, int]]:
+    """(arrival slot on the caller's axis, piece) -> (runtime, window as it arrived) of each
+    phantom, for slots 12-30 (clear of the horizon's cut)."""
+    waited = {str(job.id): origin_slot - 10 for job in inst.jobs}
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for job in with_phantoms(inst, 1.0, waited, shapes=shapes, origin_slot=origin_slot).jobs:
+        if not job.id.startswith(PHANTOM_PREFIX):
+            continue
+        slot, piece = (int(x) for x in job.id.removeprefix(PHANTOM_PREFIX).split("-"))
+        if 12 <= origin_slot + slot <= 30:
+            window = job.deadline_slot - job.release_slot
+            out[(origin_slot + slot, piece)] = (job.runtime_slots, window)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("shapes", "want_kept_at_least", "want_kept_at_most"),
+    [
+        pytest.param("stable", 1.0, 1.0, id="stable-keeps-every-phantom-it-can"),
+        pytest.param("sample", 0.0, 0.5, id="sample-reshuffles-when-one-job-starts"),
+    ],
+)
+def test_stable_phantoms_keep_their_shape_when_a_pending_job_starts(
+    shapes: str, want_kept_at_least: float, want_kept_at_most: float
+) -> None:
+    """Round 10 sees j1..j6; j1 starts, and round 11 sees j2..j6 with the same forecast.
+    A phantom arriving at the same slot of the caller's axis keeps its shape under
+    ``stable`` unless it had j1's (the job that left); ``sample``'s turn restarts each round,
+    so most phantoms change shape and the plan around them follows."""
+    ids = [f"j{k}" for k in range(1, 7)]
+    before = _phantom_shapes(_round(10, ids), 10, shapes)
+    after = _phantom_shapes(_round(11, ids[1:]), 11, shapes)
+    j1 = (1, 2 * 1 + 2)  # j1's runtime and window as it arrived
+    comparable = [key for key, shape in before.items() if shape != j1 and key in after]
+    assert len(comparable) >= 40
+    kept = sum(before[key] == after[key] for key in comparable) / len(comparable)
+    assert want_kept_at_least <= kept <= want_kept_at_most
+    if shapes == "stable":  # every shape still taken, about equally often (57 pieces)
+        counts = [sum(1 for s in before.values() if s == (k, 2 * k + 2)) for k in range(1, 7)]
+        assert min(counts) >= 4

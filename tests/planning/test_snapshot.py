@@ -9,7 +9,15 @@ from hypothesis import strategies as st
 
 from carbonshift.domain import Assignment, ClusterName, Instance, JobId, Plan, check_feasibility
 from carbonshift.errors import InputError
-from carbonshift.planning import POLICIES, RunningJob, Snapshot, held_units, plan_snapshot
+from carbonshift.planning import (
+    POLICIES,
+    PendingWork,
+    RunningJob,
+    Snapshot,
+    build_snapshot,
+    held_units,
+    plan_snapshot,
+)
 from tests.builders import cluster, instance, job
 from tests.planning.strategies import instances
 
@@ -117,3 +125,28 @@ def test_pending_plan_fits_beside_running_work(snapshot: Snapshot) -> None:
 def test_plan_of_an_empty_snapshot_is_empty() -> None:
     decision = plan_snapshot(Snapshot(instance([])), "caspian")
     assert decision.plan == Plan("caspian", (), (), decision.plan.solve_seconds)
+
+
+@pytest.mark.parametrize(
+    ("now_h", "slot_minutes", "want_origin_slot"),
+    [
+        pytest.param(0.0, 60, 0, id="hour-0"),
+        pytest.param(7.0, 60, 7, id="hourly-slots"),
+        pytest.param(2.5, 30, 5, id="half-hour-slots"),
+        pytest.param(3.999999999999, 60, 4, id="float-noise-at-a-boundary"),
+    ],
+)
+def test_the_seam_tells_the_policy_which_slot_of_the_callers_axis_is_slot_0(
+    now_h: float, slot_minutes: int, want_origin_slot: int
+) -> None:
+    """``PlanContext.origin_slot``: phantoms of the reserve keep their shapes by it
+    (``reserve_shapes = stable``), so every caller of the seam fills it alike."""
+    snap = build_snapshot(
+        now_h=now_h,
+        slot_minutes=slot_minutes,
+        resources=("gpu",),
+        clusters=[cluster()],
+        forecast_g_per_kwh={"c1": [100.0] * 4},
+        pending=[PendingWork("a", {"gpu": 1.0}, runtime_h=1.0, deadline_h=now_h + 2.0)],
+    )
+    assert snap.context().origin_slot == want_origin_slot

@@ -21,6 +21,7 @@ clairvoyant saving, with a forecast that expects work that never comes it keeps 
 from __future__ import annotations
 
 import itertools
+import zlib
 from collections.abc import Callable, Mapping, Set
 from dataclasses import replace
 
@@ -50,8 +51,11 @@ PHANTOM_PREFIX = "~future-"
 #: how phantoms are shaped (``reserve_shapes``): ``median``, one shape per slot, the pending
 #: work's medians; ``sample``, the shapes of the pending jobs themselves, in turn;
 #: ``arrivals``, the same shapes weighted back to the mix in which work arrives (a pending
-#: job by 1 / (its slack as it arrived + 1), the rounds it can stay pending at most)
-PHANTOM_SHAPES = ("median", "sample", "arrivals")
+#: job by 1 / (its slack as it arrived + 1), the rounds it can stay pending at most);
+#: ``stable``, ``sample``'s shapes, each phantom's taken by rendezvous hashing on (the slot
+#: it arrives in on the caller's axis, its piece, the job's id), so it keeps its shape from
+#: round to round while that job is pending
+PHANTOM_SHAPES = ("median", "sample", "arrivals", "stable")
 
 
 def with_phantoms(
@@ -60,6 +64,7 @@ def with_phantoms(
     waited_slots: Mapping[str, int] | None = None,
     *,
     shapes: str = "median",
+    origin_slot: int = 0,
 ) -> Instance:
     """``instance`` plus phantom jobs for ``weight`` x its forecast future demand.
 
@@ -82,7 +87,15 @@ def with_phantoms(
     family the slack grows with the runtime) are over-represented among them, and the
     phantoms with them. Each shape is taken in proportion to 1 / (slack + 1) (a smooth
     weighted round robin: equal weights give ``sample``'s turn), the inverse of how long it
-    can be seen pending. Phantoms are never critical.
+    can be seen pending. ``shapes="stable"``: ``sample``'s shapes, but piece ``c`` of the
+    units arriving in slot ``k`` takes the shape of the pending job with the highest hash
+    of (``origin_slot + k``, ``c``, its id) (rendezvous hashing, Thaler and Ravishankar
+    1998): the same phantom, planned again a round later (``origin_slot`` one more, ``k``
+    one less), keeps its shape unless the job whose shape it took has left, and a job that
+    arrives takes over only the pieces it wins. ``sample``'s turn restarts at slot 1 each
+    round, so one job starting reshuffles every phantom's shape, and the plan around them
+    with it (bench/online.md, branch ``online2``). Each shape is still taken with equal
+    chance per piece, as ``sample``'s in turn. Phantoms are never critical.
     """
     if not 0.0 <= weight <= 10.0 or not np.isfinite(weight):
         raise InputError(
@@ -130,12 +143,18 @@ def with_phantoms(
             for job, w in samples
         ]
     )
+    stable = (
+        _StableShapes([str(job.id) for job, _ in samples], origin_slot)
+        if shapes == "stable"
+        else None
+    )
     phantoms: list[Job] = []
     for slot in range(1, horizon):
         left = float(future[slot - 1]) * weight  # arrives in the slot before it is planned
         count = 0
         while left > 1e-9:
-            shape, window = samples[next_shape()]
+            pick = next_shape() if stable is None else stable.pick(slot, count)
+            shape, window = samples[pick]
             run = min(shape.runtime_slots, horizon - slot)
             unit = shape.demand[resource]
             amount = min(left, unit)
@@ -156,6 +175,31 @@ def with_phantoms(
             )
             count += 1
     return replace(instance, jobs=(*jobs, *phantoms))
+
+
+class _StableShapes:
+    """Rendezvous hashing (highest random weight) of phantom pieces onto pending jobs:
+    piece ``c`` of slot ``k`` takes the job whose hash of (``origin_slot + k``, ``c``, id)
+    is highest. Ids hash by CRC-32 (the same in every process, unlike ``hash``), mixed by
+    SplitMix64's finaliser (Steele, Lea and Flood 2014)."""
+
+    _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+    def __init__(self, ids: list[str], origin_slot: int) -> None:
+        self._ids = np.asarray([zlib.crc32(i.encode()) for i in ids], dtype=np.uint64)
+        self._origin = origin_slot
+
+    def pick(self, slot: int, piece: int) -> int:
+        """The index (into the ids) of the shape of piece ``piece`` of slot ``slot``."""
+        key = _mix64(np.asarray([((self._origin + slot) << 20) ^ piece], dtype=np.uint64))
+        return int(np.argmax(_mix64(self._ids ^ key)))
+
+
+def _mix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """SplitMix64's finaliser: every input bit moves about half the output bits."""
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
 
 
 def _shape_turns(weights: list[float]) -> Callable[[], int]:
@@ -243,7 +287,11 @@ def planned_with_reserve(
     phantoms on time: examples/own-data, 81.7 % of deadlines met without the reserve, 73.3 %
     with it.)"""
     augmented = with_phantoms(
-        instance, weight, None if context is None else context.waited_slots, shapes=shapes
+        instance,
+        weight,
+        None if context is None else context.waited_slots,
+        shapes=shapes,
+        origin_slot=0 if context is None else context.origin_slot,
     )
     if augmented is instance:
         return plan(instance)

@@ -555,7 +555,10 @@ POLICIES: dict[str, PolicySpec] = {
                     "the pending work's median runtime, window and demand), sample (the "
                     "pending jobs' own shapes in turn: runtimes, windows, demands, clusters) "
                     "or arrivals (those shapes, each in proportion to 1 / (its slack as it "
-                    "arrived + 1), as work arrives rather than as it waits)",
+                    "arrived + 1), as work arrives rather than as it waits) or stable "
+                    "(sample's shapes, each phantom keeping its shape from round to round "
+                    "while the job it took it from is pending: rendezvous hashing on its "
+                    "arrival slot)",
                     choices=PHANTOM_SHAPES,
                 ),
             ),

@@ -86,6 +86,8 @@ class Snapshot:
     """Job id -> (cluster, start slot) an earlier round planned (hysteresis)."""
     exempt: frozenset[str] = frozenset()
     """Pending ids that are running work planned again (no release limit)."""
+    origin_slot: int = 0
+    """Slot 0's index on the caller's time axis (whole slots since its hour 0)."""
 
     def hold(
         self,
@@ -113,6 +115,7 @@ class Snapshot:
         return PlanContext(
             held_units=held_units(self.instance, self.running),
             waited_slots=dict(self.waited_slots),
+            origin_slot=self.origin_slot,
         )
 
 
@@ -266,6 +269,7 @@ def build_snapshot(
         waited_slots=waited,
         previous=previous,
         exempt=frozenset(work.id for work in pending if work.running),
+        origin_slot=slot_rules.start_slot_of(now_h, slot_minutes, 0.0),
     )
 
 

@@ -55,6 +55,11 @@ class PlanContext:
 
     held_units: FloatArray | None = None
     waited_slots: Mapping[str, int] = field(default_factory=dict)
+    origin_slot: int = 0
+    """Slots from the caller's time origin to slot 0 (the simulator's slot index; 0 for a
+    caller whose axis starts now, as the controller's and the hub's do): a round's
+    phantoms of future work (planning/lookahead.py, ``reserve_shapes = stable``) keep
+    their shapes from round to round by it."""
 
 
 @dataclass(frozen=True, slots=True)
