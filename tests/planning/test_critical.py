@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from carbonshift.domain import check_feasibility
+from carbonshift.domain import Instance, JobId, check_feasibility
 from carbonshift.formats import instance_from_dict
+from carbonshift.planning.critical import critical_first
 from carbonshift.planning.registry import POLICIES, run_policy
+from carbonshift.planning.types import PlanContext, PolicyResult
 
 #: asap's whole rule is arrival order; --list-policies says that critical jobs take no
 #: precedence there (and in exact under objective=gru, tested below)
@@ -86,3 +88,22 @@ def test_window_warns_that_it_does_not_choose_where_with_several_clusters(
         run_policy("window", instance_from_dict(instance()))
     want = "single-cluster time shifter: with 2 clusters"
     assert any(want in r.getMessage() for r in caplog.records)
+
+
+def test_the_rest_is_planned_with_the_callers_context_and_the_critical_jobs_room_held() -> None:
+    inst = instance_from_dict(instance(critical_release=1))
+    seen: list[PlanContext | None] = []
+
+    def inner(rest: Instance, context: PlanContext | None) -> PolicyResult:
+        seen.append(context)
+        return run_policy("asap", rest)
+
+    context = PlanContext(waited_slots={JobId("plain-2"): 3}, origin_slot=7)
+    critical_first(inner, inst, context)
+    (got,) = seen
+    assert got is not None
+    assert got.origin_slot == 7  # before, a new PlanContext dropped it (0)
+    assert got.waited_slots == {JobId("plain-2"): 3}
+    assert got.held_units is not None
+    # the urgent job (1 gpu, slots 1-2) holds its cluster's room there and nowhere else
+    assert float(got.held_units.sum()) == 2.0

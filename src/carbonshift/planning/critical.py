@@ -80,11 +80,11 @@ def critical_first(run: Runner, instance: Instance, context: PlanContext | None)
     held = arrays.capacity_units - ledger.free_units
     placing_s = time.perf_counter() - began
     rest = replace(instance, jobs=tuple(j for j in instance.jobs if not j.critical))
+    # the caller's context with the critical jobs' room held: every other field (the
+    # slots waited, where slot 0 lies on the caller's axis) goes through as it came
     inner = run(
         rest,
-        PlanContext(
-            held_units=held, waited_slots=context.waited_slots if context is not None else {}
-        ),
+        PlanContext(held_units=held) if context is None else replace(context, held_units=held),
     )
     jobs, clusters = instance.jobs, instance.clusters
     notes: dict[JobId, str] = dict(inner.notes)
