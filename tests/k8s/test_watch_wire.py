@@ -463,11 +463,13 @@ async def test_the_first_event_after_a_quiet_spell_is_not_held_back() -> None:
     assert all(0.35 < later - earlier < 0.95 for earlier, later in itertools.pairwise(got))
 
 
-async def test_a_client_watch_gathers_its_events_for_watch_batch_s(
+async def test_a_client_watch_passes_its_batch_time_to_the_transport(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     async with watch_server([_spaced(*THREE, gap_s=0.03)]) as (url, _):
         kube = await _kube(url, "lean", monkeypatch)
+        assert kube.watch_batch_s == WATCH_BATCH_S == 0.0  # off by default (client.py)
+        kube.watch_batch_s = 0.05
         lean = kube._direct.lean if kube._direct is not None else None
         assert lean is not None
         asked: list[float] = []
@@ -483,6 +485,5 @@ async def test_a_client_watch_gathers_its_events_for_watch_batch_s(
             await _collect(kube, seen)
         finally:
             await kube.close()
-    assert asked == [WATCH_BATCH_S]
-    assert WATCH_BATCH_S > 0
+    assert asked == [0.05]
     assert seen == ["b101", "a102", "b103"]

@@ -347,11 +347,13 @@ WATCH_TIMEOUT_S = 300
 #: seconds without a byte after which the lean transport ends a watch as stalled (the server
 #: ends it at :data:`WATCH_TIMEOUT_S`, and sends a bookmark about once a minute before)
 WATCH_IDLE_S = WATCH_TIMEOUT_S + 30.0
-#: seconds a watch's socket is left unread after each batch of events: the echoes of a
-#: controller's own writes, one every few milliseconds while it writes, then come several
-#: to a wake-up of the event loop instead of one each (bench/hub.md, "Echoes read in
-#: batches"); an event waits at most this much longer, the first after a quiet spell not
-WATCH_BATCH_S = 0.02
+#: seconds a watch's socket is left unread after each batch of events, so that the echoes
+#: of a controller's own writes come several to a wake-up of the event loop (bench/hub.md,
+#: "Echoes read in batches"). Off (0): at 0.02 s a controller's pass acted on a Job before
+#: the echo of its own write on it came, met a 409 and left the plan to the next pass
+#: (tests/k8s/test_reliability.py, "the webhook missed"); on again once passes wait for
+#: their own echoes
+WATCH_BATCH_S = 0.0
 
 #: ``CARBONSHIFT_K8S_TRANSPORT``: ``lean`` (the default) or ``aiohttp`` (every request
 #: through kubernetes-asyncio's aiohttp session, as before 2026-11-27)
@@ -489,7 +491,8 @@ class ApiKube:
         self.watch_idle_s = WATCH_IDLE_S
         #: seconds a watch over the lean transport leaves its socket unread after each batch
         #: of events, so that the events arriving meanwhile come in one batch
-        #: (:class:`~carbonshift.k8s.wire.WatchStream`); 0 reads each at once
+        #: (:class:`~carbonshift.k8s.wire.WatchStream`); 0 (:data:`WATCH_BATCH_S`, the
+        #: default) reads each at once
         self.watch_batch_s = WATCH_BATCH_S
 
     async def close(self) -> None:
