@@ -13,7 +13,8 @@ Per reconcile: the controller process's CPU seconds (``time.process_time``), wal
 API requests by cluster (hub / spokes) and verb (counted at ``ApiKube._send``; a watch is one
 request however long it streams), workloads released to spokes, the wall seconds of the last
 pass's phases and of its planning call (``HubController.last_phase_s`` / ``last_plan_s``),
-the CPU seconds of each phase over the reconcile's passes (:class:`PhaseCpu`);
+the CPU seconds and voluntary context switches of each phase over the reconcile's passes
+(:class:`PhaseCpu`);
 peak RSS of the process after creating the Jobs (the driver's share), after each reconcile
 and after the run.
 
@@ -117,29 +118,42 @@ class Counting:
 class PhaseCpu:
     """This process's CPU seconds per phase of the hub's passes (``HubController._phase``
     wrapped), added up over the passes of one reconcile. The watch events the process
-    handles while a phase runs (the echoes of its own writes) count in that phase."""
+    handles while a phase runs (the echoes of its own writes) count in that phase.
+
+    Also the process's voluntary context switches per phase (``getrusage``'s ``ru_nvcsw``:
+    each time it blocked waiting for the network, about one a wake-up of its event loop): a
+    count, less moved by the machine's load than CPU seconds."""
 
     def __init__(self) -> None:
         self.cpu_s: dict[str, float] = {}
+        self.waits: dict[str, int] = {}
         self._original = HubController._phase
 
     def install(self) -> None:
-        original, spent = self._original, self.cpu_s
+        original, spent, waits = self._original, self.cpu_s, self.waits
 
         @contextlib.contextmanager
         def phase(controller: HubController, name: str) -> Iterator[None]:
             began = time.process_time()
+            blocked = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
             try:
                 with original(controller, name):
                     yield
             finally:
                 spent[name] = spent.get(name, 0.0) + time.process_time() - began
+                now_blocked = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+                waits[name] = waits.get(name, 0) + now_blocked - blocked
 
         HubController._phase = phase  # type: ignore[method-assign,assignment]
 
     def take(self) -> dict[str, float]:
         taken = {name: round(s, 2) for name, s in self.cpu_s.items()}
         self.cpu_s.clear()
+        return taken
+
+    def take_waits(self) -> dict[str, int]:
+        taken = dict(self.waits)
+        self.waits.clear()
         return taken
 
     def uninstall(self) -> None:
@@ -219,6 +233,7 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                     now[0] = START + timedelta(hours=period)
                 counting.by.clear()
                 phase_cpu.take()
+                phase_cpu.take_waits()
                 cpu0, wall0 = time.process_time(), time.perf_counter()
                 round_ = await controller.reconcile()
                 row = {
@@ -236,6 +251,8 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                     "plan_wall_s": round(controller.last_plan_s or 0.0, 2),
                     # CPU seconds of each phase, over every pass of the reconcile
                     "phase_cpu_s": phase_cpu.take(),
+                    # voluntary context switches of each phase (blocking waits: wake-ups)
+                    "phase_waits": phase_cpu.take_waits(),
                     **gc_time.take(),
                 }
                 rows.append(row)

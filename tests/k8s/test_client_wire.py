@@ -642,3 +642,53 @@ async def test_an_informational_answer_to_a_watch_is_a_temporary_error_naming_it
         finally:
             await kube.close()
     assert not isinstance(caught.value, KubeError)
+
+
+async def test_requests_share_one_alarm_for_their_time_limits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a timer per request (asyncio.timeout) was pushed on the loop's heap and cancelled each
+    # time: the hub's start sends 12,000 requests (bench/hub.md, "branch hubstart2")
+    loop = asyncio.get_running_loop()
+    timers: list[float] = []
+    real_call_at = loop.call_at
+
+    def counting_call_at(when: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+        timers.append(when)
+        return real_call_at(when, callback, *args, **kwargs)
+
+    async with tiny_server(_sized) as (url, _):
+        pool = LeanPool(url, ssl_context=None, server_hostname=None, limit=4)
+        await pool.request("GET", "/x", "", None, 30.0)  # the connection is open
+        monkeypatch.setattr(loop, "call_at", counting_call_at)
+        try:
+            for _ in range(20):
+                answer = await pool.request("GET", "/x", "", None, 30.0)
+                assert answer.status == 200
+        finally:
+            monkeypatch.undo()
+            pool.close()
+    want_timers_at_most = 1
+    assert len(timers) <= want_timers_at_most
+
+
+async def test_a_shorter_time_limit_holds_while_a_longer_one_is_in_flight() -> None:
+    async def stall(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
+        await asyncio.sleep(30)  # no answer
+        return False
+
+    async with tiny_server(stall) as (url, _):
+        pool = LeanPool(url, ssl_context=None, server_hostname=None, limit=4)
+        long_one = asyncio.ensure_future(pool.request("GET", "/long", "", None, 30.0))
+        await asyncio.sleep(0.05)  # its deadline arms the alarm first
+        began = time.monotonic()
+        try:
+            with pytest.raises(TimeoutError):
+                await pool.request("GET", "/short", "", None, 0.3)
+            assert time.monotonic() - began < 2.0
+            assert not long_one.done()  # its own limit has not passed
+        finally:
+            long_one.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await long_one
+            pool.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import shutil
@@ -21,7 +22,14 @@ from typing import Any
 import pytest
 
 from carbonshift.errors import TemporaryError
-from carbonshift.k8s.client import TRANSPORT_ENV, ApiKube, ForbiddenError, GoneError, connect
+from carbonshift.k8s.client import (
+    TRANSPORT_ENV,
+    WATCH_BATCH_S,
+    ApiKube,
+    ForbiddenError,
+    GoneError,
+    connect,
+)
 from carbonshift.k8s.clock import ExternalClock, SystemClock
 from carbonshift.k8s.informer import Informer
 from carbonshift.k8s.wire import LeanPool, WatchStream
@@ -402,3 +410,80 @@ async def test_the_informer_resumes_or_relists_over_the_lean_watch(
     assert f"resourceVersion={want_from}&" in served.watches()[1]
     if want_reasons == ["error"]:
         assert "no event" in caplog.text
+
+
+def _spaced(*lines: bytes, gap_s: float) -> Script:
+    """A chunked answer of ``lines``, one chunk each, ``gap_s`` apart; then the end."""
+
+    async def script(writer: asyncio.StreamWriter) -> None:
+        writer.write(_CHUNKED_HEAD)
+        for line in lines:
+            writer.write(_chunk(line))
+            await writer.drain()
+            await asyncio.sleep(gap_s)
+        writer.write(b"0\r\n\r\n")
+
+    return script
+
+
+BATCH_CASES = [
+    # (id, batch_s, gap between events s, want batch sizes)
+    ("no-batching-one-event-a-batch", 0.0, 0.1, [1, 1, 1]),
+    ("events-within-the-batch-time-come-together", 0.4, 0.1, [1, 2]),
+]
+
+
+@pytest.mark.parametrize(
+    ("batch_s", "gap_s", "want_sizes"),
+    [(b, g, w) for _, b, g, w in BATCH_CASES],
+    ids=[i for i, _, _, _ in BATCH_CASES],
+)
+async def test_events_arriving_while_a_batch_is_gathered_come_as_one(
+    batch_s: float, gap_s: float, want_sizes: list[int]
+) -> None:
+    async with watch_server([_spaced(*THREE, gap_s=gap_s)]) as (url, _):
+        pool = LeanPool(url, ssl_context=None, server_hostname=None, limit=4)
+        stream = await pool.watch("/w?watch=true", "", start_timeout_s=5, idle_s=5, batch_s=batch_s)
+        batches = [batch async for batch in stream.lines()]
+    assert [len(b) for b in batches] == want_sizes
+    assert [line for b in batches for line in b] == [line.rstrip(b"\n") for line in THREE]
+
+
+async def test_the_first_event_after_a_quiet_spell_is_not_held_back() -> None:
+    got: list[float] = []
+    async with watch_server([_spaced(*THREE, gap_s=0.6)]) as (url, _):
+        pool = LeanPool(url, ssl_context=None, server_hostname=None, limit=4)
+        stream = await pool.watch("/w?watch=true", "", start_timeout_s=5, idle_s=5, batch_s=0.3)
+        began = time.monotonic()
+        async for _batch in stream.lines():
+            got.append(time.monotonic() - began)
+    # each event comes 0.6 s after the one before, after the 0.3 s batch has ended
+    assert len(got) == 3
+    assert got[0] < 0.3
+    assert all(0.35 < later - earlier < 0.95 for earlier, later in itertools.pairwise(got))
+
+
+async def test_a_client_watch_passes_its_batch_time_to_the_transport(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async with watch_server([_spaced(*THREE, gap_s=0.03)]) as (url, _):
+        kube = await _kube(url, "lean", monkeypatch)
+        assert kube.watch_batch_s == WATCH_BATCH_S == 0.0  # off by default (client.py)
+        kube.watch_batch_s = 0.05
+        lean = kube._direct.lean if kube._direct is not None else None
+        assert lean is not None
+        asked: list[float] = []
+        real = lean.watch
+
+        async def spy(target: str, fields: str, **limits: float) -> Any:
+            asked.append(limits["batch_s"])
+            return await real(target, fields, **limits)
+
+        monkeypatch.setattr(lean, "watch", spy)
+        try:
+            seen: list[str] = []
+            await _collect(kube, seen)
+        finally:
+            await kube.close()
+    assert asked == [0.05]
+    assert seen == ["b101", "a102", "b103"]

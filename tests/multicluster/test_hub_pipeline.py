@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import copy
 from datetime import UTC, datetime
+from typing import cast
 
+from carbonshift.k8s.client import ApiKube
+from carbonshift.k8s.clock import SystemClock
 from carbonshift.k8s.intent import NotHeld
 from carbonshift.k8s.keys import HUB_LABEL, MANAGED_LABEL
-from carbonshift.k8s.multicluster import HubConfig
+from carbonshift.k8s.kinds import APPWRAPPER, HUB_JOB, WORKLOAD
+from carbonshift.k8s.multicluster import HubConfig, HubController
+from carbonshift.k8s.multicluster.api import HubApi
 from carbonshift.k8s.multicluster.hub import PHASES
 from carbonshift.k8s.multicluster.workloads import HubWorkload, read_workload
 from tests.multicluster.harness import HOLD_OFF, fleet, hub_job
@@ -105,3 +110,12 @@ async def test_a_release_is_counted_where_it_happens_without_an_observer() -> No
         )
         assert (got_releases, got_copies) == (1.0, 1.0)
         assert controller.counters.releases == 1
+
+
+def test_the_kind_steps_are_built_once_per_controller() -> None:
+    # they were three dicts of bound methods built again for every workload acted on
+    controller = HubController(HubConfig(), HubApi(cast(ApiKube, None)), SystemClock())
+    steps = controller._kind_steps
+    assert steps is controller._kind_steps
+    want_kinds = {HUB_JOB.kind, WORKLOAD.kind, APPWRAPPER.kind}
+    assert [set(table) for table in steps] == [want_kinds] * 3

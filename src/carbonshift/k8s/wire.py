@@ -131,6 +131,8 @@ class _Connection(asyncio.Protocol):
         self.closed = False
         self.requests = 0
         self.idle_since_s = 0.0
+        self.deadline_s = 0.0
+        """When the answer being awaited is due (the loop's clock)."""
         self._waiter: asyncio.Future[None] | None = None
         self._fields = Fields()
         self._chunks: list[bytes] = []
@@ -218,12 +220,27 @@ class _Connection(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    async def exchange(self, raw: bytes) -> Answer | None:
+    @property
+    def waiting(self) -> bool:
+        """Whether a request on this connection awaits its answer."""
+        return self._waiter is not None and not self._waiter.done()
+
+    def time_out(self) -> None:
+        """Fail the request awaiting its answer: its time limit passed (:meth:`exchange`
+        closes the connection: what the server still sends is unknown)."""
+        if self.waiting:
+            assert self._waiter is not None
+            self._waiter.set_exception(TimeoutError("no whole answer within the time limit"))
+
+    async def exchange(self, raw: bytes, deadline_s: float) -> Answer | None:
         """Write ``raw``, wait for the whole answer and answer it; None when the connection
-        closed before one byte of the answer arrived (a failure after that raises)."""
+        closed before one byte of the answer arrived (a failure after that raises).
+        ``deadline_s`` (the loop's clock): the pool's alarm (:meth:`LeanPool._alarm`) fails
+        the wait with ``TimeoutError`` once it has passed."""
         transport = self.transport
         if transport is None or self.closed or transport.is_closing():
             return None
+        self.deadline_s = deadline_s
         self._waiter = waiter = asyncio.get_running_loop().create_future()
         self._fields = Fields()
         self._chunks = []
@@ -267,9 +284,18 @@ def _decoded(body: bytes, coding: str) -> bytes:
 
 class WatchStream(asyncio.Protocol):
     """One watch's connection: its answer's head, then its body as lists of whole lines
-    (:meth:`lines`); ``idle_s``: seconds without a byte after which the stream ends."""
+    (:meth:`lines`); ``idle_s``: seconds without a byte after which the stream ends;
+    ``batch_s``: after each list of lines the connection is not read for that long, so the
+    events that arrive meanwhile wait in the socket and come as one list (0: read at once).
 
-    def __init__(self, idle_s: float) -> None:
+    Why batch: the echo of each of one's own writes otherwise arrives alone, between the
+    writes' answers, and wakes the event loop once more a write; a loop's wake-up costs this
+    process 50-150 us of CPU on a shared machine (cold caches; bench/hub.md, "Echoes read
+    in batches"), more than the event's parsing. An event waits at most ``batch_s`` more; the
+    first after a quiet spell waits not at all.
+    """
+
+    def __init__(self, idle_s: float, batch_s: float = 0.0) -> None:
         self.transport: asyncio.Transport | None = None
         self.parser = _httptools.HttpResponseParser(self)
         self.status = 0
@@ -277,11 +303,18 @@ class WatchStream(asyncio.Protocol):
         self.stalled = False
         """Whether the stream ended because no byte came for ``idle_s``."""
         self._idle_s = idle_s
-        self._head: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._batch_s = batch_s
+        self._loop = asyncio.get_running_loop()
+        self._head: asyncio.Future[None] = self._loop.create_future()
         self._waiter: asyncio.Future[None] | None = None
         self._pending: list[bytes] = []
         self._pending_n = 0
-        self._paused = False
+        # one alarm for the idle limit, armed again as it rings (not a timer per wait)
+        self._last_byte_s = self._loop.time()
+        self._idle_alarm: asyncio.TimerHandle | None = None
+        self._idle_out = False
+        self._paused = False  # not read: the reader has WATCH_BUFFERED_MAX bytes to take
+        self._held = False  # not read: batching (``batch_s``)
         self._done = False  # the answer ended as HTTP frames it
         self._lost = False  # the connection closed
         self._error: Exception | None = None
@@ -291,6 +324,7 @@ class WatchStream(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        self._last_byte_s = self._loop.time()
         error = _feed(self.parser, data)
         if error is not None:
             self._fail(error)
@@ -300,6 +334,7 @@ class WatchStream(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._lost = True
+        self._disarm()
         if not self._head.done():
             self._head.set_exception(
                 WireError(f"the API server closed the connection: {exc or 'end of stream'}")
@@ -322,9 +357,9 @@ class WatchStream(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         self._pending.append(body)
         self._pending_n += len(body)
-        if self._pending_n > WATCH_BUFFERED_MAX and not self._paused and self.transport:
+        if self._pending_n > WATCH_BUFFERED_MAX and not self._paused:
             self._paused = True
-            self.transport.pause_reading()
+            self._set_reading()
         self._wake()
 
     def on_message_complete(self) -> None:
@@ -346,34 +381,78 @@ class WatchStream(asyncio.Protocol):
 
     def close(self) -> None:
         """Close the connection (the server sees the watch end)."""
+        self._disarm()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.abort()
 
     def release(self) -> None:
         self.close()
 
+    def _disarm(self) -> None:
+        if self._idle_alarm is not None:
+            self._idle_alarm.cancel()
+            self._idle_alarm = None
+
+    def _idle_check(self) -> None:
+        """The idle alarm: the stream is idle out when no byte came for ``idle_s`` (a byte
+        since: ring again ``idle_s`` after it)."""
+        self._idle_alarm = None
+        due_s = self._last_byte_s + self._idle_s
+        if self._held or self._loop.time() < due_s:  # not read meanwhile, or bytes came
+            self._idle_alarm = self._loop.call_at(
+                max(due_s, self._loop.time() + self._batch_s), self._idle_check
+            )
+            return
+        self._idle_out = True
+        self._wake()
+
+    def _set_reading(self) -> None:
+        """Read the socket unless the reader is behind or a batch is being gathered."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if self._paused or self._held:
+            transport.pause_reading()
+        else:
+            transport.resume_reading()
+
+    def _release_batch(self) -> None:
+        self._held = False
+        self._set_reading()
+
     async def _more(self) -> bool:
         """Wait for bytes, the answer's end or the connection's; False after ``idle_s``
         without any."""
-        self._waiter = waiter = asyncio.get_running_loop().create_future()
-        try:
-            async with asyncio.timeout(self._idle_s):
-                await waiter
-        except TimeoutError:
+        if self._idle_alarm is None and not self._idle_out:
+            self._idle_alarm = self._loop.call_at(
+                self._last_byte_s + self._idle_s, self._idle_check
+            )
+        if self._idle_out:
             return False
+        self._waiter = waiter = self._loop.create_future()
+        try:
+            await waiter
         finally:
             self._waiter = None
-        return True
+        return not self._idle_out
 
     def _take(self) -> bytes:
         pending = self._pending
         data = pending[0] if len(pending) == 1 else b"".join(pending)
         self._pending = []
         self._pending_n = 0
-        if self._paused and self.transport is not None:
+        if self._paused:
             self._paused = False
-            self.transport.resume_reading()
+            self._set_reading()
         return data
+
+    def _gather(self) -> None:
+        """Leave the socket unread for ``batch_s`` (see the class doc)."""
+        if self._batch_s <= 0 or self._held or self._done or self._lost:
+            return
+        self._held = True
+        self._set_reading()
+        self._loop.call_later(self._batch_s, self._release_batch)
 
     async def read(self) -> bytes:
         """The whole body (an error answer's), within ``idle_s`` of each byte."""
@@ -410,6 +489,7 @@ class WatchStream(asyncio.Protocol):
                         rest = data
                         continue
                     rest = data[cut + 1 :]
+                    self._gather()
                     yield data[:cut].split(b"\n")
                 elif self._error is not None:
                     raise self._error
@@ -453,6 +533,8 @@ class LeanPool:
         self._idle: list[_Connection] = []
         self._slots = asyncio.Semaphore(max(1, limit))
         self._closed = False
+        self._busy: set[_Connection] = set()  # connections the alarm looks after
+        self._alarm_handle: asyncio.TimerHandle | None = None
 
     async def request(
         self, method: str, target: str, fields: str, body: bytes | None, timeout_s: float
@@ -467,14 +549,31 @@ class LeanPool:
             raw = f"{head}\r\n".encode("latin-1")
         else:
             raw = f"{head}Content-Length: 0\r\n\r\n".encode("latin-1")
-        async with asyncio.timeout(timeout_s), self._slots:
+        # The time limit without a timer of its own per request (asyncio.timeout: a timer
+        # handle pushed on the loop's heap and cancelled, about 5 us of CPU a request, two
+        # requests a write at the hub's start with its watch): the rare waits (a free
+        # connection, a new one) under asyncio.timeout_at, the answer under the pool's one
+        # alarm (:meth:`_alarm`).
+        loop = asyncio.get_running_loop()
+        deadline_s = loop.time() + timeout_s
+        if self._slots.locked():
+            async with asyncio.timeout_at(deadline_s):
+                await self._slots.acquire()
+        else:
+            await self._slots.acquire()  # free: it does not yield
+        try:
             while True:
                 conn = self._take()
                 reused = conn is not None
                 if conn is None:
-                    conn = await self._open()
+                    async with asyncio.timeout_at(deadline_s):
+                        conn = await self._open()
                 written_before = conn.requests
-                answer = await conn.exchange(raw)
+                self._watch_deadline(conn, deadline_s)
+                try:
+                    answer = await conn.exchange(raw, deadline_s)
+                finally:
+                    self._busy.discard(conn)
                 if answer is not None:
                     self._give_back(conn)
                     return answer
@@ -486,19 +585,55 @@ class LeanPool:
                     f"{method} {self.prefix}{target}: the API server closed the connection "
                     "before answering"
                 )
+        finally:
+            self._slots.release()
+
+    def _watch_deadline(self, conn: _Connection, deadline_s: float) -> None:
+        """Have the pool's alarm ring by ``deadline_s`` for ``conn``'s answer (armed again
+        only when it would ring later: requests of one time limit leave it as it is)."""
+        self._busy.add(conn)
+        alarm = self._alarm_handle
+        if alarm is None or alarm.when() > deadline_s:
+            if alarm is not None:
+                alarm.cancel()
+            loop = asyncio.get_running_loop()
+            self._alarm_handle = loop.call_at(deadline_s, self._alarm)
+
+    def _alarm(self) -> None:
+        """Fail the answers whose deadline has passed; ring again at the next one due."""
+        self._alarm_handle = None
+        now_s = asyncio.get_running_loop().time()
+        due: float | None = None
+        for conn in list(self._busy):
+            if not conn.waiting:
+                self._busy.discard(conn)
+            elif conn.deadline_s <= now_s:
+                self._busy.discard(conn)
+                conn.time_out()
+            elif due is None or conn.deadline_s < due:
+                due = conn.deadline_s
+        if due is not None:
+            self._alarm_handle = asyncio.get_running_loop().call_at(due, self._alarm)
 
     async def watch(
-        self, target: str, fields: str, *, start_timeout_s: float, idle_s: float
+        self,
+        target: str,
+        fields: str,
+        *,
+        start_timeout_s: float,
+        idle_s: float,
+        batch_s: float = 0.0,
     ) -> WatchStream:
         """Send a watch's ``GET target`` on a connection of its own; the stream once its
-        answer's head is in (within ``start_timeout_s``, connecting included)."""
+        answer's head is in (within ``start_timeout_s``, connecting included); ``idle_s``,
+        ``batch_s``: :class:`WatchStream`'s."""
         raw = f"GET {self.prefix}{target} HTTP/1.1\r\n{self._host_field}{fields}\r\n"
         loop = asyncio.get_running_loop()
         stream: WatchStream | None = None
         try:
             async with asyncio.timeout(start_timeout_s):
                 _, stream = await loop.create_connection(
-                    lambda: WatchStream(idle_s),
+                    lambda: WatchStream(idle_s, batch_s),
                     self.host,
                     self.port,
                     ssl=self._ssl,
@@ -545,3 +680,6 @@ class LeanPool:
         self._closed = True
         while self._idle:
             self._idle.pop()._close()
+        if self._alarm_handle is not None and not self._busy:
+            self._alarm_handle.cancel()
+            self._alarm_handle = None

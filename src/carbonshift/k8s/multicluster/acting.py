@@ -21,6 +21,7 @@ the patch bodies come from the kind's adapter (:mod:`carbonshift.k8s.kinds`).
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
@@ -76,8 +77,10 @@ def held_change(
 class ActPhase(MirrorPhase):
     """Hold, release and suspend hub workloads as the plan says."""
 
+    @functools.cached_property
     def _kind_steps(self) -> tuple[dict[str, _Step], dict[str, _Step], dict[str, _Stop]]:
-        """(keep held, release, suspend) of each kind."""
+        """(keep held, release, suspend) of each kind: built once per controller (it was
+        three dicts of bound methods per workload acted on)."""
         return (
             {
                 HUB_JOB.kind: self._keep_job_held,
@@ -130,7 +133,7 @@ class ActPhase(MirrorPhase):
             w = _with_obj(w, await self._annotate(w, want))
         if tell:
             self._event(now, w.key, "planned", d.cluster or "", d.reason, w.uid)
-        await self._kind_steps()[0][w.kind](w, d, now)
+        await self._kind_steps[0][w.kind](w, d, now)
 
     async def _keep_job_held(self, w: HubWorkload, d: Decision, now: datetime) -> None:
         if HUB_JOB.is_held(w.obj):
@@ -159,7 +162,7 @@ class ActPhase(MirrorPhase):
 
     async def _release(self, w: HubWorkload, d: Decision, now: datetime) -> None:
         assert d.cluster is not None
-        await self._kind_steps()[1][w.kind](w, d, now)
+        await self._kind_steps[1][w.kind](w, d, now)
 
     def _release_plan(self, d: Decision, now: datetime) -> dict[str, str | None]:
         assert d.cluster is not None
@@ -310,7 +313,7 @@ class ActPhase(MirrorPhase):
             PLANNED_START: stamp(d.start),
             REASON: f"suspended: {d.reason}",
         }
-        if not await self._kind_steps()[2][w.kind](w, plan, d, now):
+        if not await self._kind_steps[2][w.kind](w, plan, d, now):
             return
         self.tally("suspended", cluster=w.placed)
         self._event(now, w.key, "suspended", w.placed, d.reason, w.uid)
