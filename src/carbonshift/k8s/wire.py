@@ -550,8 +550,8 @@ class LeanPool:
         else:
             raw = f"{head}Content-Length: 0\r\n\r\n".encode("latin-1")
         # The time limit without a timer of its own per request (asyncio.timeout: a timer
-        # handle pushed on the loop's heap and cancelled, about 5 us of CPU a request, two
-        # requests a write at the hub's start with its watch): the rare waits (a free
+        # handle pushed on the loop's heap and cancelled, about 5 us of CPU each; two timers
+        # a write at the hub's start, with its watch's wait): the rare waits (a free
         # connection, a new one) under asyncio.timeout_at, the answer under the pool's one
         # alarm (:meth:`_alarm`).
         loop = asyncio.get_running_loop()
