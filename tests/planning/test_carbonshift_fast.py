@@ -15,6 +15,7 @@ from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.planning import run_policy
 from carbonshift.planning.aggregate import class_columns
 from carbonshift.planning.lagrangian import (
+    class_range_plan,
     classes_of,
     dual_ascent,
     evaluate,
@@ -144,15 +145,7 @@ def test_evaluate_is_each_class_at_its_first_least_priced_start(inst: Instance, 
     assert np.allclose(got.subgradient, want_usage - free, rtol=0, atol=1e-9)
     # the plan the ascent passes (the pairs outside each class's clusters read +inf): the
     # same floats, to the bit
-    masked = range_plan(
-        classes.class_shape,
-        classes.class_lo,
-        classes.class_hi,
-        classes.shape_runtime.shape[0],
-        m,
-        h,
-        classes.class_allowed,
-    )
+    masked = class_range_plan(classes, m, h)
     got_masked = evaluate(classes, base, prices, free, masked)
     assert got_masked.value_g == got.value_g
     assert np.array_equal(got_masked.subgradient, got.subgradient)

@@ -235,6 +235,21 @@ def range_plan(
     )
 
 
+def class_range_plan(classes: JobClasses, m: int, h: int) -> RangePlan:
+    """The :class:`RangePlan` of each class's on-time window on a ``(shapes, m, h)`` table,
+    with its allowed clusters (:attr:`RangePlan.first_allowed`): what the ascent passes to
+    :func:`evaluate` at every step."""
+    return range_plan(
+        classes.class_shape,
+        classes.class_lo,
+        classes.class_hi,
+        classes.shape_runtime.shape[0],
+        m,
+        h,
+        classes.class_allowed,
+    )
+
+
 def _sparse_table(table: FloatArray, levels: int) -> tuple[FloatArray, IntArray]:
     """The sparse table of ``table`` ``(G, m, h)`` over its last axis, flattened: level
     ``l`` holds the minimum of the ``2**l`` slots from each slot and the first slot where
@@ -402,15 +417,7 @@ def dual_ascent(
         best_value, best_lam = resume.best_value_g, resume.best_prices
     stop_cpu_s = time.thread_time() + cpu_limit_s
     m, _, h = free.shape
-    plan = range_plan(
-        classes.class_shape,
-        classes.class_lo,
-        classes.class_hi,
-        classes.shape_runtime.shape[0],
-        m,
-        h,
-        classes.class_allowed,
-    )
+    plan = class_range_plan(classes, m, h)
     for done in range(1, iterations + 1):
         ev = evaluate(classes, base, lam, free, plan)
         if (done == 1 and resume is None) or ev.value_g > best_value + 1e-12 * max(

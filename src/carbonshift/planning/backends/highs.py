@@ -362,6 +362,12 @@ def solve(
         highs.setOptionValue("presolve", "off")
     if not options.scaling:
         highs.setOptionValue("simplex_scale_strategy", 0)
+    # with ipm_tolerance the interior point stops there and HiGHS's crossover runs apart
+    apart_tolerance = (
+        options.ipm_tolerance
+        if not options.integer and options.method is LpMethod.IPM_VERTEX
+        else None
+    )
     if options.integer:
         highs.setOptionValue("mip_rel_gap", float(options.mip_gap))
         if options.max_nodes is not None:
@@ -376,11 +382,9 @@ def solve(
         highs.setOptionValue("presolve", "off")
     elif options.method in (LpMethod.IPM_VERTEX, LpMethod.AUTO):
         _interior_point(highs)
-        highs.setOptionValue("run_crossover", "on")
-        if options.method is LpMethod.IPM_VERTEX and options.ipm_tolerance is not None:
-            # crossover apart, after the interior point stops at this tolerance (below)
-            highs.setOptionValue("run_crossover", "off")
-            highs.setOptionValue("ipm_optimality_tolerance", float(options.ipm_tolerance))
+        highs.setOptionValue("run_crossover", "on" if apart_tolerance is None else "off")
+        if apart_tolerance is not None:  # crossover apart, after the interior point (below)
+            highs.setOptionValue("ipm_optimality_tolerance", float(apart_tolerance))
     else:
         highs.setOptionValue("solver", str(options.method.value))
     model = highspy.HighsLp()
@@ -431,12 +435,7 @@ def solve(
         guard.arm()
     highs.run()
     model_status = highs.getModelStatus()
-    if (
-        not options.integer
-        and options.method is LpMethod.IPM_VERTEX
-        and options.ipm_tolerance is not None
-        and model_status == highspy.HighsModelStatus.kOptimal
-    ):
+    if apart_tolerance is not None and model_status == highspy.HighsModelStatus.kOptimal:
         highs.crossover(highs.getSolution())
         model_status = highs.getModelStatus()
     if guard is not None and guard.fired and model_status == highspy.HighsModelStatus.kInterrupt:

@@ -1354,9 +1354,13 @@ def _solve_class_lp(
             seconds = solution.seconds
             # with ipm_tolerance a basic feasible solution that HiGHS's crossover does not
             # call optimal will do (no bound is taken from it: L at its prices is valid)
-            near = ipm_tolerance is not None and solution.status is SolveStatus.FEASIBLE
-            near = near and solution.vertex and solution.reduced_costs.size > 0
-            retried = not ((solution.status is SolveStatus.OPTIMAL or near) and solution.vertex)
+            near = (
+                ipm_tolerance is not None
+                and solution.status is SolveStatus.FEASIBLE
+                and solution.vertex
+                and solution.reduced_costs.size > 0
+            )
+            retried = not (near or (solution.status is SolveStatus.OPTIMAL and solution.vertex))
         except SolverError:
             # HiGHS 1.16's interior point ended in "Solve error" on a 13-column core LP
             # (tests/planning/test_core_lp.py, a property test): dual simplex instead
