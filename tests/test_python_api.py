@@ -409,3 +409,23 @@ def test_the_policy_module_doctests_run() -> None:
     failures, tried = doctest.testmod(carbonshift.policy)
     assert tried > 0
     assert failures == 0
+
+
+def test_plan_to_dict_carries_the_bound_the_cli_writes(tmp_path: Path) -> None:
+    # before: to_dict() / to_json() dropped the plan's bound (CONTRACTS.md section 2)
+    from carbonshift.cli.app import main
+
+    path = REPO / "examples" / "instance.json"
+    result = cs.plan(path, policy="carbonshift")
+    body = result.to_dict()
+    assert result.result.bound is not None
+    assert body["bound"] == {
+        "lower_bound_g": result.result.bound.lower_bound_g,
+        "gap": result.result.bound.gap,
+    }
+    assert json.loads(result.to_json()) == body
+    out = tmp_path / "cli.json"
+    assert main(["plan", "-i", str(path), "-p", "carbonshift", "-o", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert set(written) == set(body)
+    assert written["bound"]["lower_bound_g"] == pytest.approx(body["bound"]["lower_bound_g"])

@@ -8,7 +8,6 @@ carbon through ``carbon.embedded`` / ``carbon.readers`` and ``carbon.signal.resa
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -134,17 +133,20 @@ class PlanResult:
         return {str(k): v for k, v in self.result.notes.items()}
 
     def to_dict(self) -> dict[str, Any]:
-        """The plan as docs/formats.md's JSON object, with its ``scores``."""
+        """The plan as docs/formats.md's JSON object, with its ``scores`` and, for the policies
+        that certify one, its ``bound`` (``lower_bound_g``, ``gap``): what the CLI writes."""
         from carbonshift.formats import plan_to_dict
 
-        return plan_to_dict(self.plan, self.scores)
+        return plan_to_dict(self.plan, self.scores, self.result.bound)
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
-        """The plan JSON as text; also written to ``path`` when given."""
-        text = json.dumps(self.to_dict(), indent=1) + "\n"
+        """The plan JSON as text (the same text ``carbonshift plan`` writes); also written to
+        ``path`` when given."""
+        from carbonshift.formats import plan_json, write_plan
+
         if path is not None:
-            Path(path).write_text(text, encoding="utf-8")
-        return text
+            write_plan(self.plan, Path(path), self.scores, self.result.bound)
+        return plan_json(self.plan, self.scores, self.result.bound)
 
 
 def _instance(source: InstanceSource) -> Instance:

@@ -4,7 +4,8 @@ A target hands one input to carbonshift and classifies what came back:
 
 - ``ok``: a result; any JSON written or answered parses strictly (no NaN, no Infinity);
 - ``clean``: a refusal: exit code 2 or a 4xx, with one line naming the field (or the file);
-- ``traceback``, ``5xx``, ``hang`` (past :data:`HANG_S`), ``bad-json``, ``bad-error``: defects.
+- ``traceback``, ``5xx``, ``hang`` (past :data:`HANG_S`), ``bad-json``, ``bad-error``, and
+  ``accepted`` (a hostile value taken as valid): defects.
 
 The budget comes from ``CARBONSHIFT_FUZZ_EXAMPLES`` (examples per target; default 25 in the
 normal tier, 250 in the e2e tier). With ``CARBONSHIFT_FUZZ_REPORT=FILE`` each target adds its
@@ -24,7 +25,7 @@ from typing import Any
 
 #: seconds one input may take before it counts as a hang
 HANG_S = 60
-DEFECTS = ("traceback", "5xx", "hang", "bad-json", "bad-error")
+DEFECTS = ("traceback", "5xx", "hang", "bad-json", "bad-error", "accepted")
 
 
 def examples(default: int) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
+from pathlib import Path
 from typing import Any
 
 from hypothesis import strategies as st
@@ -164,3 +166,26 @@ def to_toml(data: dict[str, Any]) -> str:
                     lines.append(f"{json.dumps(key)} = {_toml_value(value)}")
             lines.append("")
     return "\n".join(lines) + "\n"
+
+
+#: what a path given on the command line may name besides a good file (issue 13)
+FILE_KINDS = ["fifo", "dev-zero", "directory", "above-limit", "empty", "random-bytes", "missing"]
+
+
+def make_file(folder: Path, name: str, kind: str, junk: bytes = b"") -> Path:
+    """A path in ``folder`` named ``name`` that is a ``kind`` of thing (see FILE_KINDS)."""
+    path = folder / name
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev-zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "above-limit":
+        with path.open("wb") as handle:  # sparse: no disk used
+            handle.truncate(512 * 1024 * 1024 + 1)
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "random-bytes":
+        path.write_bytes(junk)
+    return path

@@ -280,3 +280,68 @@ def test_json_output_is_pure_json_on_stdout_in_a_fresh_process(tmp_path: Path) -
         capture_output=True, text=True, timeout=300, check=True,
     )  # fmt: skip
     assert json.loads(done.stdout)["policy"] == "carbonshift"
+
+
+def test_out_dash_writes_the_plan_to_stdout_and_the_report_to_stderr(
+    instance_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # before: --out - wrote a file named '-' in the working folder
+    monkeypatch.chdir(tmp_path)
+    code = main(["plan", "-i", str(instance_file), "-p", "asap", "--out", "-", "--format", "json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert not (tmp_path / "-").exists()
+    plan = json.loads(captured.out)
+    assert plan["version"] == 1
+    assert plan["policy"] == "asap"
+    assert json.loads(captured.err)["plan"] == "stdout"
+
+
+DATA_SHOW_PLOT_TO_STDOUT = [
+    *("data", "show", "DE", "--plot", "-"),
+    *("--start", "2023-11-14T00:00Z", "--end", "2023-11-14T02:00Z"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "want_in_error"),
+    [
+        pytest.param(
+            ["simulate", "examples/caspian.toml", "--out", "-"], "give a folder", id="sim"
+        ),
+        pytest.param(["sweep", "examples/sweep-caspian.toml", "--out", "-"], "folder", id="sweep"),
+        pytest.param(["reproduce", "caspian", "--quick", "--out", "-"], "folder", id="reproduce"),
+        pytest.param(
+            [
+                "data",
+                "show",
+                "DE",
+                "--start",
+                "2023-11-14T00:00Z",
+                "--end",
+                "2023-11-14T02:00Z",
+                "--plot",
+                "-",
+            ],
+            "not written to stdout",
+            id="data-show-plot",
+        ),
+    ],
+)
+def test_out_dash_is_refused_where_the_output_is_not_one_stream(
+    args: list[str],
+    want_in_error: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(repo)
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert want_in_error in err
+    assert not (repo / "-").exists()

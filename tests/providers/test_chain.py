@@ -219,7 +219,7 @@ def test_settings_and_default_chains(tmp_path: Path, base_url: str) -> None:
         ),
         pytest.param(
             {"CARBONSHIFT_ELECTRICITYMAPS_TOKEN_FILE": "/nonexistent/key"},
-            "cannot be read",
+            "ELECTRICITYMAPS_TOKEN_FILE key file .* does not exist",
             id="missing-key-file",
         ),
     ],

@@ -9,6 +9,7 @@ unexpected error is a 500 without a traceback (the server log has it).
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -86,6 +87,9 @@ class ApiSettings:
     kind: CiKind = CiKind.DIRECT
     #: largest request body, bytes
     max_body_bytes: int = 2_000_000
+    #: longest time a client may take to send its whole request body, seconds; past it the
+    #: request is answered 408 and the connection is freed (a body sent a byte a minute)
+    body_timeout_s: float = 30.0
     #: most jobs in one ``/v1/plan`` instance
     max_jobs: int = 2_000
     #: most jobs x clusters x slots in one ``/v1/plan`` instance, times the policy's cost
@@ -127,6 +131,7 @@ def _problem(status: int, detail: str, headers: dict[str, str] | None = None) ->
         404: "Not Found",
         405: "Method Not Allowed",
         400: "Bad Request",
+        408: "Request Timeout",
         413: "Payload Too Large",
         422: "Unprocessable Entity",
         429: "Too Many Requests",
@@ -145,9 +150,15 @@ class _BodyLimit:
     a Content-Length gets the same 413 as a declared one; the app then reads it from memory,
     and later ``receive`` calls (disconnect detection) go to the server."""
 
-    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]], limit: int) -> None:
+    def __init__(
+        self,
+        app: Callable[[Scope, Receive, Send], Awaitable[None]],
+        limit: int,
+        timeout_s: float = 30.0,
+    ) -> None:
         self.app = app
         self.limit = limit
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -164,18 +175,29 @@ class _BodyLimit:
                 return
         chunks: list[bytes] = []
         seen = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client went away before its body was complete
-            chunk = message.get("body", b"")
-            seen += len(chunk)
-            if seen > self.limit:
-                await too_large(scope, receive, send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] != "http.request":
+                        return  # the client went away before its body was complete
+                    chunk = message.get("body", b"")
+                    seen += len(chunk)
+                    if seen > self.limit:
+                        await too_large(scope, receive, send)
+                        return
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            slow = _problem(
+                408,
+                f"the request body did not arrive within {self.timeout_s:g} s ({seen} bytes "
+                "came); send the whole body at once",
+                headers={"connection": "close"},
+            )
+            await slow(scope, receive, send)
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -386,7 +408,7 @@ def create_app(
         docs_url=None,  # served offline by carbonshift.api.sdk.install_docs
         redoc_url=None,
     )
-    app.add_middleware(_BodyLimit, limit=cfg.max_body_bytes)
+    app.add_middleware(_BodyLimit, limit=cfg.max_body_bytes, timeout_s=cfg.body_timeout_s)
     app.add_middleware(_Guard, token=cfg.token, rate_per_minute=cfg.rate_per_minute)
     app.add_middleware(_Measure, metrics=metrics)
 

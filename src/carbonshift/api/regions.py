@@ -29,6 +29,7 @@ from pathlib import Path
 
 from carbonshift.carbon.providers import check_zone_name
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_text
 
 __all__ = ["BUILT_IN", "ZONE_PATTERN", "Region", "RegionTable", "check_zone_id"]
 
@@ -192,13 +193,7 @@ class RegionTable:
 
     def with_file(self, path: Path) -> RegionTable:
         """This table plus the JSON or YAML mapping ``name: zone`` in ``path``."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise InputError(
-                f"region map {str(path)!r} cannot be read ({exc.strerror}); give a JSON or YAML "
-                "file mapping region names to zone ids"
-            ) from None
+        text = read_input_text(path, "region map (JSON or YAML, region name: zone id)")
         if path.suffix.lower() == ".json":
             try:
                 document = json.loads(text)

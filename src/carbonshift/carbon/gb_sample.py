@@ -23,6 +23,7 @@ not levels.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 from collections.abc import Mapping
@@ -36,6 +37,7 @@ import numpy.typing as npt
 from carbonshift.carbon.forecast import Forecaster, NoisyOracle, Oracle
 from carbonshift.carbon.series import CarbonSeries, CiKind
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_text
 from carbonshift.units import format_utc, parse_utc
 
 __all__ = [
@@ -131,13 +133,7 @@ def read_gb_file(path: Path) -> GbForecastFile:
         )
     stamp = match.group(2)
     fetched_at = parse_utc(f"{stamp[:13]}:{stamp[13:15]}Z", what="file time")
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise InputError(
-            f"cannot read GB sample file {path}: {exc.strerror}; check the path"
-        ) from exc
+    rows = list(csv.reader(io.StringIO(read_input_text(path, "GB sample"), newline="")))
     if not rows or [c.strip() for c in rows[0]] != _HEADER:
         raise InputError(
             f"{path.name}: header is {rows[0] if rows else 'missing'}; expected {','.join(_HEADER)}"

@@ -38,6 +38,7 @@ import numpy as np
 
 from carbonshift.carbon.series import CarbonSeries, CiKind
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_text
 
 __all__ = [
     "GapFill",
@@ -127,15 +128,7 @@ def _intensity_column(headers: Sequence[str], kind: CiKind, path: Path) -> str:
 
 
 def _open(path: Path) -> list[str]:
-    try:
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            return handle.read().splitlines()
-    except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such carbon CSV file; check the path") from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not a UTF-8 text file; save the CSV as UTF-8") from exc
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read ({exc.strerror}); check the path") from exc
+    return read_input_text(path, "carbon CSV", encoding="utf-8-sig").splitlines()
 
 
 def _headers(lines: list[str], path: Path) -> list[str]:

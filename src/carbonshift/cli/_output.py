@@ -13,11 +13,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from carbonshift.errors import InputError
 
 __all__ = [
     "Column",
@@ -25,6 +28,9 @@ __all__ = [
     "emit_record",
     "emit_rows",
     "human_label",
+    "is_stdout",
+    "output_folder",
+    "output_image",
     "with_interval",
 ]
 
@@ -204,3 +210,29 @@ def emit_record(
     )
     rows = [{"metric": human_label(k), "value": shown(k, record.get(k))} for k in keys]
     emit_rows(rows, [Column("metric"), Column("value", right=True)], fmt=fmt, title=title)
+
+
+def is_stdout(path: Path) -> bool:
+    """Whether an output option names standard output (``-``, as users expect)."""
+    return str(path) == "-"
+
+
+def output_folder(path: Path, option: str, what: str) -> Path:
+    """``path`` for an option that names a folder; ``-`` (stdout) is refused: a folder of
+    several files cannot go to one stream."""
+    if is_stdout(path):
+        raise InputError(
+            f"{option} - : {what} are several files, not one stream; give a folder name, "
+            f"like {option} out/run"
+        )
+    return path
+
+
+def output_image(path: Path, option: str) -> Path:
+    """``path`` for an option that names an image file; ``-`` (stdout) is refused."""
+    if is_stdout(path):
+        raise InputError(
+            f"{option} - : a PNG image is not written to stdout; give a file name, like "
+            f"{option} window.png"
+        )
+    return path

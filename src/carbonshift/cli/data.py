@@ -29,7 +29,7 @@ from carbonshift.carbon.readers import read_carbon_csv
 from carbonshift.carbon.series import CarbonSeries, CiKind, SignalWindow
 from carbonshift.carbon.signal import EmbeddedSignal, SeriesSignal, replay_source
 from carbonshift.carbon.zones import resolve_zone
-from carbonshift.cli._output import Column, OutputFormat, emit_rows
+from carbonshift.cli._output import Column, OutputFormat, emit_rows, output_image
 from carbonshift.errors import InputError
 from carbonshift.units import format_utc, parse_utc
 
@@ -269,7 +269,7 @@ def show(
             err=True,
         )
     if plot is not None:
-        _plot(window, plot)
+        _plot(window, output_image(plot, "--plot"))
     if output is ShowFormat.JSON:
         typer.echo(json.dumps(rows, indent=1))
     elif output is ShowFormat.CSV:
@@ -445,7 +445,7 @@ def potential(
         f"{ci_kind.value} intensity, {begin:%Y-%m-%d}..{finish:%Y-%m-%d} (UTC)"
     )
     if plot is not None:
-        _plot_potential(rows, title, plot)
+        _plot_potential(rows, title, output_image(plot, "--plot"))
     if output is PotentialFormat.JSON:
         typer.echo(json.dumps(rows, indent=1, allow_nan=False))
         return

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from carbonshift.cli._output import Column, OutputFormat, emit_record, emit_rows
+from carbonshift.cli._output import Column, OutputFormat, emit_record, emit_rows, is_stdout
 from carbonshift.cli._params import parse_param_items
 from carbonshift.domain import Instance, check_feasibility, score_plan
 from carbonshift.errors import InputError
-from carbonshift.formats import dumps_strict, null_if_undefined, read_instance, write_plan
+from carbonshift.formats import (
+    dumps_strict,
+    null_if_undefined,
+    plan_json,
+    read_instance,
+    write_plan,
+)
 from carbonshift.planning import PolicyResult, explain, run_policy
 from carbonshift.planning.registry import available_policies
 
@@ -80,7 +88,7 @@ def _report(
         "unscheduled": scores.unscheduled,
         "feasible": not violations,
         "solve_seconds": result.plan.solve_seconds,
-        "plan": str(out),
+        "plan": "stdout" if is_stdout(out) else str(out),
         **{f"stats.{k}": v for k, v in result.stats.items()},
     }
     if result.bound is not None:
@@ -136,7 +144,12 @@ def command(
     param: list[str] = typer.Option(
         [], "--param", help="A policy parameter KEY=VALUE, repeatable (e.g. samples=50)."
     ),
-    out: Path = typer.Option(Path("plan.json"), "--out", "-o", help="Where to write the plan."),
+    out: Path = typer.Option(
+        Path("plan.json"),
+        "--out",
+        "-o",
+        help="Where to write the plan; - writes it to stdout (the report then goes to stderr).",
+    ),
     fmt: Format = typer.Option(
         Format.TABLE, "--format", help="table, json or csv (machine column names)."
     ),
@@ -170,5 +183,12 @@ def command(
         policy = DEFAULT_POLICY
     problem = read_instance(instance)
     result = run_policy(policy, problem, parse_param_items(param, example="samples=50"))
-    write_plan(result.plan, out, score_plan(problem, result.plan), result.bound)
-    _report(problem, result, out, fmt, with_explain)
+    scores = score_plan(problem, result.plan)
+    if not is_stdout(out):
+        write_plan(result.plan, out, scores, result.bound)
+        _report(problem, result, out, fmt, with_explain)
+        return
+    # --out -: the plan JSON alone on stdout (for a pipe), the report on stderr
+    with contextlib.redirect_stdout(sys.stderr):
+        _report(problem, result, out, fmt, with_explain)
+    typer.echo(plan_json(result.plan, scores, result.bound), nl=False)

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from carbonshift.cli._output import Column, OutputFormat, emit_rows
+from carbonshift.cli._output import Column, OutputFormat, emit_rows, output_folder
 from carbonshift.sim.reproduce import REPRODUCTIONS, reproduce
 
 __all__ = ["command"]
@@ -29,6 +29,7 @@ def command(
 
     Example: carbonshift reproduce caspian --quick --out out/caspian
     """
+    output_folder(out, "--out", "a reproduction's outputs (tables, plots)")
     console = Console(stderr=True)
     target = out / name
     with Progress(

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from carbonshift._extras import require
-from carbonshift.cli._output import OutputFormat, emit_record
+from carbonshift.cli._output import OutputFormat, emit_record, output_folder
 from carbonshift.cli._params import parse_param_items
 from carbonshift.sim.engine import ProgressFn
 from carbonshift.sim.experiment import run_experiment
@@ -65,6 +65,7 @@ def command(
     Your own policy: carbonshift simulate examples/caspian.toml --out out/mine
     --policy my_policy.greenest:greenest (its folder on PYTHONPATH; docs/python-api.md)
     """
+    output_folder(out, "--out", "simulate's outputs (summary.json, jobs.csv, ...)")
     if not no_report:  # say so before the run, not after it
         require("matplotlib", needed_for="carbonshift simulate's plots (--no-report skips them)")
     params = parse_param_items(param, example="omega1=0.5") if param else None

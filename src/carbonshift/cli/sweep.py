@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from carbonshift.cli._output import Column, OutputFormat, emit_rows, with_interval
+from carbonshift.cli._output import Column, OutputFormat, emit_rows, output_folder, with_interval
 from carbonshift.cli._params import parse_grid_items
 from carbonshift.sim.sweep import load_sweep, run_sweep
 
@@ -48,6 +48,7 @@ def command(
 
     The hold thresholds: ... --policy carbonshift --param hold.min_saving_pct=0,5,10,20
     """
+    output_folder(out, "--out", "a sweep's outputs (sweep.csv, sweep.png, ...)")
     spec = load_sweep(sweep, policies=policy or None, grid=parse_grid_items(param))
     if workers is not None:
         if workers < 1:

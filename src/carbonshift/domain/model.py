@@ -8,9 +8,13 @@ Construction validates every invariant of docs/formats.md (planning instance) an
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NewType
+
+import numpy as np
 
 from carbonshift.errors import InputError
 
@@ -33,8 +37,45 @@ Capacity = float | tuple[float, ...]
 
 
 def _non_negative(value: float, where: str, unit: str) -> None:
-    if not value >= 0:  # also catches NaN
-        raise InputError(f"{where} is {value!r} {unit}; it must be a number >= 0")
+    kind = type(value)
+    if kind is not float and kind is not int and not _is_real(value):
+        raise InputError(
+            f"{where} is {_shown(value)}, a {kind.__name__}; it must be a number >= 0 in {unit} "
+            "(not a string or a boolean)"
+        )
+    if not 0 <= value < math.inf:  # also catches NaN
+        raise InputError(f"{where} is {value!r} {unit}; it must be a finite number >= 0")
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _whole(value: int, where: str, unit: str, least: int | None) -> int:
+    """``value`` as an int: an integer (``4.0`` reads as 4), never a boolean, a string, a
+    fraction or a non-finite number; at least ``least`` when given."""
+    if type(value) is not int:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise InputError(
+                f"{where} is {_shown(value)}, a {type(value).__name__}; it must be a whole number "
+                f"of {unit} (not a string or a boolean)"
+            )
+        if not isinstance(value, numbers.Integral) and (
+            not math.isfinite(value) or not float(value).is_integer()
+        ):
+            raise InputError(
+                f"{where} is {value!r}; it must be a whole number of {unit}, not a fraction "
+                "or Infinity/NaN (round it)"
+            )
+        value = int(value)
+    if least is not None and value < least:
+        raise InputError(f"{where} is {value}; it must be a whole number of {unit} >= {least}")
+    return value
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,14 +86,12 @@ class TimeGrid:
     horizon_slots: int
 
     def __post_init__(self) -> None:
-        if self.slot_minutes < 1:
-            raise InputError(
-                f"slot_minutes is {self.slot_minutes}; it must be a whole number of minutes >= 1"
-            )
-        if self.horizon_slots < 1:
-            raise InputError(
-                f"horizon_slots is {self.horizon_slots}; it must be a whole number of slots >= 1"
-            )
+        object.__setattr__(
+            self, "slot_minutes", _whole(self.slot_minutes, "slot_minutes", "minutes", 1)
+        )
+        object.__setattr__(
+            self, "horizon_slots", _whole(self.horizon_slots, "horizon_slots", "slots", 1)
+        )
 
     @property
     def slot_hours(self) -> float:
@@ -117,16 +156,34 @@ class Job:
 
     def __post_init__(self) -> None:
         where = f"job {self.id!r}"
-        if self.runtime_slots < 1:
-            raise InputError(
-                f"runtime_slots is {self.runtime_slots} for {where}; it must be a whole number "
-                "of slots >= 1"
+        if type(self.runtime_slots) is not int or self.runtime_slots < 1:
+            runtime = _whole(self.runtime_slots, f"runtime_slots of {where}", "slots", None)
+            if runtime < 1:
+                raise InputError(
+                    f"runtime_slots is {runtime} for {where}; it must be a whole number of "
+                    "slots >= 1"
+                )
+            object.__setattr__(self, "runtime_slots", runtime)
+        if type(self.release_slot) is not int or self.release_slot < 0:
+            release = _whole(self.release_slot, f"release_slot of {where}", "slots", None)
+            if release < 0:
+                raise InputError(
+                    f"release_slot is {release} for {where}; it must be >= 0 (a job that "
+                    "arrived earlier has release 0)"
+                )
+            object.__setattr__(self, "release_slot", release)
+        if type(self.deadline_slot) is not int:  # any whole number: it may lie in the past
+            object.__setattr__(
+                self,
+                "deadline_slot",
+                _whole(self.deadline_slot, f"deadline_slot of {where}", "slots", None),
             )
-        if self.release_slot < 0:
-            raise InputError(
-                f"release_slot is {self.release_slot} for {where}; it must be >= 0 (a job that "
-                "arrived earlier has release 0)"
-            )
+        if type(self.critical) is not bool:
+            if not isinstance(self.critical, np.bool_):  # "false" would read as true
+                raise InputError(
+                    f"critical of {where} is {_shown(self.critical)}; it must be true or false"
+                )
+            object.__setattr__(self, "critical", bool(self.critical))
         for resource, amount in self.demand.items():
             _non_negative(amount, f"{where} demand[{resource!r}]", "units")
         if not any(amount > 0 for amount in self.demand.values()):

@@ -15,7 +15,14 @@ from carbonshift.formats.instance import (
     read_instance,
     write_instance,
 )
-from carbonshift.formats.plan import PlanBound, plan_from_dict, plan_to_dict, read_plan, write_plan
+from carbonshift.formats.plan import (
+    PlanBound,
+    plan_from_dict,
+    plan_json,
+    plan_to_dict,
+    read_plan,
+    write_plan,
+)
 
 __all__ = [
     "PlanBound",
@@ -27,6 +34,7 @@ __all__ = [
     "loads_json",
     "null_if_undefined",
     "plan_from_dict",
+    "plan_json",
     "plan_to_dict",
     "read_instance",
     "read_plan",

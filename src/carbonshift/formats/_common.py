@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_bytes, shown_path
 
 _LOG = logging.getLogger("carbonshift.formats")
 _VALIDATOR_STEP = re.compile(r"^(function-(after|before|wrap|plain)|chain|lax-or-strict|union)\[")
@@ -198,14 +199,10 @@ def _jsonable(value: object) -> bool:
 
 
 def read_json(path: Path, what: str) -> Any:
-    """Read a JSON file, raising InputError with line and column on malformed JSON."""
-    shown = str(path) if len(str(path)) <= 200 else str(path)[:197] + "..."
-    try:
-        raw = path.read_bytes()
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise InputError(f"cannot read {what} file {shown!r}: {reason}") from None
-    return loads_json(raw, f"{what} file {shown!r}")
+    """Read a JSON file (a regular file of at most 512 MiB: :mod:`carbonshift.files`),
+    raising InputError with line and column on malformed JSON."""
+    raw = read_input_bytes(path, what)
+    return loads_json(raw, f"{what} file {shown_path(path)!r}")
 
 
 def warn_unknown_fields(model: BaseModel, what: str, prefix: str = "") -> None:

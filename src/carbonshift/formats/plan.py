@@ -33,7 +33,14 @@ from carbonshift.formats._common import (
     whole_number,
 )
 
-__all__ = ["PlanBound", "plan_from_dict", "plan_to_dict", "read_plan", "write_plan"]
+__all__ = [
+    "PlanBound",
+    "plan_from_dict",
+    "plan_json",
+    "plan_to_dict",
+    "read_plan",
+    "write_plan",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,14 +133,19 @@ def read_plan(path: Path) -> Plan:
     return plan_from_dict(read_json(path, "plan"), what=f"plan {str(path)!r}")
 
 
+def plan_json(plan: Plan, scores: Scores | None = None, bound: PlanBound | None = None) -> str:
+    """The text :func:`write_plan` writes: strict docs/formats.md JSON, one final newline."""
+    return dumps_strict(plan_to_dict(plan, scores, bound), indent=1) + "\n"
+
+
 def write_plan(
     plan: Plan, path: Path, scores: Scores | None = None, bound: PlanBound | None = None
 ) -> None:
     """Write ``plan`` (and optional ``scores`` and ``bound``) as strict docs/formats.md JSON."""
-    text = dumps_strict(plan_to_dict(plan, scores, bound), indent=1)
+    text = plan_json(plan, scores, bound)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text + "\n", encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise InputError(
             f"cannot write the plan to {str(path)!r} ({exc.strerror}); choose a writable --out"

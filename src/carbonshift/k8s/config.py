@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from carbonshift.carbon.forecast import forecaster_names
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_text
 from carbonshift.k8s.keys import GRID_ZONE_LABEL, WATTS_PER_CORE_LABEL
 from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.registry import parse_params
@@ -430,10 +431,7 @@ def load_config(path: Path) -> ControllerConfig:
         raise InputError(
             f"configuration {str(path)!r} has suffix {path.suffix!r}; use .yaml, .yml or .toml"
         )
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read configuration {str(path)!r}: {exc.strerror}") from None
+    text = read_input_text(path, "configuration")
     raw: Any
     if path.suffix == ".toml":
         try:

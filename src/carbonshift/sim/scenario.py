@@ -42,6 +42,7 @@ from pydantic import (
 from carbonshift.carbon.forecast import make_forecaster
 from carbonshift.carbon.zones import resolve_zone
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_text
 from carbonshift.formats import amount_in, check_depth
 from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.registry import online_hold, parse_params
@@ -371,17 +372,7 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and validate the scenario TOML at ``path``."""
     file = Path(path)
     shown = _short(str(file))
-    try:
-        text = file.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise InputError(f"scenario file {shown!r} does not exist; check the path") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"scenario file {shown!r} is not UTF-8 text (byte {exc.start}); save it as UTF-8"
-        ) from None
-    except (OSError, ValueError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise InputError(f"scenario file {shown!r} cannot be read: {reason}") from None
+    text = read_input_text(file, "scenario")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -44,6 +44,7 @@ from pydantic import ValidationError
 
 from carbonshift._extras import pyplot
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_text
 from carbonshift.planning.registry import parse_params
 from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.run import build_experiment
@@ -114,9 +115,7 @@ def load_sweep(
     parameters' values on every policy, over what the file says.
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise InputError(f"sweep file {str(path)!r} does not exist; check the path") from exc
+        data = tomllib.loads(read_input_text(path, "sweep"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path}: not valid TOML ({exc}); fix the syntax there") from exc
     _unknown(set(data), _KEYS, str(path))

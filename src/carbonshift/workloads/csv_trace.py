@@ -17,11 +17,12 @@ import logging
 import warnings
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from carbonshift.errors import InputError
+from carbonshift.files import open_input
 from carbonshift.workloads._parse import RowSink, did_you_mean, open_text, parse_finite
 from carbonshift.workloads.model import ReadReport, Workload
 
@@ -243,16 +244,20 @@ def _read_clean(
     diagnostics, and for a clean file both give the same workload.
     """
     file = Path(path)
-    if not file.is_file():
-        return None
     try:  # pandas comes with carbonshift[sim]; the controller's image goes without it
         import pandas as pd
     except ModuleNotFoundError:
         return None
-    try:
-        with warnings.catch_warnings():
+    try:  # an InputError (no such file, a FIFO, too large) is a ValueError: open_text says it
+        name = file.name.lower()
+        compression: Literal["gzip", "zip"] | None = (
+            "gzip" if name.endswith(".gz") else "zip" if name.endswith(".zip") else None
+        )
+        with open_input(file, "trace") as handle, warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(file, dtype=np.float64, index_col=False, encoding="utf-8")
+            frame = pd.read_csv(
+                handle, dtype=np.float64, index_col=False, encoding="utf-8", compression=compression
+            )
     except (ValueError, OSError, EOFError, pd.errors.ParserError, pd.errors.ParserWarning):
         return None
     columns = [str(c).strip().lstrip("\ufeff").strip().lower() for c in frame.columns]

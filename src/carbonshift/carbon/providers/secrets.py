@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_text
 
 __all__ = ["Secret", "read_secret", "scrub"]
 
@@ -50,13 +51,8 @@ def read_secret(name: str, env: Mapping[str, str] | None = None) -> Secret | Non
     if not path_text:
         return None
     path = Path(path_text)
-    try:
-        text = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise InputError(
-            f"{name}_FILE names {str(path)!r}, which cannot be read ({exc.strerror}); point it at "
-            "a readable file holding only the key"
-        ) from exc
+    # a key is short: 64 KiB is ample, and anything larger is the wrong file
+    text = read_input_text(path, f"{name}_FILE key", max_bytes=64 * 1024).strip()
     if not text:
         raise InputError(f"{name}_FILE names {str(path)!r}, which is empty; put the key in it")
     return Secret(text)

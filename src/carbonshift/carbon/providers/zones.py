@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_text
 
 __all__ = ["GB_REGIONS", "ZONE_PATTERN", "ZoneTable", "check_zone_name"]
 
@@ -118,13 +119,9 @@ class ZoneTable:
     @classmethod
     def from_file(cls, path: Path) -> ZoneTable:
         """The defaults, extended and overridden by the JSON file at ``path``."""
+        text = read_input_text(path, "zone table (CARBONSHIFT_ZONE_TABLE)")
         try:
-            data: Any = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise InputError(
-                f"zone table {str(path)!r} cannot be read ({exc.strerror}); fix "
-                "CARBONSHIFT_ZONE_TABLE"
-            ) from exc
+            data: Any = json.loads(text)
         except json.JSONDecodeError as exc:
             raise InputError(
                 f"zone table {str(path)!r} is not JSON ({exc.msg} at line {exc.lineno}); fix it"

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from carbonshift.errors import InputError
+from carbonshift.files import read_input_text
 from carbonshift.k8s.config import (
     ClientConnectionSection,
     ClusterSection,
@@ -119,10 +120,7 @@ class HubConfig(BaseModel):
 
 def load_hub_config(path: Path) -> HubConfig:
     """A hub configuration from a YAML (``.yaml``/``.yml``) or TOML file; InputError if bad."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read hub configuration {path}: {exc.strerror}") from exc
+    text = read_input_text(path, "hub configuration")
     try:
         if path.suffix == ".toml":
             raw: Any = tomllib.loads(text)
