@@ -216,7 +216,8 @@ def test_the_core_path_is_feasible_and_never_worse_than_without_it(
     slack = cs._FALLBACK_GAP if fallback_last else 0.0
     if want_on[:2] == want_off[:2]:
         assert want_on[2] <= want_off[2] * (1 + slack + 1e-9) + 1e-9
-    if on.bound is not None and on.bound.lower_bound_g is not None:
+    if on.bound is not None and on.bound.lower_bound_g is not None and want_on[:2] == (0, 0):
+        # the bound is on plans with every job on time: a late plan may weigh less
         assert on.bound.lower_bound_g <= want_on[2] * (1 + 1e-9) + 1e-9
 
 
@@ -424,14 +425,15 @@ def test_up_to_3000_jobs_both_wide_cores_are_rounded() -> None:
 @given(st.one_of(instances(max_jobs=7, max_horizon=6, future=False), congested()))
 def test_up_to_3000_jobs_the_cores_keep_capacity_and_the_bound_valid(inst: Instance) -> None:
     """The path up to 3,000 jobs with the cores (the class LP made "too large"): plans that
-    keep capacity, and a bound, when given, below the plan's grams and the whole LP's
-    optimum."""
+    keep capacity, and a bound, when given, below the whole LP's optimum and, when the plan
+    is on time, its grams."""
     limits = {k: v for k, v in _LARGE_PATH.items() if k != "core_small_jobs"}
     result = run_policy("carbonshift", inst, {**limits, "core_small_jobs": 0})
     assert check_feasibility(inst, result.plan) == []
     if result.bound is not None and result.bound.lower_bound_g is not None:
-        want_g = _key(inst, result)[2]
-        assert result.bound.lower_bound_g <= want_g * (1 + 1e-9) + 1e-9
+        key = _key(inst, result)
+        if key[:2] == (0, 0):  # the bound is on on-time plans: a late plan may weigh less
+            assert result.bound.lower_bound_g <= key[2] * (1 + 1e-9) + 1e-9
         assert result.bound.lower_bound_g <= _whole_lp_optimum_g(inst) * (1 + 1e-9) + 1e-9
 
 

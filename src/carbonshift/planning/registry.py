@@ -590,11 +590,13 @@ POLICIES: dict[str, PolicySpec] = {
         ),
         PolicySpec(
             "threshold",
-            lambda inst, ctx, p: threshold(
-                inst,
-                ctx,
-                threshold_g_per_kwh=p.get_float("threshold_g_per_kwh"),
-                quantile=p.get_float("quantile"),
+            _critical_first(
+                lambda inst, ctx, p: threshold(
+                    inst,
+                    ctx,
+                    threshold_g_per_kwh=p.get_float("threshold_g_per_kwh"),
+                    quantile=p.get_float("quantile"),
+                )
             ),
             (
                 ParamSpec(
@@ -619,14 +621,16 @@ POLICIES: dict[str, PolicySpec] = {
         ),
         PolicySpec(
             "window",
-            lambda inst, ctx, p: window(
-                inst,
-                ctx,
-                window_hours=p.get_float("window_hours"),
-                lookahead_hours=p.get_float("lookahead_hours"),
-                max_wait_hours=p.get_float("max_wait_hours"),
-                base_limit=p.get_float("base_limit"),
-                load_factor=p.get_float("load_factor"),
+            _critical_first(
+                lambda inst, ctx, p: window(
+                    inst,
+                    ctx,
+                    window_hours=p.get_float("window_hours"),
+                    lookahead_hours=p.get_float("lookahead_hours"),
+                    max_wait_hours=p.get_float("max_wait_hours"),
+                    base_limit=p.get_float("base_limit"),
+                    load_factor=p.get_float("load_factor"),
+                )
             ),
             (
                 ParamSpec(

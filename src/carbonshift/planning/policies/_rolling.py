@@ -4,7 +4,9 @@ An online rule answers, each slot, "release this job now, on which clusters?". T
 static horizon we replay the rule forward over the forecast: at slot ``t`` each pending job
 that the rule releases tries its clusters in order and starts at ``t`` where it fits; a
 released job that finds no room stays in the queue (as in front of a default scheduler) and
-tries again next slot. Online, only the slot-0 decisions are acted on.
+tries again next slot. Online, only the slot-0 decisions are acted on. A job the replay
+leaves out (never released, or released with no room from then on) takes its latest start
+with room, if any: no job that fits is left out (issue 13).
 """
 
 from __future__ import annotations
@@ -46,13 +48,13 @@ def replay_rule(
     released_at: dict[int, int] = {}
     is_released = np.zeros(len(arrays.runtime_slots), dtype=bool)
     pending = np.asarray(release_order(arrays), dtype=np.int64)
+    gave_up: list[int] = []  # no start left that ends within the horizon
     for t in range(horizon):
         if len(pending) == 0:
             break
         ready = arrays.release_slot[pending] <= t
         too_late = ready & (t + arrays.runtime_slots[pending] > horizon)
-        for i in pending[too_late]:
-            notes.setdefault(int(i), f"{name}: no start left that ends within the horizon")
+        gave_up.extend(int(i) for i in pending[too_late])
         pending = pending[~too_late]
         ready = ready[~too_late]
         ask = ready & (is_released[pending] | _may(may_release, t, pending))
@@ -82,11 +84,29 @@ def replay_rule(
                     released_at.setdefault(i, t)
         if placed:
             pending = pending[~np.isin(pending, list(placed))]
-    for i in (int(j) for j in pending):
-        if i in released:
-            notes[i] = f"{released[i]} at slot {released_at[i]}; found no room before the horizon"
-        else:
-            notes[i] = f"{name}: not released before the horizon ended"
+    # fail open (issue 13: no job that fits anywhere is left out): a job still pending, in
+    # release order, takes its latest start with room on an allowed cluster (the latest, so
+    # that online, where only slot 0 is acted on, it waits as long as it can)
+    rank = {job: r for r, job in enumerate(release_order(arrays))}
+    for i in sorted([*gave_up, *(int(j) for j in pending)], key=rank.__getitem__):
+        why = (
+            f"{released[i]} at slot {released_at[i]}; found no room from then"
+            if i in released
+            else f"{name}: not released while a start ending within the horizon was left"
+        )
+        best: tuple[int, int] | None = None
+        for cluster in (int(c) for c in np.flatnonzero(arrays.allowed[i])):
+            ok = ledger.fitting_starts(i, cluster)
+            ok[: min(int(arrays.release_slot[i]), horizon)] = False
+            hits = np.flatnonzero(ok)
+            if hits.size and (best is None or int(hits[-1]) > best[1]):
+                best = (cluster, int(hits[-1]))
+        if best is None:
+            notes[i] = f"{why}; no start with room before the horizon"
+            continue
+        ledger.place(i, *best)
+        chosen[i] = best
+        notes[i] = f"{why}; its latest start with room (slot {best[1]}, fail open)"
     return chosen, notes
 
 

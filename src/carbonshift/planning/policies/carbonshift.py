@@ -56,6 +56,7 @@ from carbonshift.planning.lagrangian import (
     unique_rows,
     unit_grams,
 )
+from carbonshift.planning.ledger import CapacityLedger
 from carbonshift.planning.policies._common import result_of
 from carbonshift.planning.policies._polish import (
     WALL_GUARD_PER_CPU_S,
@@ -67,6 +68,8 @@ from carbonshift.planning.policies._polish import (
 from carbonshift.planning.problem import (
     CAPACITY_TOLERANCE,
     InstanceArrays,
+    LinearProgram,
+    StartProblem,
     arrays_of,
     build_problem,
     linear_program,
@@ -1231,6 +1234,7 @@ def _exact_plan(
     *,
     on_time: bool,
     max_nodes: int | None = None,
+    critical_at: _State | None = None,
 ) -> _State | None:
     """Small instances, by the HiGHS MILP. ``on_time``: the least grams with every job on
     time (the LP of the bound with integral starts). Otherwise the MILP over every start,
@@ -1238,7 +1242,8 @@ def _exact_plan(
     then grams, as weights: grams scaled under 1, a slot of lateness costs 1, leaving a job
     out more than all lateness together. None when HiGHS finds no solution within
     ``max_nodes`` nodes and ``cpu_limit_s`` CPU seconds of this thread (or none exists).
-    Critical jobs are not special here: the caller skips instances that have any."""
+    ``critical_at``: each critical job stays where that plan put it (its earliest start
+    with room, issue 13), or out where it left it out; the other jobs are planned around."""
     problem = build_problem(arrays, on_time_only=on_time)
     starts = problem.starts
     if len(starts) == 0:
@@ -1254,11 +1259,14 @@ def _exact_plan(
         ).astype(float)
         reward = float(np.sum(arrays.horizon_slots + arrays.runtime_slots)) + 2.0
         program = linear_program(problem, grams / scale + late - reward, maximise=False)
+    keep = np.arange(len(starts), dtype=np.int64)
+    if critical_at is not None and np.any(arrays.critical):
+        program, keep = _critical_kept(program, problem, critical_at)
     options = SolveOptions(integer=True, mip_gap=0.0, max_nodes=max_nodes)
     solution = solve(program, _cpu_limited(options, cpu_limit_s))
     if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return None
-    chosen = np.flatnonzero(solution.values[: len(starts)] > 0.5)
+    chosen = keep[np.flatnonzero(solution.values[: len(keep)] > 0.5)]
     n = arrays.n_jobs
     state = _State(
         free=arrays.free_units.copy(),
@@ -1271,6 +1279,66 @@ def _exact_plan(
         state.free[m, :, s : s + r] -= arrays.demand_units[j][:, None]
         state.cluster[j], state.start[j] = m, s
     return state
+
+
+#: The feasibility LP of a late plan's bound (:func:`_fitting_on_time_lp`) up to this many
+#: starts (above it the bound of a late plan stays null).
+_FEASIBILITY_MAX_STARTS = 200_000
+
+
+def _fitting_on_time_lp(arrays: InstanceArrays, cpu_limit_s: float) -> bool | None:
+    """Whether the all-on-time time-indexed LP over the starts that fit alone (on the free
+    capacity) is feasible: the relaxation whose infeasibility says that no all-on-time plan
+    may exist (CONTRACTS.md section 2, ``lower_bound_g`` null). A start that does not fit
+    alone is left out: the LP would otherwise run such a job fractionally (a 3-unit job on
+    clusters of 1, 2 and 1 units). None when it is too large or not solved in time."""
+    problem = build_problem(arrays, on_time_only=True)
+    starts = problem.starts
+    if len(starts) > _FEASIBILITY_MAX_STARTS:
+        return None
+    ledger = CapacityLedger(arrays)
+    fits = np.zeros(len(starts), dtype=bool)
+    edges = np.searchsorted(starts.job, np.arange(arrays.n_jobs + 1))
+    for j in range(arrays.n_jobs):
+        lo, hi = int(edges[j]), int(edges[j + 1])
+        if lo == hi:
+            return False  # no on-time start at all
+        everywhere = ledger.fitting_starts_everywhere(j)
+        fits[lo:hi] = everywhere[starts.cluster[lo:hi], starts.start_slot[lo:hi]]
+        if not np.any(fits[lo:hi]):
+            return False
+    program = on_time_program(problem, np.zeros(len(starts))).restricted_to(
+        np.flatnonzero(fits).astype(np.int64)
+    )
+    solution = solve(program, _cpu_limited(SolveOptions(), cpu_limit_s))
+    if solution.status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+        return True
+    if solution.status is SolveStatus.INFEASIBLE:
+        return False
+    return None
+
+
+def _critical_kept(
+    program: LinearProgram, problem: StartProblem, critical_at: _State
+) -> tuple[LinearProgram, IntArray]:
+    """``program`` with each critical job held where ``critical_at`` has it: its one column
+    there, its job row ``= 1`` (or no column where it is left out), and the columns kept."""
+    arrays, starts = problem.arrays, problem.starts
+    critical = arrays.critical[starts.job]
+    there = (starts.cluster == critical_at.cluster[starts.job]) & (
+        starts.start_slot == critical_at.start[starts.job]
+    )
+    keep = np.flatnonzero(~critical | there).astype(np.int64)
+    kept = program.restricted_to(keep)
+    lower = (
+        np.full(kept.row_upper.shape[0], -np.inf)
+        if kept.row_lower is None
+        else kept.row_lower.copy()
+    )
+    n_cap = problem.capacity_key.shape[0]
+    placed = np.flatnonzero(arrays.critical & (critical_at.cluster >= 0))
+    lower[n_cap + placed] = 1.0
+    return replace(kept, row_lower=lower), keep
 
 
 def _start_grams(
@@ -1494,8 +1562,10 @@ def carbonshift(
     fewer grams); critical jobs take their earliest start with room over all allowed
     clusters (ties: fewer grams). A job is left out only when no start of it fits.
 
-    Up to ``exact_max_starts`` starts (and no critical job) the whole MILP is also solved
-    (HiGHS, ``exact_nodes`` nodes). No wall clock decides the plan: ``lp_time_limit_s``
+    Up to ``exact_max_starts`` starts the whole MILP is also solved (HiGHS,
+    ``exact_nodes`` nodes), with the critical jobs held at their starts. A late plan
+    carries a bound when the all-on-time LP over the starts that fit alone is feasible
+    (up to 3,000 jobs). No wall clock decides the plan: ``lp_time_limit_s``
     (each class or core LP by dual simplex; the interior point's, from 2,000 jobs up, in
     wall seconds: see :func:`_solve_class_lp`), ``exact_time_limit_s`` (that MILP),
     ``support_time_limit_s``, ``polish_cpu_s`` and ``late_repair_cpu_s`` count CPU seconds
@@ -1999,19 +2069,36 @@ def carbonshift(
             * np.maximum(arrays.horizon_slots - arrays.runtime_slots - arrays.release_slot + 1, 0)
         )
     )
-    if 0 < n_starts <= exact_max_starts and not np.any(arrays.critical):
+    if 0 < n_starts <= exact_max_starts:
         for stage_on_time in (False, True):
             complete = complete_on_time()
             if stage_on_time != complete or (complete and close_enough()):
                 continue
+            # critical jobs stay at their earliest start with room (as the plan has them)
             exact = _exact_plan(
-                arrays, base, exact_time_limit_s, on_time=stage_on_time, max_nodes=exact_nodes
+                arrays,
+                base,
+                exact_time_limit_s,
+                on_time=stage_on_time,
+                max_nodes=exact_nodes,
+                critical_at=best,
             )
             if exact is not None:
                 key = score(exact)
                 if key < best_key:
                     best, best_key = exact, key
                     stats["exact_used"] = 1.0
+
+    def _on_time_lp_feasible() -> bool:
+        if lower is None or columns is None or (lp is not None and lp.infeasible):
+            return False
+        if small:
+            began_check = time.process_time()
+            feasible = _fitting_on_time_lp(arrays, lp_time_limit_s)
+            stats["lp_feasibility_cpu_seconds"] = time.process_time() - began_check
+            if feasible is not None:
+                return feasible
+        return False
 
     placed = best.cluster >= 0
     full_table = true_table if objective == "carbon" else shape_costs(classes, full)
@@ -2021,7 +2108,11 @@ def carbonshift(
     )
     plan_bound: PlanBound | None = None
     if bound != "none":
-        value = lower if on_time else None
+        # CONTRACTS.md section 2: B bounds every feasible all-on-time plan and is null only
+        # when no such plan may exist. An on-time plan proves one may; a late plan does not
+        # say it cannot: the all-on-time LP does (solved here up to 3,000 jobs if not yet;
+        # above, a late plan's bound stays null)
+        value = lower if on_time or _on_time_lp_feasible() else None
         if value is not None and objective != "carbon":
             # a bound on operational grams bounds operational + embodied too; the dual on
             # the full grams is usually tighter

@@ -28,7 +28,9 @@ def threshold(
     """A pending job starts at slot ``t`` on an allowed cluster whose forecast intensity at
     ``t`` is at most the threshold (cleanest first), or, once ``t`` reaches its latest
     on-time start ``deadline - runtime``, on any allowed cluster with room (cleanest first).
-    Critical jobs start at once. This is the rule production carbon-aware Kubernetes
+    Critical jobs start at once (through the registry they are placed first, at their
+    earliest start that fits: planning/critical.py). A job the replay never starts takes
+    its latest start with room (_rolling.py). This is the rule production carbon-aware Kubernetes
     schedulers apply today (e.g. a KEDA-style carbon-intensity threshold); no seed paper.
 
     ``threshold_g_per_kwh`` < 0 (default) means: use the ``quantile`` (default 0.5, the

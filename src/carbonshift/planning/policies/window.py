@@ -71,7 +71,10 @@ def window(
     ``lookahead_hours`` (rolling, UTC) on an allowed cluster whose first-resource use is below
     ``base_limit - load_factor x predicted load`` (0.95 - 0.1 x load; load = forecast demand
     / total capacity, 0 without ``future_demand``). A released job starts where it fits
-    (the window's cluster, else clusters in listed order) or queues for room.
+    (the window's cluster, else clusters in listed order) or queues for room. Through the
+    registry, critical jobs are placed first at their earliest start that fits
+    (planning/critical.py); a job the replay never starts takes its latest start with room
+    (_rolling.py).
 
     The thesis forecasts with a weighted moving average of last year's data; here the
     forecast is the instance's ``carbon_g_per_kwh`` (the forecaster is the carbon layer's).
