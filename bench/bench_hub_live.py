@@ -7,7 +7,9 @@ their own processes, so the CPU seconds are the hub controller's. N Jobs labelle
 (1 cpu, expected runtime 1 h, deadlines spread 6-30 h, as bench/bench_controller.py), one
 CarbonCluster and kubeconfig Secret per spoke (zones of bench/bench_hub.py). Then one
 ``HubController.reconcile()`` per period: the first at the start, then after moving every
-clock one 60-min slot.
+clock one 60-min slot; a reconcile that left plan writes to the next pass
+(``hold_writes_per_pass``, ``holds_deferred``) is followed by the next at once, a row
+``<period> pass 2`` of its own (``HubController.run`` runs it 1 s later).
 
 Per reconcile: the controller process's CPU seconds (``time.process_time``), wall seconds,
 API requests by cluster (hub / spokes) and verb (counted at ``ApiKube._send``; a watch is one
@@ -231,32 +233,45 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                             "POST", "/fakekube/clock/advance", query={"seconds": "3600"}
                         )
                     now[0] = START + timedelta(hours=period)
-                counting.by.clear()
-                phase_cpu.take()
-                phase_cpu.take_waits()
-                cpu0, wall0 = time.process_time(), time.perf_counter()
-                round_ = await controller.reconcile()
-                row = {
-                    "name": "start" if period == 0 else f"period {period}",
-                    "cpu_s": round(time.process_time() - cpu0, 2),
-                    "wall_s": round(time.perf_counter() - wall0, 2),
-                    "requests": dict(sorted(counting.by.items())),
-                    "requests_total": sum(counting.by.values()),
-                    "released": 0
-                    if round_ is None
-                    else sum(1 for d in round_.decisions.values() if d.start_now),
-                    "peak_rss_mb_so_far": _peak_rss_mb(),
-                    # wall seconds of the last pass's phases and of its planning call
-                    "phase_wall_s": {k: round(v, 2) for k, v in controller.last_phase_s.items()},
-                    "plan_wall_s": round(controller.last_plan_s or 0.0, 2),
-                    # CPU seconds of each phase, over every pass of the reconcile
-                    "phase_cpu_s": phase_cpu.take(),
-                    # voluntary context switches of each phase (blocking waits: wake-ups)
-                    "phase_waits": phase_cpu.take_waits(),
-                    **gc_time.take(),
-                }
-                rows.append(row)
-                _progress(f"{row['name']}: {row}")
+                # a pass that left plan writes to the next (``hold_writes_per_pass``) is
+                # followed by the next at once, as ``HubController.run`` does 1 s later
+                for pass_ in range(1, 6):
+                    releases0 = controller.counters.releases
+                    counting.by.clear()
+                    phase_cpu.take()
+                    phase_cpu.take_waits()
+                    cpu0, wall0 = time.process_time(), time.perf_counter()
+                    round_ = await controller.reconcile()
+                    deferred = getattr(controller, "last_holds_deferred", 0)
+                    name = "start" if period == 0 else f"period {period}"
+                    row = {
+                        "name": name if pass_ == 1 else f"{name} pass {pass_}",
+                        "cpu_s": round(time.process_time() - cpu0, 2),
+                        "wall_s": round(time.perf_counter() - wall0, 2),
+                        "requests": dict(sorted(counting.by.items())),
+                        "requests_total": sum(counting.by.values()),
+                        "released": 0
+                        if round_ is None
+                        else sum(1 for d in round_.decisions.values() if d.start_now)
+                        if pass_ == 1
+                        else controller.counters.releases - releases0,
+                        "holds_deferred": deferred,
+                        "peak_rss_mb_so_far": _peak_rss_mb(),
+                        # wall seconds of the last pass's phases and of its planning call
+                        "phase_wall_s": {
+                            k: round(v, 2) for k, v in controller.last_phase_s.items()
+                        },
+                        "plan_wall_s": round(controller.last_plan_s or 0.0, 2),
+                        # CPU seconds of each phase, over every pass of the reconcile
+                        "phase_cpu_s": phase_cpu.take(),
+                        # voluntary context switches of each phase (blocking waits: wake-ups)
+                        "phase_waits": phase_cpu.take_waits(),
+                        **gc_time.take(),
+                    }
+                    rows.append(row)
+                    _progress(f"{row['name']}: {row}")
+                    if not deferred:
+                        break
         finally:
             gc_time.close()
             phase_cpu.uninstall()

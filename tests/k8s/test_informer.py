@@ -174,3 +174,18 @@ async def test_a_create_answer_after_the_watch_saw_it_deleted_stays_out() -> Non
     informer.forget("b/a")  # we deleted it ourselves; a new create is a new object
     informer.add("b/a", job("a", 12))
     assert informer.items["b/a"]["metadata"]["resourceVersion"] == "12"
+
+
+async def test_a_late_deleted_event_leaves_the_object_created_again_since() -> None:
+    # we deleted "a" and created it again; the create's answer (version 12) is cached before
+    # the watch hands on the old object's DELETED (version 9), as when echoes are read late
+    informer = Informer(Scripted([[job("a", 5)]], []), "/jobs", kind="Job", api_version="batch/v1")
+    await informer.relist()
+    informer.forget("b/a")
+    informer.add("b/a", job("a", 12))
+    informer.source.streams.append([{"type": "DELETED", "object": job("a", 9)}])  # type: ignore[attr-defined]
+    await informer.follow()
+    assert informer.items["b/a"]["metadata"]["resourceVersion"] == "12"
+    informer.source.streams.append([{"type": "DELETED", "object": job("a", 13)}])  # type: ignore[attr-defined]
+    await informer.follow()
+    assert "b/a" not in informer.items

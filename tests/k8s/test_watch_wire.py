@@ -468,7 +468,7 @@ async def test_a_client_watch_passes_its_batch_time_to_the_transport(
 ) -> None:
     async with watch_server([_spaced(*THREE, gap_s=0.03)]) as (url, _):
         kube = await _kube(url, "lean", monkeypatch)
-        assert kube.watch_batch_s == WATCH_BATCH_S == 0.0  # off by default (client.py)
+        assert kube.watch_batch_s == WATCH_BATCH_S == 0.02  # the default (client.py)
         kube.watch_batch_s = 0.05
         lean = kube._direct.lean if kube._direct is not None else None
         assert lean is not None

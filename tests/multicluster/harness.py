@@ -95,8 +95,9 @@ class Fleet:
 
     async def caught_up(self) -> None:
         """Wait until the hub controller's watch-fed caches hold every hub object and spoke
-        copy at the server's version (watch events arrive when they arrive; a pass reads the
-        caches as they are, so a test that asserts on one pass waits for them first)."""
+        copy at the server's version and their watches have handed on those versions' events
+        (watch events arrive when they arrive; a pass reads the caches as they are, so a test
+        that asserts on one pass waits for them first)."""
         controller = self.controller
         if controller is None:
             return
@@ -126,6 +127,12 @@ class Fleet:
                 if want != have:
                     diff = sorted(set(want.items()) ^ set(have.items()))[:4]
                     behind.append(f"{informer.path} {label or ''}: {diff}")
+                # the cache may hold a version from the answer of the hub's own write before
+                # its watch event (the echo) has come: wait for the watch too
+                watched = informer.resource_version or ""
+                newest = max((int(v) for v in want.values()), default=0)
+                if watched.isdigit() and int(watched) < newest:
+                    behind.append(f"{informer.path} {label or ''}: watched {watched} < {newest}")
             if not behind:
                 return
             await asyncio.sleep(0.01)

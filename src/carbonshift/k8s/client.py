@@ -349,10 +349,8 @@ WATCH_TIMEOUT_S = 300
 WATCH_IDLE_S = WATCH_TIMEOUT_S + 30.0
 #: seconds a watch's socket is left unread after each batch of events, so that the echoes
 #: of a controller's own writes come several to a wake-up of the event loop (bench/hub.md,
-#: "Echoes read in batches"). Off (0): at 0.02 s the controller in
-#: tests/k8s/test_reliability.py ("the webhook missed") had not written a Job's plan after
-#: one step of the harness (why is not yet known); on again once that is understood
-WATCH_BATCH_S = 0.0
+#: "Echoes read in batches"); an event waits at most this long more (0: read each at once)
+WATCH_BATCH_S = 0.02
 
 #: ``CARBONSHIFT_K8S_TRANSPORT``: ``lean`` (the default) or ``aiohttp`` (every request
 #: through kubernetes-asyncio's aiohttp session, as before 2026-11-27)
@@ -490,8 +488,8 @@ class ApiKube:
         self.watch_idle_s = WATCH_IDLE_S
         #: seconds a watch over the lean transport leaves its socket unread after each batch
         #: of events, so that the events arriving meanwhile come in one batch
-        #: (:class:`~carbonshift.k8s.wire.WatchStream`); 0 (:data:`WATCH_BATCH_S`, the
-        #: default) reads each at once
+        #: (:class:`~carbonshift.k8s.wire.WatchStream`); default :data:`WATCH_BATCH_S`
+        #: (0.02), 0 reads each at once
         self.watch_batch_s = WATCH_BATCH_S
 
     async def close(self) -> None:

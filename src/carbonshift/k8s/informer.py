@@ -258,7 +258,8 @@ class Informer:
                 continue
             if event.get("type") == "DELETED":
                 key = self.key(obj)
-                self.items.pop(key, None)
+                if not older(obj, self.items.get(key)):  # not one created again since
+                    self.items.pop(key, None)
                 self._tombstone(key, _rv(obj))
             else:
                 key = self.store(obj)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import uvicorn
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from fakekube.cluster import FakeCluster, FakeKubeConfig
@@ -248,13 +249,102 @@ class FakeKube:
         return self.cluster.store.rv
 
 
+class _OneWriteTransport(asyncio.Transport):
+    """A connection's transport that sends what the server writes in one turn of the event
+    loop as one write, as a Go API server sends an answer's head and body together: uvicorn
+    writes them apart (two ``send`` calls of one answer), and a client then wakes twice for
+    one answer. The writes are joined and handed on at the end of the turn, in order; a
+    watch's events written in one turn go as one write too. Closing sends what is pending
+    first; aborting drops it."""
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        super().__init__()
+        self._transport = transport
+        self._loop = asyncio.get_running_loop()
+        self._pending: list[bytes] = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._pending:
+            self._loop.call_soon(self._flush)
+        self._pending.append(bytes(data))
+
+    def writelines(self, list_of_data: Any) -> None:
+        for data in list_of_data:
+            self.write(data)
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
+        self._pending.clear()
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self._flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._pending.clear()
+        self._transport.abort()
+
+    def write_eof(self) -> None:
+        self._flush()
+        self._transport.write_eof()
+
+    def can_write_eof(self) -> bool:
+        return self._transport.can_write_eof()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + sum(map(len, self._pending))
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._transport.get_write_buffer_limits()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
+
+
+class _OneWriteProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
+    """uvicorn's HTTP protocol (httptools where installed, else h11) over a
+    :class:`_OneWriteTransport`: one write per answer."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        super().connection_made(_OneWriteTransport(transport))
+
+
 class _PeerCertProtocol(H11Protocol):
-    """uvicorn's h11 protocol, handing the verified client certificate's subject to the app
-    as ``scope["extensions"]["tls"]["client_cert_subject"]`` (uvicorn 0.54 does not yet
+    """uvicorn's h11 protocol over a :class:`_OneWriteTransport`, handing the verified
+    client certificate's subject to the app as
+    ``scope["extensions"]["tls"]["client_cert_subject"]`` (uvicorn 0.54 does not yet
     implement the ASGI TLS extension). The handshake has ended when this runs."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        super().connection_made(_OneWriteTransport(transport))
         ssl_object = transport.get_extra_info("ssl_object")
         peer = ssl_object.getpeercert() if ssl_object is not None else None
         if peer:
@@ -346,7 +436,7 @@ def run_fakekube(
     with tempfile.TemporaryDirectory(prefix="fakekube-") as tmp:
         ca = cluster_ca(Path(tmp) / "pki") if tls else None
         base_url = f"{'https' if tls else 'http'}://{host}:{bound}"
-        server_tls: dict[str, Any] = {}
+        server_tls: dict[str, Any] = {"http": _OneWriteProtocol}
         if ca is not None:
             serving = ca.serving((host, "localhost"))
             server_tls = {

@@ -77,6 +77,11 @@ def held_change(
 class ActPhase(MirrorPhase):
     """Hold, release and suspend hub workloads as the plan says."""
 
+    #: held workloads whose plan write this pass leaves to the next (``hold_writes_per_pass``)
+    _deferred: frozenset[str] = frozenset()
+    #: how many of them the last pass left
+    last_holds_deferred: int = 0
+
     @functools.cached_property
     def _kind_steps(self) -> tuple[dict[str, _Step], dict[str, _Step], dict[str, _Stop]]:
         """(keep held, release, suspend) of each kind: built once per controller (it was
@@ -100,6 +105,9 @@ class ActPhase(MirrorPhase):
         )
 
     async def _act(self, now: datetime, workloads: list[HubWorkload], round_: HubRound) -> None:
+        self._deferred = self._holds_to_defer(workloads, round_)
+        self.last_holds_deferred = len(self._deferred)
+        self.metrics.holds_deferred.set(len(self._deferred))
         for w in workloads:
             decision = round_.decisions.get(w.key)
             if decision is None:
@@ -121,7 +129,29 @@ class ActPhase(MirrorPhase):
 
     # -- hold ---------------------------------------------------------------------------------
 
-    async def _hold(self, w: HubWorkload, d: Decision, now: datetime) -> None:
+    def _holds_to_defer(self, workloads: list[HubWorkload], round_: HubRound) -> frozenset[str]:
+        """The held workloads whose plan this pass leaves to the next: past the first
+        ``hold_writes_per_pass`` plan writes, nearest planned start first (then by key). They
+        stay held as they are (a hub Job as it arrived, suspended); a release, a suspension
+        and a kind's own hold (a hub Job's ``suspend``, a Workload's ``Retry``) are never
+        deferred."""
+        limit = self.config.hold_writes_per_pass
+        if limit <= 0:
+            return frozenset()
+        due: list[tuple[datetime, str]] = []
+        for w in workloads:
+            d = round_.decisions.get(w.key)
+            if d is None or w.state == "placed" or (d.start_now and d.cluster is not None):
+                continue
+            if self._hold_write(w, d)[0]:
+                due.append((d.start, w.key))
+        if len(due) <= limit:
+            return frozenset()
+        due.sort()
+        return frozenset(key for _, key in due[limit:])
+
+    def _hold_write(self, w: HubWorkload, d: Decision) -> tuple[bool, bool, dict[str, str]]:
+        """(write the plan, tell it with an Event, the annotations wanted) for held ``w``."""
         want = {
             PLANNED_CLUSTER: d.cluster or "",
             PLANNED_START: stamp(d.start),
@@ -129,6 +159,12 @@ class ActPhase(MirrorPhase):
         }
         labels = w.obj["metadata"].get("labels") or {}
         write, tell = held_change(w.annotations, labels.get(STATE_LABEL) == State.HELD, want)
+        return write, tell, want
+
+    async def _hold(self, w: HubWorkload, d: Decision, now: datetime) -> None:
+        write, tell, want = self._hold_write(w, d)
+        if write and w.key in self._deferred:  # next pass (hold_writes_per_pass)
+            write = tell = False
         if write:
             w = _with_obj(w, await self._annotate(w, want))
         if tell:

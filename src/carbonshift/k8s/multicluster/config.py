@@ -99,6 +99,16 @@ class HubConfig(BaseModel):
         "in carbonshift_hub_events_dropped_total{reason}; the hub objects' annotations and the "
         "CarbonClusters' conditions say the same",
     )
+    hold_writes_per_pass: int = Field(
+        4000,
+        ge=0,
+        description=(
+            "most plan writes (planned cluster and start on a held workload) of one pass, "
+            "nearest planned start first; the rest stay held as they arrived and are written "
+            "by the next pass, which the hub runs soon after (0: no limit). Releases are "
+            "never deferred"
+        ),
+    )
     spoke_lost_timeout_s: int = Field(
         900,
         ge=0,

@@ -83,6 +83,9 @@ __all__ = [
     "held_change",
 ]
 
+#: seconds of the clock :meth:`HubController.run` waits after a pass that left plan writes
+#: to the next (``hold_writes_per_pass``), instead of ``resync_s``
+DEFERRED_RERUN_S = 1.0
 PHASES = ("inventory", "collect", "mirror", "plan", "act", "cleanup", "status")
 """The phases of one pass, in order (the ``phase`` label of the phase-duration histogram)."""
 
@@ -361,6 +364,7 @@ class HubController(InventoryPhase, ActPhase):
     async def _reconcile_once(self) -> HubRound | None:
         now = self.clock.now()
         self.last_phase_s = {}
+        self.last_holds_deferred = 0
         self._absent = set()
         with self._phase("inventory"):  # 1
             await self._refresh_spokes(now)
@@ -388,7 +392,9 @@ class HubController(InventoryPhase, ActPhase):
         return round_
 
     async def run(self, resync_s: float = 30.0) -> None:
-        """Reconcile forever, every ``resync_s`` of the clock (errors are logged, not fatal)."""
+        """Reconcile forever, every ``resync_s`` of the clock (errors are logged, not fatal);
+        :data:`DEFERRED_RERUN_S` after a pass that left plan writes to the next
+        (``hold_writes_per_pass``)."""
         while True:
             try:
                 await self.reconcile()
@@ -398,4 +404,5 @@ class HubController(InventoryPhase, ActPhase):
             except Exception:  # a bug must not stop the hub: log it, count it, go on
                 self.tally("errors")
                 LOG.exception("reconcile failed")
-            await self.clock.sleep_until(self.clock.now() + timedelta(seconds=resync_s))
+            wait_s = min(resync_s, DEFERRED_RERUN_S) if self.last_holds_deferred else resync_s
+            await self.clock.sleep_until(self.clock.now() + timedelta(seconds=wait_s))

@@ -137,4 +137,10 @@ class HubMetrics:
             ["reason"],
             registry=r,
         )
+        self.holds_deferred = Gauge(
+            "carbonshift_hub_holds_deferred",
+            "Held hub workloads whose plan the last pass left to the next "
+            "(hold_writes_per_pass): held as they arrived, not yet labelled held",
+            registry=r,
+        )
         self.leader = Gauge("carbonshift_hub_leader", "1 while this replica leads", registry=r)

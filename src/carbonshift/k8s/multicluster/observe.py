@@ -65,7 +65,7 @@ from carbonshift.k8s.flowcontrol import bucket_or_none
 from carbonshift.k8s.keys import API_VERSION, HUB_COMPONENT, HUB_LABEL
 from carbonshift.k8s.kinds import HUB_KINDS
 from carbonshift.k8s.leader import LeaderElector
-from carbonshift.k8s.multicluster.hub import HubController, HubEvent
+from carbonshift.k8s.multicluster.hub import DEFERRED_RERUN_S, HubController, HubEvent
 from carbonshift.k8s.multicluster.inventory import CARBONCLUSTERS
 from carbonshift.k8s.multicluster.metrics import HubMetrics
 from carbonshift.k8s.multicluster.plan import HubRound
@@ -402,7 +402,9 @@ def _tally(
 
 
 class HubRunner:
-    """Reconcile every ``resync_s`` of the clock while leading, and observe after each pass."""
+    """Reconcile every ``resync_s`` of the clock while leading (:data:`DEFERRED_RERUN_S`
+    after a pass that left plan writes to the next: ``hold_writes_per_pass``), and observe
+    after each pass."""
 
     def __init__(
         self,
@@ -440,7 +442,10 @@ class HubRunner:
             except Exception:  # a bug must not stop the hub: log it, count it, go on
                 self.controller.tally("errors")
                 _LOG.exception("hub reconcile failed")
-            until = clock.now() + timedelta(seconds=self.resync_s)
+            wait_s = self.resync_s
+            if self.controller.last_holds_deferred:  # plans left to the next pass: soon
+                wait_s = min(wait_s, DEFERRED_RERUN_S)
+            until = clock.now() + timedelta(seconds=wait_s)
             step = timedelta(
                 seconds=self.elector.section.renew_every_s if self.elector else self.resync_s
             )

@@ -1,0 +1,107 @@
+"""A pass writes at most ``hold_writes_per_pass`` plans on held workloads, nearest planned
+start first; the rest stay held as they arrived and the next pass, run soon after, writes
+them. Releases are never deferred."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from carbonshift.k8s.multicluster import HubConfig
+from carbonshift.k8s.multicluster.hub import DEFERRED_RERUN_S
+from carbonshift.k8s.multicluster.observe import HubObserver, HubRunner
+from carbonshift.k8s.multicluster.workloads import PLANNED_START, STATE_LABEL
+from carbonshift.units import parse_utc
+from tests.multicluster.harness import Fleet, fleet, hub_job
+
+START = datetime(2023, 6, 1, tzinfo=UTC)
+HELD = [("a", 20), ("b", 6), ("c", 14), ("d", 9), ("e", 3)]  # (name, deadline hours)
+
+
+async def _labelled_held(f: Fleet) -> dict[str, datetime]:
+    jobs = await f.list(f.hub, "Job", "batch", "batch/v1")
+    return {
+        j["metadata"]["name"]: parse_utc(j["metadata"]["annotations"][PLANNED_START])
+        for j in jobs
+        if (j["metadata"].get("labels") or {}).get(STATE_LABEL) == "held"
+    }
+
+
+async def test_a_pass_writes_the_nearest_plans_first_and_the_next_pass_the_rest() -> None:
+    async with fleet(START, config=HubConfig(hold_writes_per_pass=2)) as f:
+        for name, deadline_h in HELD:
+            await f.create(f.hub, hub_job(name, cpu=2, runtime_h=1, deadline_h=deadline_h))
+        await f.create(f.hub, hub_job("urgent", cpu=2, runtime_h=1, deadline_h=1))
+        controller = await f.start_controller()
+        await f.step(0)
+        first = await _labelled_held(f)
+        released = [e.key.split("/")[-1] for e in controller.events if e.what == "released"]
+        assert "urgent" in released  # not deferred behind the holds
+        held = sorted(name for name, _ in HELD if name not in released)
+        want_deferred = len(held) - 2
+        assert want_deferred > 0, released
+        assert len(first) == 2
+        assert controller.last_holds_deferred == want_deferred
+        assert controller.metrics.holds_deferred._value.get() == want_deferred
+        planned = [e.key for e in controller.events if e.what == "planned"]
+        assert sorted(planned) == sorted(f"Job/batch/{name}" for name in first)
+        for name in held:  # held as they arrived: suspended
+            job = await f.get(f.hub, "Job", name, "batch", "batch/v1")
+            assert job["spec"]["suspend"] is True
+        await f.step(0)  # the next pass
+        every = await _labelled_held(f)
+        assert sorted(every) == held
+        assert controller.last_holds_deferred == 0
+        assert controller.metrics.holds_deferred._value.get() == 0
+        nearest = sorted(every, key=lambda name: (every[name], name))[:2]
+        assert sorted(first) == sorted(nearest)
+
+
+@pytest.mark.parametrize("loop", ["HubController.run", "HubRunner.run"])
+async def test_run_passes_again_soon_after_a_pass_that_left_plans(loop: str) -> None:
+    async with fleet(START, config=HubConfig(hold_writes_per_pass=2)) as f:
+        for name, deadline_h in HELD:
+            await f.create(f.hub, hub_job(name, cpu=2, runtime_h=1, deadline_h=deadline_h))
+        controller = await f.start_controller()
+        waits_s: list[float] = []
+        sleep_until = f.clock.sleep_until
+
+        async def recorded(moment: datetime) -> None:
+            waits_s.append((moment - f.clock.now()).total_seconds())
+            await sleep_until(moment)
+
+        f.clock.sleep_until = recorded  # type: ignore[method-assign]
+        if loop == "HubRunner.run":  # carbonshift hub's loop
+            task = asyncio.create_task(HubRunner(HubObserver(controller), resync_s=600).run())
+        else:
+            task = asyncio.create_task(controller.run(resync_s=600))
+
+        async def wait_for(done: Callable[[], bool]) -> bool:
+            for _ in range(1000):  # real time, for the background task
+                if done():
+                    return True
+                await asyncio.sleep(0.01)
+            return False
+
+        try:
+            assert await wait_for(lambda: len(waits_s) == 1)
+            assert controller.last_holds_deferred > 0
+            assert waits_s == [DEFERRED_RERUN_S]  # not the 600 s of resync_s
+            for kube in f.kubes:
+                await kube.advance_async(seconds=DEFERRED_RERUN_S)
+            f.clock.poke()
+            assert await wait_for(lambda: len(waits_s) == 2)
+            assert controller.last_holds_deferred == 0
+            assert waits_s[1] == 600
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        released = {e.key.split("/")[-1] for e in controller.events if e.what == "released"}
+        assert sorted(await _labelled_held(f)) == sorted(
+            name for name, _ in HELD if name not in released
+        )
