@@ -159,3 +159,25 @@ def test_run_mode_serves_metrics_leads_and_gives_the_lease_up_on_ctrl_c(tmp_path
         assert "hub-0 campaigns for Lease carbonshift-system/carbonshift-hub" in output.decode()
         lease = hub.get("Lease", "carbonshift-hub", HUB_NS, "coordination.k8s.io/v1")
         assert not lease["spec"].get("holderIdentity"), "the lease was not given up"
+
+
+def test_once_writes_every_plan_whatever_the_hold_budget(tmp_path: Path) -> None:
+    with hub_and_spoke() as (hub, _spoke):
+        for name, deadline_h in (("a", 20), ("b", 16), ("c", 12)):
+            hub.create(hub_job(name, cpu=2, runtime_h=1, deadline_h=deadline_h))
+        config = tmp_path / "hub.yaml"
+        config.write_text(  # the hold rule off, so that the three are held, not started
+            "hold_writes_per_pass: 1\nplanning:\n  min_saving_g: 0\n  min_saving_pct: 0\n"
+        )
+        app = typer.Typer()
+        app.command()(command)
+        answer = CliRunner().invoke(
+            app, ["--kubeconfig", str(hub.kubeconfig), "--config", str(config), "--once"]
+        )
+        assert answer.exit_code == 0, answer.output
+        held = [
+            j["metadata"]["name"]
+            for j in hub.list("Job", "batch", "batch/v1")
+            if (j["metadata"].get("labels") or {}).get("carbonshift.io/state") == "held"
+        ]
+        assert sorted(held) == ["a", "b", "c"]  # more than the budget of 1, all written

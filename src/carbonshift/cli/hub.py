@@ -161,8 +161,8 @@ def command(
     once: bool = typer.Option(
         False,
         "--once",
-        help="Reconcile once (no leader election, no /metrics), record its Events, print "
-        "spokes and decisions, and exit.",
+        help="Reconcile once (no leader election, no /metrics), record its Events, write "
+        "every plan (no hold_writes_per_pass limit), print spokes and decisions, and exit.",
     ),
     resync_s: float = typer.Option(30.0, "--resync-s", min=1.0, help="Seconds between passes."),
     check: bool = typer.Option(
@@ -207,6 +207,8 @@ def command(
             for key, value in carbon.items():
                 typer.echo(f"{zone + '.' + key:26} {value}")
         return
+    if once:  # one pass and no next one to write the rest: every plan in this pass
+        loaded = loaded.model_copy(update={"hold_writes_per_pass": 0})
     result = asyncio.run(_run(loaded, kubeconfig, once, resync_s))
     if not once:  # run mode ended by SIGTERM or Ctrl-C: the Lease is given up, nothing to print
         return
