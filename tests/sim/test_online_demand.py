@@ -92,6 +92,7 @@ ONLINE_SETTINGS = [
             {
                 "cluster_band_columns": 0,
                 "lp_bands": False,
+                "polish_chain_lp_iterations": 0,
                 "reserve_future_demand": 1.0,
                 "reserve_shapes": "sample",
             },
@@ -107,6 +108,7 @@ ONLINE_SETTINGS = [
             {
                 "cluster_band_columns": 0,
                 "lp_bands": False,
+                "polish_chain_lp_iterations": 0,
                 "reserve_future_demand": 1.0,
                 "reserve_shapes": "sample",
             },
@@ -122,6 +124,7 @@ ONLINE_SETTINGS = [
             {
                 "cluster_band_columns": 0,
                 "lp_bands": False,
+                "polish_chain_lp_iterations": 0,
                 "reserve_future_demand": 0,
                 "reserve_shapes": "sample",
             },
@@ -132,21 +135,32 @@ ONLINE_SETTINGS = [
         "carbonshift",
         "none",
         {},
-        ("none", {"cluster_band_columns": 0, "lp_bands": False}),
+        ("none", {"cluster_band_columns": 0, "lp_bands": False, "polish_chain_lp_iterations": 0}),
         id="carbonshift-demand-none-turns-both-off-rounds-still-without-cluster-bands",
     ),
     pytest.param(
         "carbonshift",
         "seasonal-day",
         {"polish_steps": 0},
-        ("seasonal-day", {"cluster_band_columns": 0, "lp_bands": False, "polish_steps": 0}),
+        (
+            "seasonal-day",
+            {
+                "cluster_band_columns": 0,
+                "lp_bands": False,
+                "polish_chain_lp_iterations": 0,
+                "polish_steps": 0,
+            },
+        ),
         id="carbonshift-another-forecast-no-default-reserve-cjps-co2-reproductions",
     ),
     pytest.param(
         "carbonshift",
         "seasonal-day",
         {"cluster_band_columns": 400},
-        ("seasonal-day", {"cluster_band_columns": 400, "lp_bands": False}),
+        (
+            "seasonal-day",
+            {"cluster_band_columns": 400, "lp_bands": False, "polish_chain_lp_iterations": 0},
+        ),
         id="carbonshift-a-scenario-may-turn-the-cluster-bands-on-in-its-rounds",
     ),
     pytest.param(
@@ -233,13 +247,18 @@ def test_static_plans_keep_no_reserve() -> None:
         pytest.param(
             "carbonshift",
             {},
-            {"cluster_band_columns": 0, "lp_bands": False},
+            {"cluster_band_columns": 0, "lp_bands": False, "polish_chain_lp_iterations": 0},
             id="carbonshift-no-bands",
         ),
         pytest.param(
             "carbonshift",
             {"cluster_band_columns": 400, "polish_steps": 0},
-            {"cluster_band_columns": 400, "lp_bands": False, "polish_steps": 0},
+            {
+                "cluster_band_columns": 400,
+                "lp_bands": False,
+                "polish_chain_lp_iterations": 0,
+                "polish_steps": 0,
+            },
             id="given-params-win",
         ),
         pytest.param("fluidos", {"x": 1}, {"x": 1}, id="a-policy-without-round-params-unchanged"),

@@ -293,6 +293,8 @@ POLICIES: dict[str, PolicySpec] = {
                     cluster_band_columns=p.get_int("cluster_band_columns"),
                     cluster_band_lp_iterations=p.get_int("cluster_band_lp_iterations"),
                     lp_bands=p.get_bool("lp_bands"),
+                    polish_chain_jobs=p.get_int("polish_chain_jobs"),
+                    polish_chain_lp_iterations=p.get_int("polish_chain_lp_iterations"),
                 ),
                 context=ctx,
                 bound_iterations=(
@@ -423,6 +425,23 @@ POLICIES: dict[str, PolicySpec] = {
                     "jobs), on its support; false: only where the cores stand in for it",
                 ),
                 ParamSpec("polish_jobs", int, 40, "most jobs freed per sub-MILP", 2),
+                ParamSpec(
+                    "polish_chain_jobs",
+                    int,
+                    12,
+                    "last (up to 3,000 jobs): sub-MILPs over ejection chains, each freeing "
+                    "a job and the jobs that hold the room it would rather have, at most "
+                    "this many jobs (and polish_columns starts)",
+                    2,
+                ),
+                ParamSpec(
+                    "polish_chain_lp_iterations",
+                    int,
+                    15_000,
+                    "budget of the ejection chains' sub-MILPs: HiGHS simplex iterations, "
+                    "100 more per sub-MILP (0: off)",
+                    0,
+                ),
                 ParamSpec("polish_columns", int, 1600, "most on-time starts per sub-MILP", 2),
                 ParamSpec("polish_nodes", int, 20, "HiGHS branch-and-bound nodes per sub-MILP", 1),
                 ParamSpec(
@@ -573,7 +592,11 @@ POLICIES: dict[str, PolicySpec] = {
             OnlineDefaults(
                 "moving-average",
                 {"reserve_future_demand": 1.0, "reserve_shapes": "sample"},
-                round_params={"cluster_band_columns": 0, "lp_bands": False},
+                round_params={
+                    "cluster_band_columns": 0,
+                    "lp_bands": False,
+                    "polish_chain_lp_iterations": 0,
+                },
                 # the controller's and the hub's hysteresis, so the simulator re-plans as
                 # they do (bench/online.md, "No flapping ... (branch `online`)")
                 replan_min_improvement_g=1.0,

@@ -17,7 +17,9 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
 4. search (up to 3,000 jobs): a bounded ruin and recreate whose move ejects the jobs in the
    way of a cheaper start of a job and puts them back elsewhere, kept when grams fall;
 5. polish (up to 3,000 jobs): a MIP neighbourhood search (:mod:`._polish`): windows of
-   jobs re-planned exactly by small HiGHS MILPs on the room the others leave;
+   jobs re-planned exactly by small HiGHS MILPs on the room the others leave (and, last
+   of the searches, windows that follow ejection chains: who holds the room a job would
+   rather have);
 6. core (above ``core_small_jobs``, 400, where the class LP is too large): the class LP
    restricted to each class's cheapest priced columns and the best plan's starts (interior
    point and crossover), rounded, its late jobs re-planned by sub-MILPs; a second ascent
@@ -172,6 +174,12 @@ _SUPPORT_CPU_GUARD_S = 60.0
 #: on 9, by less than the spread between seeds; kept for the caspian family (0.27-0.81 %
 #: against 0.32-0.86 %), a wash elsewhere.
 _POLISH_ROUNDS = 3
+
+#: Step 7g (the chain windows' polish) solves at most this many sub-MILPs (its budget of
+#: simplex iterations, ``polish_chain_lp_iterations``, or a stall ends it first) ...
+_CHAIN_STEPS = 400
+#: ... with the seed ``search_seed`` plus this (another stream than the first polish's)
+_CHAIN_SEED = 1000
 
 #: The late-job repair after the LP's rounding stops after this many rounds over the late
 #: jobs (ten-zone 1,000 seeds 0-4 needed 2-12 sub-MILPs in at most 4 rounds).
@@ -1499,6 +1507,8 @@ def carbonshift(
     cluster_band_columns: int = 400,
     cluster_band_lp_iterations: int = 30_000,
     lp_bands: bool = True,
+    polish_chain_jobs: int = 12,
+    polish_chain_lp_iterations: int = 15_000,
 ) -> PolicyResult:
     """The least operational + embodied grams (docs/formats.md scores; ``objective =
     operational``: operational grams only) with every deadline kept as a hard constraint,
@@ -1530,8 +1540,11 @@ def carbonshift(
     a time, the jobs running there and those whose least priced start lies there freed,
     at most ``cluster_band_columns`` columns, ``cluster_band_lp_iterations`` simplex
     iterations; 0 columns: off); below 1,000 jobs both bands' budgets grow as 1,000 /
-    jobs, at most threefold (:func:`_band_budget`). Up to 3,000 jobs the class LP is solved
-    whatever its size (in
+    jobs, at most threefold (:func:`_band_budget`). Last of the searches, the polish
+    again with every window an ejection chain (:func:`._polish._chain_window`: a job and
+    the jobs that hold the room it would rather have, and so on; at most
+    ``polish_chain_jobs`` jobs, ``polish_chain_lp_iterations`` simplex iterations; 0:
+    off). Up to 3,000 jobs the class LP is solved whatever its size (in
     flow form where it has more columns than the limits above), and when its first
     rounding leaves jobs late with grams within 5 % of the LP optimum, those jobs are
     re-planned with their
@@ -2063,6 +2076,40 @@ def carbonshift(
         # one of before or lighter (bench/planner.md (r): before them, trace 1,000 seed 3
         # ended 4 g heavier)
         time_bands(lp_support)
+    if (
+        small
+        and polish_chain_lp_iterations > 0
+        and polish_steps > 0
+        and complete_on_time()
+        and not close_enough()
+    ):
+        # step 7g: sub-MILPs over ejection chains (_polish._chain_window), last, so that
+        # the plan is the one of before or lighter (bench/planner.md (v): cjps-small 100
+        # seeds 0-2 and ten-zone 300 seeds 0-2, 0.08-0.61 points)
+        stats["chain_from_g"] = best_key[2]
+        done = polish(
+            arrays,
+            classes,
+            true_table,
+            best.free,
+            best.cluster,
+            best.start,
+            own,
+            steps=_CHAIN_STEPS,
+            max_jobs=polish_chain_jobs,
+            max_columns=polish_columns,
+            max_nodes=polish_nodes,
+            lp_iterations=polish_chain_lp_iterations,
+            cpu_limit_s=polish_cpu_s,
+            seed=search_seed + _CHAIN_SEED,
+            target_g=None if lower is None else lower * (1 + 1e-3),
+            between=lambda: _improve(arrays, classes, best, true_table, own, passes),
+            chain_every=1,
+        )
+        _note_search(stats, "chain", done)
+        stats["chain_lp_iterations"] = float(done.lp_iterations)
+        stats["chain_saved_g"] = done.saved_g
+        best_key = score(best)
     n_starts = int(
         np.sum(
             arrays.allowed.sum(axis=1)
