@@ -37,8 +37,9 @@ sim.experiment.online_settings) unless ``--demand-forecast none`` (the default b
 
 Run: ``.venv/bin/python bench/bench_online.py [--seeds 1,2,3] [--jobs 200] [--policy NAME]
 [--reserve W] [--demand-forecast none|oracle|moving-average|seasonal-day]
-[--param KEY=VALUE] [--noise 25,75]`` (a table), or ``.venv/bin/python -m bench online``
-(JSON rows).
+[--param KEY=VALUE] [--hold KEY=VALUE] [--noise 25,75]`` (a table; ``--hold``: a field of
+the online runs' hold rule, e.g. ``replan_min_improvement_g=5``), or
+``.venv/bin/python -m bench online`` (JSON rows).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import timedelta
 from typing import Any
 
@@ -58,6 +59,8 @@ import numpy as np
 from carbonshift.carbon.signal import resample
 from carbonshift.domain import Cluster, ClusterName, Instance, TimeGrid, score_plan
 from carbonshift.planning import run_policy
+from carbonshift.planning.hold import HoldRule
+from carbonshift.planning.registry import online_hold
 from carbonshift.sim.experiment import Experiment, online_settings, prepare, simulate_policy
 from carbonshift.sim.outputs import run_metrics
 from carbonshift.sim.reproduce import CASPIAN_START, caspian_setting
@@ -127,13 +130,18 @@ def one_seed(
     params: dict[str, Any] | None = None,
     demand_forecast: str | None = None,
     noise_mae_g_per_kwh: Sequence[float] = NOISE_MAE_G_PER_KWH,
+    hold: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     began = time.perf_counter()
     began_cpu = time.process_time()
     params = params or {}
     exp = experiment(seed, n_jobs, policy, demand_forecast)
+    base_config = exp.config  # asap's: no hold rule
+    if hold:  # the online runs' hold rule: the policy's online one with these fields changed
+        rule = replace(online_hold(policy), **hold)
+        exp = replace(exp, config=replace(exp.config, hold=rule))
     prepared = prepare(exp)
-    asap = run_metrics(simulate_policy(exp, prepared, "asap", {}))
+    asap = run_metrics(simulate_policy(replace(exp, config=base_config), prepared, "asap", {}))
     online_cpu = time.process_time()
     online_run = simulate_policy(exp, prepared, policy, params)
     online_cpu = time.process_time() - online_cpu
@@ -252,6 +260,14 @@ def main(argv: list[str]) -> int:
         help="another parameter of the online policy (a number or a word), e.g. "
         "polish_steps=0 or reserve_shapes=median",
     )
+    parser.add_argument(
+        "--hold",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a field of the online runs' hold rule (planning.hold.HoldRule) over the "
+        "policy's online one, e.g. replan_min_improvement_g=5",
+    )
     args = parser.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     params: dict[str, Any] = {} if args.reserve is None else {"reserve_future_demand": args.reserve}
@@ -261,9 +277,20 @@ def main(argv: list[str]) -> int:
         if not sep or not key or not value:
             parser.error(f"--param {item!r}: give KEY=VALUE, e.g. polish_steps=0")
         params[key] = _param_value(value)
+    hold: dict[str, Any] = {}
+    for item in args.hold:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value:
+            parser.error(f"--hold {item!r}: give KEY=VALUE, e.g. replan_min_improvement_g=5")
+        if key not in {f.name for f in fields(HoldRule)}:
+            parser.error(
+                f"--hold {item!r}: {key!r} is not a field of the hold rule; known: "
+                f"{', '.join(f.name for f in fields(HoldRule))}"
+            )
+        hold[key] = _param_value(value)
     rows = []
     for seed in seeds:
-        row = one_seed(seed, args.jobs, args.policy, params, args.demand_forecast, noise)
+        row = one_seed(seed, args.jobs, args.policy, params, args.demand_forecast, noise, hold)
         rows.append(row)
         print(
             " ".join(

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from carbonshift.domain import Assignment, ClusterName, JobId, Plan, check_feasibility
+from carbonshift.domain import Assignment, ClusterName, Job, JobId, Plan, check_feasibility
 from carbonshift.errors import InputError
 from carbonshift.planning import HeldWork, PendingWork, build_snapshot, plan_snapshot
 from carbonshift.planning.hold import HoldRule, apply_hold_rule, plan_moves
@@ -290,3 +290,44 @@ def test_plan_moves_lists_each_changed_start_with_its_grams() -> None:
     moves = plan_moves(inst, None, plan, {"a": ("c1", 1), "b": ("c1", 2), "c": ("c1", 1)})
     got = {m.job: (m.from_slot, m.to_slot, round(m.gain_g, 6)) for m in moves}
     assert got == {"a": (1, 2, 1.0), "b": (2, 3, -300.0)}
+
+
+@pytest.mark.parametrize(
+    ("one", "held_gpu_at_slot_1", "earlier", "new", "want", "want_kept"),
+    [
+        # 1 kW x 1 h: slot 1 is 101 g, slot 2 100 g; the move to slot 2 saves 1 g (1 %)
+        pytest.param(job("a", deadline=4), 0.0, 1, 2, 1, True, id="a-1-g-move-keeps-its-start"),
+        # from slot 3 (400 g) the move saves 300 g (75 %): it stands
+        pytest.param(job("a", deadline=4), 0.0, 3, 2, 2, False, id="a-300-g-move-stands"),
+        # work that runs in slot 1 now fills the only GPU: the earlier start no longer fits
+        pytest.param(
+            job("a", deadline=4), 1.0, 1, 2, 2, False, id="an-earlier-start-that-no-longer-fits"
+        ),
+        # the deadline is now slot 1: the earlier start (slot 1) would be late, slot 0 is not
+        pytest.param(job("a", deadline=1), 0.0, 1, 0, 0, False, id="an-earlier-start-now-late"),
+        # a critical job that the new plan starts earlier (slot 1, 1 g dearer) is never put
+        # back to its later start
+        pytest.param(
+            job("a", deadline=4, critical=True), 0.0, 2, 1, 1, False, id="critical-never-later"
+        ),
+    ],
+)
+def test_the_hysteresis_keeps_an_earlier_start_only_when_it_is_still_valid_and_the_move_is_crumbs(
+    one: Job, held_gpu_at_slot_1: float, earlier: int, new: int, want: int, want_kept: bool
+) -> None:
+    inst = instance(
+        [one],
+        clusters=[cluster(gpu=1.0)],
+        carbon={"c1": [101.0, 101.0, 100.0, 400.0]},
+    )
+    held = np.zeros((1, 1, 4))
+    held[0, 0, 1] = held_gpu_at_slot_1
+    got = apply_hold_rule(
+        inst,
+        PlanContext(held_units=held),
+        plan_of(("a", new)),
+        REPLAN,
+        previous={"a": ("c1", earlier)},
+    )
+    assert starts(got.plan) == {"a": want}
+    assert (JobId("a") in got.reasons) is want_kept

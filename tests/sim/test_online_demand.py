@@ -192,6 +192,35 @@ def test_online_settings_give_carbonshift_alone_its_learned_demand_and_reserve(
     assert online_settings(scenario_demand, policy, params) == want
 
 
+@pytest.mark.parametrize(
+    ("scenario_demand", "params", "want_warning"),
+    [
+        pytest.param("seasonal-day", {}, True, id="another-forecast-drops-the-reserve-says-so"),
+        pytest.param(
+            "oracle",
+            {"reserve_future_demand": 1.0, "reserve_shapes": "sample"},
+            False,
+            id="another-forecast-with-the-reserve-set-is-quiet",
+        ),
+        pytest.param(None, {}, False, id="the-default-forecast-is-quiet"),
+        pytest.param("none", {}, False, id="no-forecast-is-quiet"),
+    ],
+)
+def test_naming_another_demand_forecast_warns_that_the_reserve_is_off(
+    scenario_demand: str | None,
+    params: dict[str, object],
+    want_warning: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("WARNING", logger="carbonshift.sim"):
+        online_settings(scenario_demand, "carbonshift", params)
+    got = [r.getMessage() for r in caplog.records if "reserve_future_demand" in r.getMessage()]
+    assert bool(got) is want_warning
+    if want_warning:
+        assert "reserve_future_demand = 1.0" in got[0]
+        assert "[policy_params]" in got[0]
+
+
 #: (policy, reserve_future_demand given, whether future_demand was carried) per round
 CALLS: list[tuple[str, object, bool]] = []
 

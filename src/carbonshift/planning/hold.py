@@ -8,7 +8,13 @@ keeps a later start only when it pays, in this order:
    unless the new plan saves at least ``replan_min_improvement_g`` grams AND
    ``replan_min_improvement_pct`` % against it (and ``p`` is still on time and fits).
    Re-plans therefore do not move a planned start back and forth for crumbs. Jobs that the
-   new plan swapped (each alone finds its ``p`` taken by the other) go back together.
+   new plan swapped (each alone finds its ``p`` taken by the other) go back together. The
+   jobs are taken in the order of the policy's plan (its assignments), so one plan always
+   gives one result; it matters only where two jobs compete for the same room (on Caspian's
+   day, largest saving first gave the same plans: bench/online.md, 2026-11-28). A critical job
+   is never put back to a later start than the new plan's; a job is never put back where it
+   would be late, before its release, past the horizon or in the room the policy keeps
+   for work still to arrive.
 2. **Minimum saving.** A job planned later than slot 0 is held only when its planned saving
    against starting now (on the allowed cluster where it emits least now and fits) reaches
    BOTH ``min_saving_g`` and ``min_saving_pct``; otherwise it starts now, with a reason
@@ -233,9 +239,12 @@ def apply_hold_rule(
                 continue  # the earlier start is before release, or would now be late
             if ps + int(arrays.runtime_slots[j]) > arrays.horizon_slots:
                 continue
+            if arrays.critical[j] and ps > s:
+                continue  # a critical job is never moved later
             keep.append((job_id, j, pm, ps, m, s))
         g_prev = grams([(j, pm, ps) for _, j, pm, ps, _, _ in keep])
         g_new = grams([(j, m, s) for _, j, _, _, m, s in keep])
+        # in the plan's order (module doc)
         for (job_id, _, pm, ps, _, _), before_g, new_g in zip(keep, g_prev, g_new, strict=True):
             why = _below(
                 float(before_g - new_g),

@@ -170,8 +170,10 @@ def online_settings(
     ``reserve_future_demand = 1.0`` and ``reserve_shapes = "sample"``) gets its forecast
     when the scenario names none, and the parameters that go with that forecast under
     ``params`` whenever the rounds carry it; its ``round_params`` (``carbonshift``:
-    ``cluster_band_columns = 0``) under ``params`` whatever the forecast. Any other policy:
-    the scenario's settings as they are.
+    ``cluster_band_columns = 0``) under ``params`` whatever the forecast; naming another
+    forecast (not ``"none"``) logs a warning that those defaults, the reserve among them,
+    are off unless ``params`` sets them. Any other policy: the scenario's settings as they
+    are.
     """
     defaults = policy_spec(name).online
     method = demand_forecast
@@ -181,6 +183,18 @@ def online_settings(
         method = defaults.demand_forecast
     if method == defaults.demand_forecast:
         return method, round_params(name, {**defaults.params, **params})
+    dropped = {k: v for k, v in defaults.params.items() if k not in params}
+    if method != "none" and dropped:
+        _LOG.warning(
+            "demand_forecast %r: policy %s's online defaults %s go with the %r forecast "
+            "only, so its rounds run with the policy's own values for them (its reserve: "
+            "none unless reserve_future_demand is set); set them in [policy_params] to keep "
+            "them",
+            method,
+            name,
+            ", ".join(f"{k} = {v!r}" for k, v in dropped.items()),
+            defaults.demand_forecast,
+        )
     return method, round_params(name, params)
 
 
