@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -161,13 +162,32 @@ def test_run_mode_serves_metrics_leads_and_gives_the_lease_up_on_ctrl_c(tmp_path
         assert not lease["spec"].get("holderIdentity"), "the lease was not given up"
 
 
-def test_once_writes_every_plan_whatever_the_hold_budget(tmp_path: Path) -> None:
+def dirty_now_csv(folder: Path) -> None:
+    """Hourly DE values: 500 g/kWh for the next three hours, 50 g/kWh after, so that holding
+    saves whatever the time of day (the embedded data replay a past day at today's hour)."""
+    folder.mkdir()
+    now = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    lines = ["Datetime (UTC),Zone Id,Carbon Intensity gCO₂eq/kWh (direct)"]
+    for hour in range(-48, 48):
+        value = 500 if hour < 3 else 50
+        lines.append(f"{now + timedelta(hours=hour):%Y-%m-%d %H:%M:%S},DE,{value}")
+    (folder / "DE.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_once_writes_every_plan_whatever_the_hold_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dirty_now_csv(tmp_path / "csv")
+    monkeypatch.setenv("CARBONSHIFT_OFFLINE", "1")
+    monkeypatch.setenv("CARBONSHIFT_CSV_DIR", str(tmp_path / "csv"))
+    monkeypatch.setenv("CARBONSHIFT_CACHE_DIR", str(tmp_path / "cache"))
     with hub_and_spoke() as (hub, _spoke):
         for name, deadline_h in (("a", 20), ("b", 16), ("c", 12)):
             hub.create(hub_job(name, cpu=2, runtime_h=1, deadline_h=deadline_h))
         config = tmp_path / "hub.yaml"
         config.write_text(  # the hold rule off, so that the three are held, not started
-            "hold_writes_per_pass: 1\nplanning:\n  min_saving_g: 0\n  min_saving_pct: 0\n"
+            "hold_writes_per_pass: 1\n"
+            "planning:\n  carbon_source: providers\n  min_saving_g: 0\n  min_saving_pct: 0\n"
         )
         app = typer.Typer()
         app.command()(command)
