@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime, tzinfo
 
 import numpy as np
 
@@ -95,3 +96,17 @@ def crowded_gpu_jobs(
             )
         )
     return jobs
+
+
+def frozen_datetime(at: datetime) -> type[datetime]:
+    """A ``datetime`` class whose ``now()`` answers ``at`` (aware UTC), for code that reads
+    the wall clock itself (``controller --check``): monkeypatch it over the module's
+    ``datetime`` so that a test does not depend on the hour, day or date it runs at."""
+
+    class FrozenDatetime(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> FrozenDatetime:
+            moment = at if tz is None else at.astimezone(tz)
+            return cls.fromtimestamp(moment.timestamp(), moment.tzinfo)
+
+    return FrozenDatetime

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from carbonshift.cli.app import main
+from tests.builders import frozen_datetime
 
 
 def check(
@@ -29,19 +30,42 @@ def unused_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.parametrize(
+    ("now", "want_replayed_from"),
+    [
+        pytest.param(
+            datetime(2026, 11, 25, 14, 20, tzinfo=UTC),
+            ["2023-11-29T14:00Z", "2023-11-30T14:00Z"],
+            id="mid-week: the same weekday and hour 3 x 364 days back",
+        ),
+        pytest.param(
+            datetime(2026, 12, 27, 22, 40, tzinfo=UTC),
+            ["2023-01-02T00:00Z", "2024-01-01T00:00Z"],
+            id="the day wraps past the data's end (2026-12-28 00:00): the whole last year",
+        ),
+        pytest.param(
+            datetime(2028, 2, 29, 23, 30, tzinfo=UTC),
+            ["2023-03-07T23:00Z", "2023-03-08T23:00Z"],
+            id="a leap day: 5 x 364 days back, still the same weekday",
+        ),
+    ],
+)
 def test_embedded_planning_now_is_degraded_and_replays_the_same_weekday(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    now: datetime,
+    want_replayed_from: list[str],
 ) -> None:
+    # --check reads the wall clock: pin it, so that the replayed span does not depend on the
+    # day the test runs (it wraps to the whole last year one day in 364)
+    monkeypatch.setattr("carbonshift.cli.controller.datetime", frozen_datetime(now))
     carbon = check(tmp_path, capsys, "{carbon_source: embedded}")
     assert carbon["chain"] == ["embedded"]
     assert carbon["status"] == "degraded"
     assert carbon["answered_by"] == "embedded"
-    replayed = carbon["replayed_from"]
-    assert isinstance(replayed, list)
-    source = datetime.strptime(replayed[0], "%Y-%m-%dT%H:%MZ").replace(tzinfo=UTC)
-    slot0 = datetime.strptime(str(carbon["slot0"]), "%Y-%m-%dT%H:%MZ").replace(tzinfo=UTC)
-    assert (source.weekday(), source.hour) == (slot0.weekday(), slot0.hour)
-    assert source.year == 2023
+    assert carbon["slot0"] == f"{now:%Y-%m-%dT%H}:00Z"
+    assert carbon["replayed_from"] == want_replayed_from
     assert len(carbon["forecast_g_per_kwh"]) == 24  # type: ignore[arg-type]
 
 
