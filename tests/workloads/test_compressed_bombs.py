@@ -39,12 +39,14 @@ def _gzip_bomb(path: Path, n_bytes: int) -> Path:
 
 
 def _zip_bomb(path: Path, n_bytes: int, member: str = "jobs.csv") -> Path:
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        with archive.open(member, "w", force_zip64=True) as out:
-            out.write(HEADER)
-            chunk = ROW * (1 << 16)
-            for _ in range(n_bytes // len(chunk) + 1):
-                out.write(chunk)
+    with (
+        zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive,
+        archive.open(member, "w", force_zip64=True) as out,
+    ):
+        out.write(HEADER)
+        chunk = ROW * (1 << 16)
+        for _ in range(n_bytes // len(chunk) + 1):
+            out.write(chunk)
     return path
 
 
@@ -89,9 +91,11 @@ def test_the_limit_counts_bytes_out_not_bytes_in(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(b"a" * 1001))
     with open_decompressed(path, "trace", max_bytes=1001) as stream:
         assert len(stream.read()) == 1001
-    with pytest.raises(DecompressedTooLargeError, match="more than"):
-        with open_decompressed(path, "trace", max_bytes=1000) as stream:
-            stream.read()
+    with (
+        pytest.raises(DecompressedTooLargeError, match="more than"),
+        open_decompressed(path, "trace", max_bytes=1000) as stream,
+    ):
+        stream.read()
 
 
 def _patch_declared_size(path: Path, size: int) -> None:
