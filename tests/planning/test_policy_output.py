@@ -58,6 +58,8 @@ GOOD = (_a("j1"), _a("j2", start=1), _a("j3"))
                      id="not-allowed"),
         pytest.param(_plan(*GOOD, unscheduled=("ghost",)), "unscheduled names unknown job",
                      id="unknown-unscheduled"),
+        pytest.param(_plan(_a("j1", start=2**63), *GOOD[1:]), "outside the horizon",
+                     id="start-beyond-int64"),  # found by the fuzzer: an OverflowError before
     ],
 )  # fmt: skip
 def test_an_invalid_plan_is_refused_naming_the_policy_and_the_fix(

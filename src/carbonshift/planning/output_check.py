@@ -50,7 +50,15 @@ def check_policy_output(name: str, instance: Instance, plan: object) -> None:
     # Assignment itself makes start_slot an int (domain/model.py): only ids are looked up here
     job_ix = np.array([index.get(a.job, -1) for a in assignments], dtype=np.int64)
     cluster_ix = np.array([clusters.get(a.cluster, -1) for a in assignments], dtype=np.int64)
-    start_arr = np.array([a.start_slot for a in assignments], dtype=np.int64)
+    starts = [a.start_slot for a in assignments]
+    try:
+        start_arr = np.array(starts, dtype=np.int64)
+    except OverflowError:  # a start beyond +-2**63 slots is outside every horizon
+        huge = [a for a in assignments if not -(2**62) < a.start_slot < 2**62]
+        raise _fail(
+            name,
+            [f"job {a.job!r} starts at slot {a.start_slot}, outside the horizon" for a in huge],
+        ) from None
     for i in np.flatnonzero(job_ix < 0):
         problems.append(f"assignment names unknown job {assignments[i].job!r}")
     for i in np.flatnonzero(cluster_ix < 0):
