@@ -137,7 +137,14 @@ def _forecast_fn(exp: Experiment, clusters: Sequence[SimCluster]) -> ForecastFn:
         end = issued_at + timedelta(minutes=slot_minutes * horizon)
         steps = math.ceil((end - floored) / step)
         native = forecaster.forecast(series, floored, steps, series.step_minutes)
-        piece = replace(series, start=floored, values_g_per_kwh=np.asarray(native, dtype=float))
+        # the forecast's own values: the actual series' estimated flags (another length) do
+        # not describe them (CarbonSeries now refuses the mismatch)
+        piece = replace(
+            series,
+            start=floored,
+            values_g_per_kwh=np.asarray(native, dtype=float),
+            estimated=None,
+        )
         window = resample(piece, issued_at, end, slot_minutes=slot_minutes)
         return window.values_g_per_kwh
 
