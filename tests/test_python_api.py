@@ -252,7 +252,9 @@ def test_an_undecorated_function_reads_its_parameters_from_its_signature(
 
             def everything_at(instance, context=None, slot=0, cluster=0):
                 """Every job at one slot on one cluster."""
-                chosen = {i: (cluster, slot) for i in range(len(instance.jobs))}
+                chosen = {
+                    i: (cluster, max(slot, job.release_slot)) for i, job in enumerate(instance.jobs)
+                }
                 return build_result(instance, "at", chosen)
             '''
         )
@@ -264,7 +266,9 @@ def test_an_undecorated_function_reads_its_parameters_from_its_signature(
         ("cluster", int, 0),
     ]
     got = cs.plan(REPO / "examples" / "instance.json", "plain_policy_mod:everything_at", slot=3)
-    assert {start for _, start in got.assignments.values()} == {3}
+    # each job at slot 3 or, when released later, at its release (run_policy refuses a start
+    # before the release: planning/output_check.py)
+    assert min(start for _, start in got.assignments.values()) == 3
     monkeypatch.delitem(sys.modules, "plain_policy_mod")
 
 

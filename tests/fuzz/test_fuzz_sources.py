@@ -7,23 +7,44 @@ handed to the domain objects from Python.
 - ``Job``, ``Cluster`` and ``TimeGrid`` get a hostile value (tests/fuzz/mutations.py) in one
   field: each either builds, with whole slot numbers as ``int`` and amounts finite and >= 0,
   or raises InputError naming the field; any other exception is a defect.
+- Round two: ``.gz`` and ``.zip`` traces with flipped bytes, cut tails and tight expansion
+  limits; ``CarbonSeries`` with a hostile value in one field; a policy's plan with a hostile
+  job, cluster or start: each is read or built soundly, or refused with one line.
 """
 
 from __future__ import annotations
 
+import gzip
+import io
 import math
 import os
 import tempfile
+import zipfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from carbonshift.domain import Cluster, ClusterName, Job, JobId, TimeGrid
+from carbonshift.carbon.series import CarbonSeries, CiKind
+from carbonshift.domain import (
+    Assignment,
+    Cluster,
+    ClusterName,
+    Instance,
+    Job,
+    JobId,
+    Plan,
+    TimeGrid,
+)
 from carbonshift.errors import InputError
+from carbonshift.files import open_decompressed
+from carbonshift.planning.output_check import check_policy_output
+from carbonshift.workloads import read_workload
 from tests.fuzz.harness import Tally, examples, one_line_naming
 from tests.fuzz.mutations import FILE_KINDS, Deep, Huge, hostile, make_file
 from tests.fuzz.test_fuzz_inputs import _SETTINGS, _TALLIES, _check, _run_cli, tally
@@ -174,3 +195,143 @@ def test_fuzz_domain_objects_from_python(target: tuple[str, str], raw: Any) -> N
     result: list[tuple[str, str]] = []
     item.run(lambda: result.append(_domain_case(kind, field, _value(raw))) or result[-1])
     _check(item.target, *result[-1], f"{kind}.{field} = {raw!r}")
+
+
+# --- round two (safety2): compressed traces, CarbonSeries, a policy's plan ------------------
+
+_TRACE = b"arrival_time,length,cpus\n" + b"".join(
+    f"{i},{1 + i % 5},{1 + i % 3}\n".encode() for i in range(200)
+)
+
+
+def _archive(kind: str) -> bytes:
+    if kind == "gz":
+        return gzip.compress(_TRACE)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("jobs.csv", _TRACE)
+    return buffer.getvalue()
+
+
+def _trace_case(kind: str, edits: list[tuple[int, int]], cut: int, limit: int) -> tuple[str, str]:
+    data = bytearray(_archive(kind))
+    for offset, byte in edits:
+        data[offset % len(data)] = byte
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"jobs.csv.{kind}"
+        path.write_bytes(bytes(data[: max(1, len(data) - cut)]))
+        try:
+            with open_decompressed(path, "trace", max_bytes=limit) as stream:
+                stream.read()
+            read_workload(path, strict=False)
+        except InputError as exc:
+            if str(path) in str(exc) and "\n" not in str(exc):
+                return "clean", ""
+            return "bad-error", str(exc)
+        except Exception as exc:
+            return "traceback", f"{type(exc).__name__}: {exc}"
+    return "ok", ""
+
+
+@settings(max_examples=examples(FAST * 2), **_SETTINGS)  # type: ignore[arg-type]
+@given(
+    kind=st.sampled_from(["gz", "zip"]),
+    edits=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    cut=st.sampled_from([0, 0, 1, 7, 30]),
+    limit=st.sampled_from([100, len(_TRACE) - 1, len(_TRACE), 1 << 20]),
+)
+def test_fuzz_compressed_traces(
+    kind: str, edits: list[tuple[int, int]], cut: int, limit: int
+) -> None:
+    """Flipped bytes, cut tails and tight limits in a .gz or .zip trace: read, or an
+    InputError naming the file; never a zlib.error, RuntimeError or a memory blow-up."""
+    item = tally("compressed traces (.gz, .zip)")
+    result: list[tuple[str, str]] = []
+    item.run(lambda: result.append(_trace_case(kind, edits, cut, limit)) or result[-1])
+    _check(item.target, *result[-1], f"{kind} edits={edits} cut={cut} limit={limit}")
+
+
+_SERIES_FIELDS = ["value", "start", "step_minutes", "estimated", "kind", "zone"]
+
+
+def _series_case(field: str, value: Any) -> tuple[str, str]:
+    args: dict[str, Any] = {
+        "zone": "DE",
+        "kind": CiKind.DIRECT,
+        "start": datetime(2024, 1, 1, tzinfo=UTC),
+        "step_minutes": 60,
+        "values_g_per_kwh": np.array([100.0, 200.0, 300.0]),
+    }
+    try:
+        if field == "value":
+            args["values_g_per_kwh"] = np.array([100.0, value, 300.0])
+        elif field == "estimated":
+            args["estimated"] = np.array(value if isinstance(value, list) else [value])
+        else:
+            args[field] = value
+    except (TypeError, ValueError, OverflowError):
+        return "ok", ""  # numpy itself refuses it: not our input
+    try:
+        built = CarbonSeries(**args)
+    except InputError as exc:
+        return ("clean", "") if "\n" not in str(exc) else ("bad-error", str(exc))
+    except Exception as exc:
+        return "traceback", f"{field} = {value!r}: {type(exc).__name__}: {exc}"
+    values = built.values_g_per_kwh
+    sound = (
+        values.dtype == np.float64
+        and bool(np.isfinite(values).all() and (values >= 0).all())
+        and built.start.utcoffset() is not None
+        and type(built.step_minutes) is int
+        and built.step_minutes >= 1
+    )
+    return ("ok", "") if sound else ("accepted", f"{field} = {value!r} gave {built!r}")
+
+
+@settings(max_examples=examples(FAST * 3), **_SETTINGS)  # type: ignore[arg-type]
+@given(field=st.sampled_from(_SERIES_FIELDS), raw=hostile)
+def test_fuzz_carbon_series_from_python(field: str, raw: Any) -> None:
+    item = tally("CarbonSeries (Python values)")
+    result: list[tuple[str, str]] = []
+    item.run(lambda: result.append(_series_case(field, _value(raw))) or result[-1])
+    _check(item.target, *result[-1], f"{field} = {raw!r}")
+
+
+_PLAN_JOBS = ("j0", "j1", "j2")
+
+
+def _plan_case(job_id: str, cluster: str, start: Any, extra: list[str]) -> tuple[str, str]:
+    inst = Instance(
+        grid=TimeGrid(slot_minutes=60, horizon_slots=6),
+        resources=("gpu",),
+        clusters=(Cluster(**_CLUSTER),),
+        carbon_g_per_kwh={ClusterName("c1"): (1.0,) * 6},
+        jobs=tuple(Job(**{**_JOB, "id": JobId(j), "release_slot": 1}) for j in _PLAN_JOBS),
+    )
+    try:
+        first = Assignment(JobId(job_id), ClusterName(cluster), start)
+        plan = Plan.of("fuzzed", [first], [JobId(j) for j in extra])
+        check_policy_output("fuzzed", inst, plan)
+    except InputError as exc:
+        return ("clean", "") if "\n" not in str(exc) else ("bad-error", str(exc))
+    except Exception as exc:
+        return "traceback", f"{type(exc).__name__}: {exc}"
+    seen = sorted([first.job, *extra])
+    sound = seen == sorted(_PLAN_JOBS) and 1 <= first.start_slot <= 4 and cluster == "c1"
+    return ("ok", "") if sound else ("accepted", f"{first!r} with unscheduled {extra}")
+
+
+@settings(max_examples=examples(FAST * 3), **_SETTINGS)  # type: ignore[arg-type]
+@given(
+    job_id=st.sampled_from([*_PLAN_JOBS, "ghost"]),
+    cluster=st.sampled_from(["c1", "c2"]),
+    start=st.one_of(hostile, st.integers(-2, 8)),
+    extra=st.lists(st.sampled_from([*_PLAN_JOBS, "ghost"]), max_size=4),
+)
+def test_fuzz_policy_output(job_id: str, cluster: str, start: Any, extra: list[str]) -> None:
+    """A fuzzed plan either is valid or is refused naming the policy; the check never raises
+    anything else and never lets an invalid plan through."""
+    item = tally("policy output (plan from a policy)")
+    result: list[tuple[str, str]] = []
+    item.run(lambda: result.append(_plan_case(job_id, cluster, _value(start), extra)) or result[-1])
+    _check(item.target, *result[-1], f"{job_id} {cluster} {start!r} {extra}")

@@ -299,3 +299,13 @@ def test_round_params_put_the_policys_round_defaults_under_the_given_ones(
     from carbonshift.planning.registry import round_params
 
     assert round_params(policy, params) == want
+
+
+def test_a_run_warns_once_about_the_dropped_reserve(caplog: pytest.LogCaptureFixture) -> None:
+    """run_experiment asked online_settings twice (the rounds, then the summary's record) and
+    so logged the dropped-reserve warning twice per reproduction run."""
+    exp = replace(_small(1, 4, demand_forecast="seasonal-day"), policy="carbonshift")
+    with caplog.at_level("WARNING", logger="carbonshift.sim"):
+        experiment_module.run_experiment(exp)
+    got = [r.getMessage() for r in caplog.records if "reserve_future_demand" in r.getMessage()]
+    assert len(got) == 1, got

@@ -302,11 +302,27 @@ def _check_resources(mapping: Mapping[str, object], known: set[str], where: str)
 
 @dataclass(frozen=True, slots=True)
 class Assignment:
-    """Job ``job`` starts on ``cluster`` at ``start_slot``."""
+    """Job ``job`` starts on ``cluster`` at ``start_slot``.
+
+    ``start_slot`` is a whole slot index (a numpy integer or ``4.0`` reads as 4; NaN, a
+    fraction, a string or a boolean is an :class:`InputError`); ``job`` and ``cluster`` are
+    strings. Whether they name a known job and cluster, and whether the start respects the
+    release and the horizon, is the instance's question (planning/output_check.py).
+    """
 
     job: JobId
     cluster: ClusterName
     start_slot: int
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.job, str) or not isinstance(self.cluster, str):
+            raise InputError(
+                f"assignment of job {_shown(self.job)} to cluster {_shown(self.cluster)}: job "
+                "and cluster must be strings (a job id and a cluster name)"
+            )
+        if type(self.start_slot) is not int:
+            where = f"start_slot of job {self.job!r}"
+            object.__setattr__(self, "start_slot", _whole(self.start_slot, where, "slots", None))
 
 
 @dataclass(frozen=True, slots=True)

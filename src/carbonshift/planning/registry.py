@@ -29,6 +29,7 @@ from carbonshift.planning.backends.highs import LpMethod
 from carbonshift.planning.critical import critical_first
 from carbonshift.planning.hold import HoldRule
 from carbonshift.planning.lookahead import PHANTOM_SHAPES, planned_with_reserve
+from carbonshift.planning.output_check import check_policy_output
 from carbonshift.planning.policies.asap import asap
 from carbonshift.planning.policies.carbonshift import (
     BOUND_METHODS,
@@ -876,9 +877,12 @@ def run_policy(
     *,
     import_modules: bool = True,
 ) -> PolicyResult:
-    """Run policy ``name`` on ``instance`` with ``params`` (validated first)."""
+    """Run policy ``name`` on ``instance`` with ``params`` (validated first); its plan is
+    checked where it enters (:func:`~carbonshift.planning.output_check.check_policy_output`)."""
     spec = policy_spec(name, import_modules=import_modules)
-    return spec.run(instance, context, _parse(spec, name, params))
+    result = spec.run(instance, context, _parse(spec, name, params))
+    check_policy_output(name, instance, result.plan)
+    return result
 
 
 # --- policies from outside the package: the decorator, entry points, module:function -------

@@ -137,7 +137,14 @@ def _forecast_fn(exp: Experiment, clusters: Sequence[SimCluster]) -> ForecastFn:
         end = issued_at + timedelta(minutes=slot_minutes * horizon)
         steps = math.ceil((end - floored) / step)
         native = forecaster.forecast(series, floored, steps, series.step_minutes)
-        piece = replace(series, start=floored, values_g_per_kwh=np.asarray(native, dtype=float))
+        # the forecast's own values: the actual series' estimated flags (another length) do
+        # not describe them (CarbonSeries now refuses the mismatch)
+        piece = replace(
+            series,
+            start=floored,
+            values_g_per_kwh=np.asarray(native, dtype=float),
+            estimated=None,
+        )
         window = resample(piece, issued_at, end, slot_minutes=slot_minutes)
         return window.values_g_per_kwh
 
@@ -160,7 +167,7 @@ def prepare(exp: Experiment) -> tuple[tuple[SimCluster, ...], ForecastFn]:
 
 
 def online_settings(
-    demand_forecast: str | None, name: str, params: Mapping[str, Any]
+    demand_forecast: str | None, name: str, params: Mapping[str, Any], *, warn: bool = True
 ) -> tuple[str | None, dict[str, Any]]:
     """The demand forecast the rounds of policy ``name`` carry, and its parameters.
 
@@ -173,7 +180,8 @@ def online_settings(
     ``cluster_band_columns = 0``) under ``params`` whatever the forecast; naming another
     forecast (not ``"none"``) logs a warning that those defaults, the reserve among them,
     are off unless ``params`` sets them. Any other policy: the scenario's settings as they
-    are.
+    are. ``warn=False``: the same answer without the warning (for a caller that only records
+    what a run already warned about).
     """
     defaults = policy_spec(name).online
     method = demand_forecast
@@ -184,7 +192,7 @@ def online_settings(
     if method == defaults.demand_forecast:
         return method, round_params(name, {**defaults.params, **params})
     dropped = {k: v for k, v in defaults.params.items() if k not in params}
-    if method != "none" and dropped:
+    if warn and method != "none" and dropped:
         _LOG.warning(
             "demand_forecast %r: policy %s's online defaults %s go with the %r forecast "
             "only, so its rounds run with the policy's own values for them (its reserve: "
@@ -301,9 +309,10 @@ def execute(
             exp if label == "policy" else replace(exp, config=replace(exp.config, hold=HoldRule()))
         )
         runs[label] = simulate_policy(run_exp, prepared, name, params, callback)
-    # what the policy's rounds ran with, its online defaults included
+    # what the policy's rounds ran with, its online defaults included (simulate_policy has
+    # already warned about dropped defaults: once per run, not twice)
     demand_forecast, policy_params = online_settings(
-        exp.demand_forecast, exp.policy, exp.policy_params
+        exp.demand_forecast, exp.policy, exp.policy_params, warn=False
     )
     extra = {
         "forecast": exp.forecast,

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import difflib
-import gzip
 import io
 import logging
 import math
-import zipfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from carbonshift.errors import InputError
-from carbonshift.files import open_input
+from carbonshift.files import open_decompressed
 from carbonshift.workloads.model import ReadReport, RowProblem
 
 __all__ = ["RowSink", "did_you_mean", "open_text", "parse_finite"]
@@ -35,49 +33,15 @@ def did_you_mean(value: str, choices: Sequence[str]) -> str:
 def open_text(path: str | Path) -> Iterator[io.TextIOBase]:
     """Open a text file, a ``.gz`` file or a ``.zip`` holding one data file, for reading.
 
-    The file itself must be a regular file of at most 512 MiB (:mod:`carbonshift.files`).
+    The file itself must be a regular file of at most 512 MiB, and what a ``.gz`` or ``.zip``
+    expands to is bounded too (:func:`carbonshift.files.open_decompressed`).
     """
     file = Path(path)
-    name = file.name.lower()
-    with open_input(file, "trace") as raw_file:
-        try:
-            if name.endswith(".gz"):
-                with (
-                    gzip.GzipFile(fileobj=raw_file, mode="rb") as unzipped,
-                    io.TextIOWrapper(
-                        unzipped, encoding="utf-8", errors="replace", newline=""
-                    ) as text,
-                ):
-                    yield text
-            elif name.endswith(".zip"):
-                with zipfile.ZipFile(raw_file) as archive:
-                    members = [m for m in archive.namelist() if not m.endswith("/")]
-                    wanted = file.name[: -len(".zip")]
-                    chosen = wanted if wanted in members else None
-                    if chosen is None and len(members) == 1:
-                        chosen = members[0]
-                    if chosen is None:
-                        raise InputError(
-                            f"zip file {str(file)!r} holds {members}; it must hold exactly one "
-                            f"file or one named {wanted!r}"
-                        )
-                    with (
-                        archive.open(chosen) as raw,
-                        io.TextIOWrapper(
-                            raw, encoding="utf-8", errors="replace", newline=""
-                        ) as text,
-                    ):
-                        yield text
-            else:
-                with io.TextIOWrapper(
-                    raw_file, encoding="utf-8", errors="replace", newline=""
-                ) as text:
-                    yield text
-        except (OSError, EOFError, zipfile.BadZipFile, gzip.BadGzipFile) as exc:
-            raise InputError(
-                f"trace file {str(file)!r} cannot be read ({exc}); check that it is a complete "
-                "text, .gz or .zip file"
-            ) from exc
+    with (
+        open_decompressed(file, "trace") as raw,
+        io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="") as text,
+    ):
+        yield text
 
 
 def parse_finite(text: str) -> float | None:

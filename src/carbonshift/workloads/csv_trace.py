@@ -17,12 +17,12 @@ import logging
 import warnings
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from carbonshift.errors import InputError
-from carbonshift.files import open_input
+from carbonshift.files import DecompressedTooLargeError, open_decompressed
 from carbonshift.workloads._parse import RowSink, did_you_mean, open_text, parse_finite
 from carbonshift.workloads.model import ReadReport, Workload
 
@@ -249,15 +249,11 @@ def _read_clean(
     except ModuleNotFoundError:
         return None
     try:  # an InputError (no such file, a FIFO, too large) is a ValueError: open_text says it
-        name = file.name.lower()
-        compression: Literal["gzip", "zip"] | None = (
-            "gzip" if name.endswith(".gz") else "zip" if name.endswith(".zip") else None
-        )
-        with open_input(file, "trace") as handle, warnings.catch_warnings():
+        with open_decompressed(file, "trace") as handle, warnings.catch_warnings():
             warnings.simplefilter("error", pd.errors.ParserWarning)
-            frame = pd.read_csv(
-                handle, dtype=np.float64, index_col=False, encoding="utf-8", compression=compression
-            )
+            frame = pd.read_csv(handle, dtype=np.float64, index_col=False, encoding="utf-8")
+    except DecompressedTooLargeError:
+        raise  # said once here: the row-by-row reader would expand the bomb a second time
     except (ValueError, OSError, EOFError, pd.errors.ParserError, pd.errors.ParserWarning):
         return None
     columns = [str(c).strip().lstrip("\ufeff").strip().lower() for c in frame.columns]

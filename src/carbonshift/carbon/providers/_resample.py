@@ -45,6 +45,7 @@ def series_from_points(
         values_g_per_kwh=values,
         estimated=estimated,
         source=source,
+        allow_gaps=True,
     )
 
 

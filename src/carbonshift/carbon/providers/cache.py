@@ -130,5 +130,6 @@ def _segment_from_json(raw: dict[str, object], source: str, zone: str, kind: CiK
             np.array(estimated_raw, dtype=np.bool_) if isinstance(estimated_raw, list) else None
         ),
         source=source,
+        allow_gaps=True,
     )
     return CacheHit(series=series, fetched_at=parse_utc(str(raw["fetched_at"])))
