@@ -36,7 +36,7 @@ sim.experiment.online_settings) unless ``--demand-forecast none`` (the default b
 2026-11-27), ``--reserve`` or ``--param reserve_shapes=median`` says otherwise.
 
 Run: ``.venv/bin/python bench/bench_online.py [--seeds 1,2,3] [--jobs 200] [--policy NAME]
-[--reserve W] [--demand-forecast none|oracle|moving-average|seasonal-day]
+[--reserve W] [--demand-forecast none|oracle|moving-average|moving-average-lower|seasonal-day]
 [--param KEY=VALUE] [--hold KEY=VALUE] [--noise 25,75]`` (a table; ``--hold``: a field of
 the online runs' hold rule, e.g. ``replan_min_improvement_g=5``), or
 ``.venv/bin/python -m bench online`` (JSON rows).
@@ -244,8 +244,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--demand-forecast",
         default=None,
-        help="the rounds' future_demand: none, seasonal-day, moving-average, zero or oracle "
-        "(default: the policy's online default, moving-average for carbonshift)",
+        help="the rounds' future_demand: none, seasonal-day, moving-average, "
+        "moving-average-lower, zero or oracle (default: the policy's online default, "
+        "moving-average for carbonshift; another one turns its reserve off unless --reserve "
+        "and --param reserve_shapes=sample set it)",
     )
     parser.add_argument(
         "--noise",

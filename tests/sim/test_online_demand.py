@@ -38,8 +38,12 @@ def _small(seed: int, n_jobs: int, demand_forecast: str | None = "moving-average
     return replace(exp, baseline="asap", baseline_params={}, demand_forecast=demand_forecast)
 
 
-def test_rounds_get_a_forecast_from_past_arrivals_that_stops_with_the_arrival_span() -> None:
-    exp = replace(_small(1, 12), config=replace(_small(1, 12).config, max_drain_hours=4))
+@pytest.mark.parametrize("method", ["moving-average", "moving-average-lower"])
+def test_rounds_get_a_forecast_from_past_arrivals_that_stops_with_the_arrival_span(
+    method: str,
+) -> None:
+    small = _small(1, 12, method)
+    exp = replace(small, config=replace(small.config, max_drain_hours=4))
     SEEN.clear()
 
     simulate_policy(exp, prepare(exp), f"{__name__}:recorder", {})
@@ -57,7 +61,7 @@ def test_rounds_get_a_forecast_from_past_arrivals_that_stops_with_the_arrival_sp
             now_h=now_h,
             slot_minutes=60,
             horizon_slots=len(got),
-            method="moving-average",
+            method=method,
         )
         want[now_h + np.arange(len(got)) >= hours] = 0.0
         np.testing.assert_allclose(got, want, err_msg=f"round at {now_h} h")

@@ -107,7 +107,7 @@ def test_oracle_and_zero() -> None:
         st.tuples(st.floats(min_value=0.0, max_value=48.0), st.floats(min_value=0.1, max_value=9)),
         max_size=10,
     ),
-    method=st.sampled_from(["seasonal-day", "moving-average"]),
+    method=st.sampled_from(["seasonal-day", "moving-average", "moving-average-lower"]),
     now=st.sampled_from([12.0, 30.0, 49.0]),
     end=st.sampled_from([None, 20.0, 40.5]),
 )
@@ -167,6 +167,79 @@ def test_moving_average_learns_a_steady_rate_and_stops_with_the_arrivals(
     )
 
     np.testing.assert_allclose(got, want)
+
+
+# STEADY's slots each hold 3 jobs of 2 GPUs: 6 GPUs, sum of demand^2 12. After n slots the
+# moving average is 6 and its compound-Poisson standard error sqrt(12 n) / n.
+@pytest.mark.parametrize(
+    ("now_h", "lower_z", "want"),
+    [
+        pytest.param(1.0, 1.0, 6.0 - 12**0.5, id="one-slot-seen-a-third-sure"),
+        pytest.param(10.0, 1.0, 6.0 - 120**0.5 / 10, id="ten-slots-seen"),
+        pytest.param(10.0, 2.0, 6.0 - 2 * 120**0.5 / 10, id="two-standard-errors"),
+        pytest.param(10.0, 0.0, 6.0, id="z-0-is-the-moving-average"),
+        pytest.param(1.0, 5.0, 0.0, id="never-below-zero"),
+        pytest.param(0.0, 1.0, 0.0, id="nothing-seen-yet"),
+    ],
+)
+def test_moving_average_lower_is_lower_by_its_standard_error(
+    now_h: float, lower_z: float, want: float
+) -> None:
+    got = forecast_demand(
+        STEADY,
+        resource="gpu",
+        now_h=now_h,
+        slot_minutes=60,
+        horizon_slots=4,
+        method="moving-average-lower",
+        lower_z=lower_z,
+    )
+
+    np.testing.assert_allclose(got, want)
+
+
+def test_moving_average_lower_grows_sure_with_history_and_stops_with_the_arrivals() -> None:
+    def lower(now_h: float) -> float:
+        got = forecast_demand(
+            STEADY,
+            resource="gpu",
+            now_h=now_h,
+            slot_minutes=60,
+            horizon_slots=8,
+            method="moving-average-lower",
+            arrivals_end_h=13.5,
+        )
+        return float(got[0])
+
+    shares = [lower(h) / 6.0 for h in (1.0, 2.0, 4.0, 8.0)]
+
+    assert shares == sorted(shares)  # surer with every slot seen, never above the average
+    assert shares[-1] < 1.0
+    got = forecast_demand(
+        STEADY,
+        resource="gpu",
+        now_h=10.0,
+        slot_minutes=60,
+        horizon_slots=8,
+        method="moving-average-lower",
+        arrivals_end_h=13.5,
+    )
+    np.testing.assert_allclose(got[4:], 0.0)
+    assert got[3] == pytest.approx(got[0] / 2)
+
+
+@pytest.mark.parametrize("lower_z", [-1.0, float("nan"), float("inf")])
+def test_a_bad_lower_z_is_refused_in_one_line(lower_z: float) -> None:
+    with pytest.raises(InputError, match=r"lower_z is .* standard errors; give a number >= 0"):
+        forecast_demand(
+            STEADY,
+            resource="gpu",
+            now_h=10.0,
+            slot_minutes=60,
+            horizon_slots=8,
+            method="moving-average-lower",
+            lower_z=lower_z,
+        )
 
 
 @pytest.mark.parametrize("arrivals_end_h", [-1.0, float("nan"), float("inf")])

@@ -12,6 +12,15 @@ the workload's start; slot ``k`` of the forecast covers
   ``moving-average`` value.
 - ``moving-average``: the mean demand per slot over the last ``window_slots`` complete slots
   (default one day; fewer at the start of the workload), the same for every forecast slot.
+- ``moving-average-lower``: ``moving-average`` less ``lower_z`` (default 1) of its standard
+  errors, never below 0: a forecast that says how sure it is. With arrivals a compound
+  Poisson process (jobs at a rate, each of its own demand ``d``), the demand of one slot has
+  variance rate x E[d^2], estimated without bias by the sum of ``d^2`` over the jobs of the
+  window over its ``n`` slots, so the mean over ``n`` slots has the standard error
+  ``sqrt(sum d^2) / n``: on Caspian's day (8.3 jobs of 3 GPUs on average an hour) 0.38 of
+  the level after one hourly slot, 0.14 after eight, 0.08 after a day (docs/simulator.md,
+  "How sure the demand forecast is"). Arrivals burstier than Poisson have a larger error
+  than this; the rule then lowers too little, never too much.
 - ``zero``: no future demand (what CJPS with future weight 0 assumes).
 - ``oracle``: the demand that actually arrives (reads the future; an upper bound on what a
   forecast can give, for comparison only).
@@ -47,7 +56,7 @@ __all__ = [
 ]
 
 #: Names accepted by :func:`forecast_demand`.
-DEMAND_FORECASTS = ("seasonal-day", "moving-average", "zero", "oracle")
+DEMAND_FORECASTS = ("seasonal-day", "moving-average", "moving-average-lower", "zero", "oracle")
 
 
 def _check(workload: Workload, resource: str, slot_minutes: int, horizon_slots: int) -> float:
@@ -91,6 +100,7 @@ def forecast_demand(
     days: int = 7,
     window_slots: int | None = None,
     arrivals_end_h: float | None = None,
+    lower_z: float = 1.0,
 ) -> FloatArray:
     """Forecast demand of ``resource`` arriving in each of ``horizon_slots`` slots from ``now_h``.
 
@@ -103,8 +113,22 @@ def forecast_demand(
             f"arrivals_end_h is {arrivals_end_h!r} h; give the hour after which no job arrives "
             "(>= 0, on the clock of now_h) or None when arrivals never stop"
         )
+    if not (math.isfinite(lower_z) and lower_z >= 0):
+        raise InputError(
+            f"lower_z is {lower_z!r} standard errors; give a number >= 0 (0: the plain "
+            "moving average, 1: one standard error below it)"
+        )
     forecast = _forecast(
-        workload, resource, now_h, slot_minutes, slot_h, horizon_slots, method, days, window_slots
+        workload,
+        resource,
+        now_h,
+        slot_minutes,
+        slot_h,
+        horizon_slots,
+        method,
+        days,
+        window_slots,
+        lower_z,
     )
     if arrivals_end_h is None:
         return forecast
@@ -123,6 +147,7 @@ def _forecast(
     method: str,
     days: int,
     window_slots: int | None,
+    lower_z: float = 1.0,
 ) -> FloatArray:
     """:func:`forecast_demand` without the arrival window."""
     if method not in DEMAND_FORECASTS:
@@ -147,9 +172,11 @@ def _forecast(
         raise InputError(f"window_slots is {window}; it must be >= 1 slot")
     # complete past slots, counted back from now: history[j] covers
     # [now - (j+1) slot, now - j slot); only as far back as a method looks, never before 0
-    looks_back = window if method == "moving-average" else max(window, days * math.ceil(per_day))
+    averages = method in ("moving-average", "moving-average-lower")
+    looks_back = window if averages else max(window, days * math.ceil(per_day))
     n_past = min(looks_back, max(0, math.floor(now_h / slot_h + 1e-9)))
     history: FloatArray = np.zeros(n_past)
+    squares: FloatArray = np.zeros(n_past)  # sum of demand^2 of the jobs of each slot
     # the only jobs read from here on: submitted in [now - n_past slot, now)
     lo, hi = np.searchsorted(workload.submit_h, [now_h - n_past * slot_h, now_h], side="left")
     if n_past and hi > lo:
@@ -160,11 +187,19 @@ def _forecast(
         history = np.asarray(
             np.bincount(back[keep], weights=weights, minlength=n_past), dtype=np.float64
         )
+        squares = np.asarray(
+            np.bincount(back[keep], weights=weights**2, minlength=n_past), dtype=np.float64
+        )
     # history[j] = demand in the slot that ended j slots before now
-    recent = history[: min(window, n_past)]
+    n_recent = min(window, n_past)
+    recent = history[:n_recent]
     level = float(recent.mean()) if len(recent) else 0.0
     if method == "moving-average":
         return np.full(horizon_slots, level)
+    if method == "moving-average-lower":
+        # compound Poisson: Var(slot) = rate E[d^2], so SE(level) = sqrt(sum d^2) / n
+        error = math.sqrt(float(squares[:n_recent].sum())) / n_recent if n_recent else 0.0
+        return np.full(horizon_slots, max(0.0, level - lower_z * error))
     if not float(per_day).is_integer():
         raise InputError(
             f"slot_minutes {slot_minutes} does not divide a day; seasonal-day needs slots "
