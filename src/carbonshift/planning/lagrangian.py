@@ -103,8 +103,10 @@ class JobClasses:
         return bool(np.all(self.on_time))
 
 
-def classes_of(arrays: InstanceArrays) -> JobClasses:
-    """Group the jobs of ``arrays`` into shapes and classes (see the module docstring)."""
+def classes_of(arrays: InstanceArrays, own_shape: BoolArray | None = None) -> JobClasses:
+    """Group the jobs of ``arrays`` into shapes and classes (see the module docstring).
+    ``own_shape``: jobs that get a shape (hence a class and a table row) of their own, for
+    costs that are theirs alone (a re-plan's move penalty, planning/incumbent.py)."""
     n, h = arrays.n_jobs, arrays.horizon_slots
     demand = arrays.demand_units
     weight = demand.sum(axis=1)
@@ -118,6 +120,9 @@ def classes_of(arrays: InstanceArrays) -> JobClasses:
     hi = np.where(on_time, on_time_hi, last)
     usable = (hi >= lo) & any_allowed
     shape_key = np.column_stack([runtime.astype(float), mix])
+    if own_shape is not None and np.any(own_shape):
+        tag = np.where(own_shape, np.arange(1, n + 1), 0).astype(float)
+        shape_key = np.column_stack([shape_key, tag])
     shape_rows, shape = np.unique(shape_key, axis=0, return_inverse=True)
     shape = shape.reshape(-1).astype(np.int64)
     klass = np.full(n, -1, dtype=np.int64)
@@ -139,7 +144,7 @@ def classes_of(arrays: InstanceArrays) -> JobClasses:
         hi=hi,
         on_time=on_time,
         shape_runtime=shape_rows[:, 0].astype(np.int64),
-        shape_mix=np.ascontiguousarray(shape_rows[:, 1:]),
+        shape_mix=np.ascontiguousarray(shape_rows[:, 1 : 1 + demand.shape[1]]),
         class_shape=rows[:, 0].astype(np.int64),
         class_lo=rows[:, 1].astype(np.int64),
         class_hi=rows[:, 2].astype(np.int64),

@@ -296,6 +296,8 @@ POLICIES: dict[str, PolicySpec] = {
                     lp_bands=p.get_bool("lp_bands"),
                     polish_chain_jobs=p.get_int("polish_chain_jobs"),
                     polish_chain_lp_iterations=p.get_int("polish_chain_lp_iterations"),
+                    move_penalty_g=p.get_float("move_penalty_g"),
+                    move_penalty_pct=p.get_float("move_penalty_pct"),
                 ),
                 context=ctx,
                 bound_iterations=(
@@ -580,6 +582,24 @@ POLICIES: dict[str, PolicySpec] = {
                     "while the job it took it from is pending: rendezvous hashing on its "
                     "arrival slot)",
                     choices=PHANTOM_SHAPES,
+                ),
+                ParamSpec(
+                    "move_penalty_g",
+                    float,
+                    0.0,
+                    "a re-plan's price for moving a job off the start the round before "
+                    "planned (the incumbent), in the objective: grams (0: off; the bound and "
+                    "the grams reported leave it out)",
+                    0.0,
+                    1e9,
+                ),
+                ParamSpec(
+                    "move_penalty_pct",
+                    float,
+                    0.0,
+                    "... plus this share of the job's grams at its incumbent start, % (0: off)",
+                    0.0,
+                    1000.0,
                 ),
             ),
             "least grams with every deadline kept, certified lower bound (the default)",

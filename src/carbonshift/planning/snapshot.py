@@ -111,11 +111,13 @@ class Snapshot:
         )
 
     def context(self) -> PlanContext:
-        """The policy's context: units held by running work, slots waited."""
+        """The policy's context: units held by running work, slots waited, the round
+        before's plan (the incumbent)."""
         return PlanContext(
             held_units=held_units(self.instance, self.running),
             waited_slots=dict(self.waited_slots),
             origin_slot=self.origin_slot,
+            incumbent=dict(self.previous),
         )
 
 

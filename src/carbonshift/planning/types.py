@@ -60,6 +60,11 @@ class PlanContext:
     caller whose axis starts now, as the controller's and the hub's do): a round's
     phantoms of future work (planning/lookahead.py, ``reserve_shapes = stable``) keep
     their shapes from round to round by it."""
+    incumbent: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """Job id -> (cluster, start slot on this instance's axis) the round before planned it
+    (the planning seam's ``Snapshot.previous``; empty for a static plan). ``carbonshift``
+    with ``move_penalty_g`` / ``move_penalty_pct`` charges a start elsewhere
+    (planning/incumbent.py); the other policies ignore it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,10 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
 6. core (above ``core_small_jobs``, 400, where the class LP is too large): the class LP
    restricted to each class's cheapest priced columns and the best plan's starts (interior
    point and crossover), rounded, its late jobs re-planned by sub-MILPs; a second ascent
-   from its prices for the bound.
+   from its prices for the bound;
+9. incumbent (online, opt-in): a start off the round before's plan costs a stated move
+   penalty in every cost table of the steps above (:mod:`carbonshift.planning.incumbent`);
+   the bound and the grams reported are the unpenalised ones.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from carbonshift.planning.aggregate import (
     column_index,
 )
 from carbonshift.planning.backends.highs import LpMethod, SolveOptions, solve
+from carbonshift.planning.incumbent import MovePenalty, move_penalty
 from carbonshift.planning.lagrangian import (
     DUAL_TARGET_GAP,
     JobClasses,
@@ -1243,6 +1247,7 @@ def _exact_plan(
     on_time: bool,
     max_nodes: int | None = None,
     critical_at: _State | None = None,
+    penalty: MovePenalty | None = None,
 ) -> _State | None:
     """Small instances, by the HiGHS MILP. ``on_time``: the least grams with every job on
     time (the LP of the bound with integral starts). Otherwise the MILP over every start,
@@ -1251,12 +1256,17 @@ def _exact_plan(
     out more than all lateness together. None when HiGHS finds no solution within
     ``max_nodes`` nodes and ``cpu_limit_s`` CPU seconds of this thread (or none exists).
     ``critical_at``: each critical job stays where that plan put it (its earliest start
-    with room, issue 13), or out where it left it out; the other jobs are planned around."""
+    with room, issue 13), or out where it left it out; the other jobs are planned around.
+    ``penalty``: each start off a job's incumbent costs its move penalty more (step 9)."""
     problem = build_problem(arrays, on_time_only=on_time)
     starts = problem.starts
     if len(starts) == 0:
         return None
     grams = _start_grams(arrays, base, starts.job, starts.cluster, starts.start_slot)
+    if penalty is not None and penalty.active:
+        grams = grams + penalty.of_starts(
+            starts.job, starts.cluster, starts.start_slot, arrays.n_jobs
+        )
     if on_time:
         program = on_time_program(problem, grams)
     else:
@@ -1509,6 +1519,8 @@ def carbonshift(
     lp_bands: bool = True,
     polish_chain_jobs: int = 12,
     polish_chain_lp_iterations: int = 15_000,
+    move_penalty_g: float = 0.0,
+    move_penalty_pct: float = 0.0,
 ) -> PolicyResult:
     """The least operational + embodied grams (docs/formats.md scores; ``objective =
     operational``: operational grams only) with every deadline kept as a hard constraint,
@@ -1586,15 +1598,36 @@ def carbonshift(
     guards beside the node and iteration counts; HiGHS's wall limit is a guard against a
     hang only (:data:`_WALL_GUARD_MIN_S`). Where a CPU guard binds the plan depends on the
     machine's speed, never on its load.
+
+    Online (step 9, :mod:`carbonshift.planning.incumbent`): with ``move_penalty_g`` or
+    ``move_penalty_pct`` and ``context.incumbent`` (the round before's plan), every start of
+    a job other than its incumbent costs ``move_penalty_g`` grams plus ``move_penalty_pct``
+    % of its grams there more in every table above, so a job is moved off its last plan
+    only when the plan gains more; the bound and the plan's grams are the unpenalised ones.
     """
     began = time.perf_counter()
     arrays = arrays_of(instance, context)
-    classes = classes_of(arrays)
     free = arrays.free_units
     full = unit_grams(arrays, embodied=True)
     base = full if objective == "carbon" else unit_grams(arrays, embodied=False)
+    # the incumbent (step 9): a start off the round before's plan costs its penalty in
+    # every table the steps below compare; the bound and the grams reported never see it
+    penalty = move_penalty(
+        instance,
+        arrays,
+        {} if context is None else context.incumbent,
+        base,
+        move_penalty_g=move_penalty_g,
+        move_penalty_pct=move_penalty_pct,
+    )
+    classes = classes_of(arrays, penalty.own_shape(arrays.n_jobs) if penalty.active else None)
     true_table = shape_costs(classes, base)
-    own = _own_best_fast(arrays, classes, true_table)
+
+    def priced(costs: FloatArray) -> FloatArray:
+        return penalty.table(costs, classes.shape, classes.weight)
+
+    table = priced(true_table)
+    own = _own_best_fast(arrays, classes, table)
     all_on_time_possible = classes.every_job_can_be_on_time
     stats: dict[str, float] = {}
 
@@ -1604,13 +1637,13 @@ def carbonshift(
         return (
             int(np.sum(state.cluster < 0)),
             _lateness_slots(arrays, state),
-            _grams(arrays, classes, state, true_table),
+            _grams(arrays, classes, state, table),
         )
 
     def repair(trial: _State, guide: FloatArray) -> None:
         """Up to 3,000 jobs: make room for jobs left out, then for late jobs."""
         if small and np.any(trial.cluster < 0):
-            _repair_unplaced(arrays, classes, trial, true_table, guide)
+            _repair_unplaced(arrays, classes, trial, table, guide)
         if small and _lateness_slots(arrays, trial):
             _repair_lateness(arrays, classes, trial, guide)
 
@@ -1651,7 +1684,7 @@ def carbonshift(
         # keeps its plans (another optimal vertex rounds differently: caspian and cjps-small
         # moved by -0.6 to +1.4 points of gap)
         lp = _solve_class_lp(
-            arrays, classes, base, true_table, columns, lp_time_limit_s, flow=not (small and within)
+            arrays, classes, base, table, columns, lp_time_limit_s, flow=not (small and within)
         )
         stats["lp_seconds"] = lp.seconds
         if lp.optimum_g is not None:
@@ -1664,12 +1697,12 @@ def carbonshift(
         """When an LP's rounding is near the LP (``lp_g`` grams) but late: re-plan the
         late jobs with their neighbours exactly, in windows of at most ``max_columns``
         starts."""
-        near = _grams(arrays, classes, trial, true_table) <= (1 + _LATE_REPAIR_NEAR) * lp_g
+        near = _grams(arrays, classes, trial, table) <= (1 + _LATE_REPAIR_NEAR) * lp_g
         if late_repair_jobs > 0 and near and _lateness_slots(arrays, trial):
             fixed = repair_late(
                 arrays,
                 classes,
-                true_table,
+                table,
                 trial.free,
                 trial.cluster,
                 trial.start,
@@ -1685,16 +1718,16 @@ def carbonshift(
             stats["late_repair_cpu_seconds"] = fixed.cpu_seconds
 
     if lp is not None and lp.optimum_g is not None:
-        best = _place_from_lp(arrays, classes, lp.columns, lp.share, true_table, true_table)
+        best = _place_from_lp(arrays, classes, lp.columns, lp.share, table, table)
         if late_repair:
             repair_rounding(best, lp.optimum_g)
-        repair(best, true_table)
-        _improve(arrays, classes, best, true_table, own, passes)
+        repair(best, table)
+        _improve(arrays, classes, best, table, own, passes)
     else:
-        best = _place_all(arrays, classes, true_table, true_table)
+        best = _place_all(arrays, classes, table, table)
         if small:
-            repair(best, true_table)
-            _improve(arrays, classes, best, true_table, own, passes)
+            repair(best, table)
+            _improve(arrays, classes, best, table, own, passes)
     best_key = score(best)
 
     def complete_on_time() -> bool:
@@ -1702,7 +1735,7 @@ def carbonshift(
 
     def consider(trial: _State) -> None:
         nonlocal best, best_key
-        _improve(arrays, classes, trial, true_table, own, passes)
+        _improve(arrays, classes, trial, table, own, passes)
         key = score(trial)
         if key < best_key:
             best, best_key = trial, key
@@ -1714,17 +1747,17 @@ def carbonshift(
         # core stood in for, so the second one runs when the first is late or leaves a job
         # out, even where the best plan (the core's) is on time (a 5-job instance, core
         # forced: the core's plan on time at 4 g, the second placement's at 3 g)
-        trial = _place_all(arrays, classes, guide, true_table) if first is None else first
+        trial = _place_all(arrays, classes, guide, table) if first is None else first
         repair(trial, guide)
         consider(trial)
         incomplete = score(trial)[:2] != (0, 0) if fallback else not complete_on_time()
         if incomplete:  # still late or left out: fewest options first
-            trial = _place_all(arrays, classes, guide, true_table, tight_first=True)
+            trial = _place_all(arrays, classes, guide, table, tight_first=True)
             repair(trial, guide)
             consider(trial)
 
     if small and lp is not None and lp.optimum_g is not None:
-        consider(_place_all(arrays, classes, true_table, true_table))
+        consider(_place_all(arrays, classes, table, table))
 
     def close_enough() -> bool:
         return (
@@ -1781,16 +1814,16 @@ def carbonshift(
             dual_done += dual.iterations
             prices, resume = dual.prices, dual.resume
             lower = dual.bound_g if lower is None else max(lower, dual.bound_g)
-            guide = shape_costs(classes, base + prices.transpose(1, 0, 2))
+            guide = priced(shape_costs(classes, base + prices.transpose(1, 0, 2)))
             ascent_guide = guide
             if lp is not None and lp.optimum_g is not None and not lp_rounded:
                 # the LP's starts, and the prices where they have no room
-                consider(_place_from_lp(arrays, classes, lp.columns, lp.share, true_table, guide))
+                consider(_place_from_lp(arrays, classes, lp.columns, lp.share, table, guide))
                 lp_rounded = True
             elif wait_for_core:
                 # the price-guided placement once, not improved: its starts for the core
                 deferred_guide = guide
-                guided_plan = _place_all(arrays, classes, guide, true_table)
+                guided_plan = _place_all(arrays, classes, guide, table)
                 guided_key = score(guided_plan)
                 if guided_key < best_key:
                     best, best_key = _copy(guided_plan), guided_key
@@ -1798,9 +1831,9 @@ def carbonshift(
                 place_guided(guide)
     if not complete_on_time() and dual_done == 0:
         place_guided(
-            true_table
+            table
             if lp_prices is None
-            else shape_costs(classes, base + lp_prices.transpose(1, 0, 2))
+            else priced(shape_costs(classes, base + lp_prices.transpose(1, 0, 2)))
         )
     stats["dual_iterations"] = float(dual_done)
 
@@ -1828,7 +1861,7 @@ def carbonshift(
                 arrays,
                 classes,
                 base,
-                true_table,
+                table,
                 columns.subset(keep),
                 lp_time_limit_s,
                 method=core_lp_method,
@@ -1847,16 +1880,14 @@ def carbonshift(
             if core.bound_g is not None:
                 stats["core_bound_g"] = core.bound_g
                 lower = core.bound_g if lower is None else max(lower, core.bound_g)
-            trial = _place_from_lp(
-                arrays, classes, core.columns, core.share, true_table, ascent_guide
-            )
+            trial = _place_from_lp(arrays, classes, core.columns, core.share, table, ascent_guide)
             if not small:
                 # above 3,000 jobs, late jobs first before any sub-MILP: a rounding costs
                 # 0.04 s, the repair 0.03-0.9 s on ten-zone 10,000
                 trial, made = _round_late_first(
                     arrays,
                     classes,
-                    true_table,
+                    table,
                     trial,
                     partial(
                         _place_from_lp,
@@ -1864,7 +1895,7 @@ def carbonshift(
                         classes,
                         core.columns,
                         core.share,
-                        true_table,
+                        table,
                         ascent_guide,
                     ),
                     _LATE_FIRST_ROUNDS,
@@ -1887,7 +1918,7 @@ def carbonshift(
                 consider(trial)
                 stats["core_rounded_again"] = stats.get("core_rounded_again", 0.0) + 1.0
                 trial = _place_from_lp(
-                    arrays, classes, core.columns, core.share, true_table, ascent_guide, late
+                    arrays, classes, core.columns, core.share, table, ascent_guide, late
                 )
                 repair_rounding(trial, core.optimum_g, core_repair_columns)
             consider(trial)
@@ -1941,20 +1972,20 @@ def carbonshift(
             arrays,
             classes,
             best,
-            true_table,
+            table,
             own,
             budget=int(search_factor * min(arrays.n_jobs, _SEARCH_JOBS)),
             seed=search_seed,
         )
         # the ejections leave holes that single re-insertions can now use
-        _improve(arrays, classes, best, true_table, own, passes)
+        _improve(arrays, classes, best, table, own, passes)
         best_key = score(best)
     if small and polish_steps > 0 and complete_on_time() and not close_enough():
         # sub-MILPs over windows of jobs (_polish); above 3,000 jobs, as the search, off
         done = polish(
             arrays,
             classes,
-            true_table,
+            table,
             best.free,
             best.cluster,
             best.start,
@@ -1969,7 +2000,7 @@ def carbonshift(
             target_g=None if lower is None else lower * (1 + 1e-3),
             rounds=_POLISH_ROUNDS,
             # as after the search: the re-planned windows leave holes single jobs can use
-            between=lambda: _improve(arrays, classes, best, true_table, own, passes),
+            between=lambda: _improve(arrays, classes, best, table, own, passes),
         )
         _note_search(stats, "polish", done)
         stats["polish_lp_iterations"] = float(done.lp_iterations)
@@ -1987,7 +2018,7 @@ def carbonshift(
         packed = _support_milp(
             arrays,
             classes,
-            true_table,
+            table,
             lp.columns,
             lp.share,
             best,
@@ -2007,7 +2038,7 @@ def carbonshift(
         done = polish_bands(
             arrays,
             classes,
-            true_table,
+            table,
             best.free,
             best.cluster,
             best.start,
@@ -2090,7 +2121,7 @@ def carbonshift(
         done = polish(
             arrays,
             classes,
-            true_table,
+            table,
             best.free,
             best.cluster,
             best.start,
@@ -2103,7 +2134,7 @@ def carbonshift(
             cpu_limit_s=polish_cpu_s,
             seed=search_seed + _CHAIN_SEED,
             target_g=None if lower is None else lower * (1 + 1e-3),
-            between=lambda: _improve(arrays, classes, best, true_table, own, passes),
+            between=lambda: _improve(arrays, classes, best, table, own, passes),
             chain_every=1,
         )
         _note_search(stats, "chain", done)
@@ -2129,6 +2160,7 @@ def carbonshift(
                 on_time=stage_on_time,
                 max_nodes=exact_nodes,
                 critical_at=best,
+                penalty=penalty,
             )
             if exact is not None:
                 key = score(exact)
@@ -2148,6 +2180,14 @@ def carbonshift(
         return False
 
     placed = best.cluster >= 0
+    if penalty.active:
+        stats["incumbent_jobs"] = float(penalty.job.size)
+        stats["incumbent_moved_jobs"] = float(
+            np.sum(
+                (best.cluster[penalty.job] != penalty.cluster)
+                | (best.start[penalty.job] != penalty.start)
+            )
+        )
     full_table = true_table if objective == "carbon" else shape_costs(classes, full)
     plan_g = _grams(arrays, classes, best, full_table)
     on_time = bool(
@@ -2185,7 +2225,7 @@ def carbonshift(
             strict=True,
         )
     )
-    notes = _notes(arrays, best, own, true_table, classes)
+    notes = _notes(arrays, best, own, table, classes)
     result = result_of(
         instance,
         "carbonshift",
