@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, tzinfo
+from datetime import datetime
 
 import numpy as np
+import pytest
 
+from carbonshift.carbon.providers.clock import ManualClock
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 
 
@@ -98,15 +100,10 @@ def crowded_gpu_jobs(
     return jobs
 
 
-def frozen_datetime(at: datetime) -> type[datetime]:
-    """A ``datetime`` class whose ``now()`` answers ``at`` (aware UTC), for code that reads
-    the wall clock itself (``controller --check``): monkeypatch it over the module's
-    ``datetime`` so that a test does not depend on the hour, day or date it runs at."""
-
-    class FrozenDatetime(datetime):
-        @classmethod
-        def now(cls, tz: tzinfo | None = None) -> FrozenDatetime:
-            moment = at if tz is None else at.astimezone(tz)
-            return cls.fromtimestamp(moment.timestamp(), moment.tzinfo)
-
-    return FrozenDatetime
+def pin_cli_clock(monkeypatch: pytest.MonkeyPatch, at: datetime) -> ManualClock:
+    """Pin the CLI's one clock (``carbonshift.cli._clock``) at ``at`` (aware UTC) for a test:
+    ``advise``, ``forecast show``, ``controller --check``, ``hub --check`` and ``status`` then
+    read ``at`` as now, and so do the providers they build."""
+    clock = ManualClock(at)
+    monkeypatch.setattr("carbonshift.cli._clock.CLOCK", clock)
+    return clock
