@@ -107,3 +107,20 @@ def pin_cli_clock(monkeypatch: pytest.MonkeyPatch, at: datetime) -> ManualClock:
     clock = ManualClock(at)
     monkeypatch.setattr("carbonshift.cli._clock.CLOCK", clock)
     return clock
+
+
+class FrozenClock:
+    """A controller clock (``carbonshift.k8s.clock.Clock``) stopped at ``at`` (aware UTC):
+    sleeps and back-offs return at once (webhook, extender and server tests)."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at
+
+    async def sleep_until(self, moment: datetime) -> None:
+        return None
+
+    async def backoff(self, seconds: float) -> None:
+        return None

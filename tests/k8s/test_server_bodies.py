@@ -14,20 +14,10 @@ from fastapi import FastAPI
 from carbonshift.k8s.config import parse_config
 from carbonshift.k8s.extender import extender_app
 from carbonshift.k8s.webhook import webhook_app
+from tests.builders import FrozenClock
 
 NOW = datetime(2023, 11, 14, tzinfo=UTC)
 MIB = 1 << 20
-
-
-class FixedClock:
-    def now(self) -> datetime:
-        return NOW
-
-    async def sleep_until(self, moment: datetime) -> None:
-        return None
-
-    async def backoff(self, seconds: float) -> None:
-        return None
 
 
 def _client(app: FastAPI) -> httpx.AsyncClient:
@@ -47,8 +37,8 @@ CONFIG = parse_config({"cluster": {"zone": "DE"}})
 @pytest.mark.parametrize(
     ("app", "path", "limit_mib", "want_ok"),
     [
-        pytest.param(webhook_app(CONFIG, FixedClock()), "/mutate", 16, 200, id="webhook"),
-        pytest.param(extender_app(CONFIG, FixedClock()), "/prioritize", 64, 200, id="extender"),
+        pytest.param(webhook_app(CONFIG, FrozenClock(NOW)), "/mutate", 16, 200, id="webhook"),
+        pytest.param(extender_app(CONFIG, FrozenClock(NOW)), "/prioritize", 64, 200, id="extender"),
     ],
 )
 async def test_a_body_above_its_limit_is_413_and_the_server_goes_on(
