@@ -1,6 +1,7 @@
 """Random small instances through every policy, judged by the independent checker (issue 13).
 
-Each instance is drawn as a CONTRACTS.md instance file (1-3 clusters, 1-2 resources,
+Each instance is drawn as a CONTRACTS.md instance file by the property test's generator
+(``tests/planning/draw.py``, here from numpy seeds: 1-3 clusters, 1-2 resources,
 constant or per-slot capacity, few distinct intensities with zeros and ties, critical jobs,
 releases up to the horizon's edge, deadlines already past), read by carbonshift's instance
 reader, planned by each policy, written as the plan JSON (with scores and bound) and checked
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 from tests.planning import independent
+from tests.planning.draw import NumpyChooser, draw_instance
 from tests.planning.test_independent import POLICIES
 
 from carbonshift.domain import score_plan
@@ -34,71 +36,10 @@ from carbonshift.formats.plan import plan_to_dict
 from carbonshift.planning import run_policy
 
 
-def draw_instance(rng: np.random.Generator, max_jobs: int, max_horizon: int) -> dict[str, Any]:
-    """One instance file, as the property test's strategy draws them (numpy here)."""
-    horizon = int(rng.integers(1, max_horizon + 1))
-    resources = ["gpu", "mem"][: int(rng.integers(1, 3))]
-    names = [f"c{c}" for c in range(int(rng.integers(1, 4)))]
-    values = np.array([0.0, 0.0, 10.0, 50.0, 50.0, 200.0])
-    clusters = []
-    for name in names:
-        capacity: dict[str, Any] = {}
-        for r in resources:
-            if rng.random() < 0.5:
-                capacity[r] = float(rng.integers(0, 5))
-            else:
-                capacity[r] = [float(v) for v in rng.integers(0, 5, horizon)]
-        clusters.append(
-            {
-                "name": name,
-                "zone": "XX",
-                "capacity": capacity,
-                "watts_per_unit": {r: float(rng.choice([0, 100, 200])) for r in resources},
-                "pue": float(rng.choice([1.0, 1.5])),
-                "embodied_g_per_unit_hour": {resources[0]: float(rng.choice([0, 0, 5]))},
-            }
-        )
-    loose = bool(rng.random() < 0.5)  # every job can be on time alone
-    jobs = []
-    for i in range(int(rng.integers(0, max_jobs + 1))):
-        demand = {r: float(rng.integers(0, 4)) for r in resources}
-        if not any(demand.values()):
-            demand[resources[0]] = 1.0
-        runtime = int(rng.integers(1, (horizon + 1) // 2 + 1 if loose else horizon + 1))
-        release = int(rng.integers(0, (horizon - runtime if loose else horizon) + 1))
-        deadline = (
-            int(rng.integers(release + runtime, horizon + 1))
-            if loose
-            else int(rng.integers(release - 1, horizon + 3))
-        )
-        job: dict[str, Any] = {
-            "id": f"j{i}",
-            "demand": demand,
-            "runtime_slots": runtime,
-            "release_slot": release,
-            "deadline_slot": deadline,
-            "critical": bool(rng.random() < 0.3),
-        }
-        if rng.random() < 0.5:
-            pick = rng.random(len(names)) < 0.6
-            pick[int(rng.integers(0, len(names)))] = True
-            job["allowed_clusters"] = [n for n, p in zip(names, pick, strict=True) if p]
-        jobs.append(job)
-    return {
-        "version": 1,
-        "slot_minutes": int(rng.choice([30, 60])),
-        "horizon_slots": horizon,
-        "resources": resources,
-        "clusters": clusters,
-        "carbon_g_per_kwh": {n: [float(v) for v in rng.choice(values, horizon)] for n in names},
-        "jobs": jobs,
-    }
-
-
 def run(policy: str, seed: int, n: int, max_jobs: int, max_horizon: int) -> dict[str, Any]:
     params, rules = POLICIES[policy]
     parsed = dict(p.split("=", 1) for p in params)
-    rng = np.random.default_rng(seed)
+    choose = NumpyChooser(np.random.default_rng(seed))
     broken: Counter[str] = Counter()
     instances_broken = 0
     worst_bound_over_lp = 0.0
@@ -106,7 +47,7 @@ def run(policy: str, seed: int, n: int, max_jobs: int, max_horizon: int) -> dict
     first: dict[str, Any] | None = None
     cpu = time.process_time()
     for _ in range(n):
-        doc = draw_instance(rng, max_jobs, max_horizon)
+        doc = draw_instance(choose, max_jobs, max_horizon)
         inst = instance_from_dict(doc)
         result = run_policy(policy, inst, parsed)
         plan = json.loads(

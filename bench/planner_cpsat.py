@@ -33,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_planner import build, exact_lp
+from bench.time_indexed import time_indexed
 
 #: integer units per unit of demand and room in CP-SAT's capacity rows
 SCALE = 1000
@@ -64,39 +64,10 @@ def cpsat(
     hint: bool = True,
 ) -> dict[str, object]:
     cp_model = _ortools()
-    from carbonshift.domain import score_plan
-    from carbonshift.planning import run_policy
-    from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
-    from carbonshift.planning.problem import arrays_of, build_problem
-
-    inst = build(family, n_jobs, seed)
-    lp, _, _ = exact_lp(inst, 600.0)
-    began = time.process_time()
-    plan = run_policy("carbonshift", inst, {})
-    plan_cpu_s = time.process_time() - began
-    plan_g = score_plan(inst, plan.plan).carbon_g
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    table = shape_costs(classes, unit_grams(arrays))
-    problem = build_problem(arrays, on_time_only=True)
-    starts = problem.starts
-    grams = (
-        table[classes.shape[starts.job], starts.cluster, starts.start_slot]
-        * classes.weight[starts.job]
-    )
-    job_of = {job.id: j for j, job in enumerate(inst.jobs)}
-    cluster_of = {c.name: m for m, c in enumerate(inst.clusters)}
-    column = {
-        (int(j), int(m), int(s)): k
-        for k, (j, m, s) in enumerate(
-            zip(starts.job, starts.cluster, starts.start_slot, strict=True)
-        )
-    }
-    ours = np.zeros(len(starts), dtype=bool)
-    for a in plan.plan.assignments:
-        key = (job_of[a.job], cluster_of[a.cluster], a.start_slot)
-        if key in column:
-            ours[column[key]] = True
+    read = time_indexed(family, n_jobs, seed)
+    plan_g, plan_cpu_s = read.plan_g, read.plan_cpu_s
+    arrays, problem, starts = read.arrays, read.problem, read.starts
+    grams, ours = read.grams, read.ours
     model = cp_model.CpModel()
     x = [model.NewBoolVar(f"x{k}") for k in range(len(starts))]
     by_job: list[list[int]] = [[] for _ in range(arrays.n_jobs)]
@@ -167,15 +138,9 @@ def cpsat(
             allowed=arrays.allowed,
         )
 
-    def pct(v: float | None) -> float | None:
-        return None if v is None or lp is None else round(100 * (v - lp) / lp, 3)
-
+    pct = read.above_lp_pct
     return {
-        "family": family,
-        "jobs": n_jobs,
-        "seed": seed,
-        "columns": len(starts),
-        "lp_g": lp,
+        **read.row(),
         "cpsat_status": solver.StatusName(status),
         "cpsat_g": round(cpsat_g, 3),
         "cpsat_bound_g": round(solver.BestObjectiveBound() / GRAM_SCALE, 3),

@@ -23,47 +23,26 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_planner import build, exact_lp
+from bench.time_indexed import time_indexed
 
 
 def milp(
     family: str, n_jobs: int, seed: int, time_limit_s: float, given: bool = False
 ) -> dict[str, object]:
-    from carbonshift.domain import score_plan
-    from carbonshift.planning import run_policy
     from carbonshift.planning.backends.highs import SolveOptions, solve
-    from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
-    from carbonshift.planning.problem import arrays_of, build_problem, on_time_program
+    from carbonshift.planning.problem import on_time_program
 
-    inst = build(family, n_jobs, seed)
-    lp, _, _ = exact_lp(inst, 600.0)
-    began = time.process_time()
-    plan = run_policy("carbonshift", inst, {})
-    plan_cpu_s = time.process_time() - began
-    plan_g = score_plan(inst, plan.plan).carbon_g
-    arrays = arrays_of(inst)
-    classes = classes_of(arrays)
-    table = shape_costs(classes, unit_grams(arrays))
-    problem = build_problem(arrays, on_time_only=True)
-    starts = problem.starts
-    # the planner's own grams per start: the shape table at (shape, cluster, start) x weight
-    grams = (
-        table[classes.shape[starts.job], starts.cluster, starts.start_slot]
-        * (classes.weight[starts.job])
-    )
+    read = time_indexed(family, n_jobs, seed)
+    lp, plan, plan_g, plan_cpu_s = read.lp_g, read.plan, read.plan_g, read.plan_cpu_s
+    problem, starts, grams = read.problem, read.starts, read.grams
     first = None
     if given:
-        job_of = {job.id: j for j, job in enumerate(inst.jobs)}
-        cluster_of = {c.name: m for m, c in enumerate(inst.clusters)}
-        column = {
-            (int(j), int(m), int(s)): k
-            for k, (j, m, s) in enumerate(
-                zip(starts.job, starts.cluster, starts.start_slot, strict=True)
+        if read.ours_late:
+            raise SystemExit(
+                f"carbonshift's plan starts {read.ours_late} job(s) late; "
+                "'incumbent' needs every job on time: run without it"
             )
-        }
-        first = np.zeros(len(starts))
-        for a in plan.plan.assignments:
-            first[column[(job_of[a.job], cluster_of[a.cluster], a.start_slot)]] = 1.0
+        first = read.ours.astype(float)
     # the plan's row first, so that a run stopped from outside still leaves it
     print(json.dumps({"plan_g": plan_g, "lp_g": lp, "columns": len(starts)}), flush=True)
     began = time.perf_counter()
@@ -77,15 +56,9 @@ def milp(
     wall = time.perf_counter() - began
     incumbent = sol.objective if sol.values.size else None
 
-    def pct(v: float | None) -> float | None:
-        return None if v is None or lp is None else round(100 * (v - lp) / lp, 3)
-
+    pct = read.above_lp_pct
     return {
-        "family": family,
-        "jobs": n_jobs,
-        "seed": seed,
-        "columns": len(starts),
-        "lp_g": lp,
+        **read.row(),
         "milp_status": sol.status.value,
         "milp_incumbent_g": incumbent,
         "milp_dual_bound_g": sol.bound,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, tzinfo
+from datetime import datetime
 
 import numpy as np
+import pytest
 
+from carbonshift.carbon.providers.clock import ManualClock
 from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
 
 
@@ -98,15 +100,27 @@ def crowded_gpu_jobs(
     return jobs
 
 
-def frozen_datetime(at: datetime) -> type[datetime]:
-    """A ``datetime`` class whose ``now()`` answers ``at`` (aware UTC), for code that reads
-    the wall clock itself (``controller --check``): monkeypatch it over the module's
-    ``datetime`` so that a test does not depend on the hour, day or date it runs at."""
+def pin_cli_clock(monkeypatch: pytest.MonkeyPatch, at: datetime) -> ManualClock:
+    """Pin the CLI's one clock (``carbonshift.cli._clock``) at ``at`` (aware UTC) for a test:
+    ``advise``, ``forecast show``, ``controller --check``, ``hub --check`` and ``status`` then
+    read ``at`` as now, and so do the providers they build."""
+    clock = ManualClock(at)
+    monkeypatch.setattr("carbonshift.cli._clock.CLOCK", clock)
+    return clock
 
-    class FrozenDatetime(datetime):
-        @classmethod
-        def now(cls, tz: tzinfo | None = None) -> FrozenDatetime:
-            moment = at if tz is None else at.astimezone(tz)
-            return cls.fromtimestamp(moment.timestamp(), moment.tzinfo)
 
-    return FrozenDatetime
+class FrozenClock:
+    """A controller clock (``carbonshift.k8s.clock.Clock``) stopped at ``at`` (aware UTC):
+    sleeps and back-offs return at once (webhook, extender and server tests)."""
+
+    def __init__(self, at: datetime) -> None:
+        self.at = at
+
+    def now(self) -> datetime:
+        return self.at
+
+    async def sleep_until(self, moment: datetime) -> None:
+        return None
+
+    async def backoff(self, seconds: float) -> None:
+        return None

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import csv
 import gzip
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from carbonshift import files
 from carbonshift.carbon import build_embedded
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.series import CiKind
 from carbonshift.errors import InputError
+from carbonshift.files import DecompressedTooLargeError
 
 EM_DIR = "carbon/electricitymaps-2021-2023"
 
@@ -138,6 +141,71 @@ def test_build_refuses_an_incomplete_source(
     _write_export(tmp_path / "XX_2021_hourly.csv.gz", rows)
     with pytest.raises(InputError, match=want_message):
         build_embedded.build(tmp_path, tmp_path / "out")
+
+
+def _bomb(path: Path, tmp_path: Path) -> None:
+    """An export whose rows expand to about 1 MiB (one row repeated)."""
+    _write_export(path, [("2021-01-01 00:00:00", "1", "1")] * 20_000)
+
+
+def _directory(path: Path, tmp_path: Path) -> None:
+    path.mkdir()
+
+
+def _latin1(path: Path, tmp_path: Path) -> None:
+    _write_export(tmp_path / "plain.csv.gz", [("2021-01-01 00:00:00", "1", "1")])
+    with gzip.open(tmp_path / "plain.csv.gz", "rt", encoding="utf-8") as handle:
+        text = handle.read().replace("Land", "Åland")
+    utf8 = text.encode("utf-8")
+    path.write_bytes(utf8.replace("Åland".encode(), "Åland".encode("latin-1")))
+
+
+@pytest.mark.parametrize(
+    ("name", "make", "want_error", "want_message"),
+    [
+        pytest.param(
+            "XX_2021_hourly.csv.gz",
+            _bomb,
+            DecompressedTooLargeError,
+            "expands to more than 0.0625 MiB",
+            id="a-gzip-expanding-past-the-limit",
+        ),
+        pytest.param(
+            "XX_2021_hourly.csv",
+            _directory,
+            InputError,
+            "is a directory, not a regular file",
+            id="a-directory-named-like-an-export",
+        ),
+        pytest.param(
+            "XX_2021_hourly.csv",
+            _latin1,
+            InputError,
+            r"XX_2021_hourly\.csv is not UTF-8 text .* is 0xc5",
+            id="an-export-in-latin-1",
+        ),
+    ],
+)
+def test_build_reads_through_the_bounded_reader(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    make: Callable[[Path, Path], None],
+    want_error: type[Exception],
+    want_message: str,
+) -> None:
+    # the one reader (carbonshift.files): a small bound here stands for its 512 MiB
+    monkeypatch.setattr(files, "MAX_DECOMPRESSED_BYTES", 1 << 16)
+    source = tmp_path / "src"
+    source.mkdir()
+    make(source / name, source)
+    with pytest.raises(want_error, match=want_message):
+        build_embedded.build(source, tmp_path / "out")
+
+
+def test_build_names_a_missing_source_folder(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"cannot list SRC_DIR .*nowhere.*; point it at"):
+        build_embedded.build(tmp_path / "nowhere", tmp_path / "out")
 
 
 @pytest.mark.e2e

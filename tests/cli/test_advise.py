@@ -10,6 +10,7 @@ import pytest
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.signal import integral_g_h_per_kwh
 from carbonshift.cli.app import main
+from tests.builders import pin_cli_clock
 
 
 def test_offline_advice_is_the_cheapest_start(capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,3 +75,46 @@ def test_forecast_show_embedded_marks_replay(capsys: pytest.CaptureFixture[str])
 def test_forecast_show_unknown_source(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["forecast", "show", "--zone", "GB", "--source", "nope"]) == 2
     assert "is not known" in capsys.readouterr().err
+
+
+# --- the CLI's one clock: "now" is what tests.builders.pin_cli_clock says ------------------
+
+PINNED = datetime(2026, 11, 25, 14, 20, 37, tzinfo=UTC)
+
+
+def _json_of(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    at: datetime,
+    args: list[str],
+) -> dict[str, object]:
+    pin_cli_clock(monkeypatch, at)
+    assert main(args) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert isinstance(shown, dict)
+    return shown
+
+
+def test_advise_starts_at_the_cli_clock_by_default(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["advise", "--duration", "3h", "--zones", "DE,GB", "--offline", "--format", "json"]
+    by_clock = _json_of(capsys, monkeypatch, PINNED, args)
+    # the same ask with --earliest at the pinned minute, the clock elsewhere: the same advice
+    elsewhere = PINNED + timedelta(days=3, hours=5)
+    explicit = _json_of(capsys, monkeypatch, elsewhere, [*args, "--earliest", "2026-11-25T14:20Z"])
+    assert by_clock == explicit
+    assert by_clock["now"]["start"].startswith("2026-11-25T14:")  # type: ignore[index]
+
+
+def test_forecast_show_starts_at_the_cli_clocks_hour_by_default(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["forecast", "show", "--zone", "GB", "--source", "embedded", "--format", "json"]
+    by_clock = _json_of(capsys, monkeypatch, PINNED, [*args, "--hours", "3"])
+    elsewhere = PINNED - timedelta(days=40, hours=7)
+    explicit = _json_of(
+        capsys, monkeypatch, elsewhere, [*args, "--hours", "3", "--start", "2026-11-25T14:00Z"]
+    )
+    assert by_clock["values"] == explicit["values"]
+    assert by_clock["replayed_from"] == explicit["replayed_from"] is not None

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from carbonshift.cli.app import main
-from tests.builders import frozen_datetime
+from tests.builders import pin_cli_clock
 
 
 def check(
@@ -59,7 +59,7 @@ def test_embedded_planning_now_is_degraded_and_replays_the_same_weekday(
 ) -> None:
     # --check reads the wall clock: pin it, so that the replayed span does not depend on the
     # day the test runs (it wraps to the whole last year one day in 364)
-    monkeypatch.setattr("carbonshift.cli.controller.datetime", frozen_datetime(now))
+    pin_cli_clock(monkeypatch, now)
     carbon = check(tmp_path, capsys, "{carbon_source: embedded}")
     assert carbon["chain"] == ["embedded"]
     assert carbon["status"] == "degraded"

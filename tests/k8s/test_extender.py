@@ -12,20 +12,10 @@ from carbonshift.carbon.embedded import load_series
 from carbonshift.k8s.config import parse_config
 from carbonshift.k8s.extender import ZoneCarbon, extender_app
 from carbonshift.k8s.planner import CarbonSource, Forecast, ProviderCarbonSource
+from tests.builders import FrozenClock
 from tests.k8s.objects import node, pod
 
 NOW = datetime(2023, 6, 1, 12, tzinfo=UTC)
-
-
-class FixedClock:
-    def now(self) -> datetime:
-        return NOW
-
-    async def sleep_until(self, moment: datetime) -> None:
-        return None
-
-    async def backoff(self, seconds: float) -> None:
-        return None
 
 
 def intensity(zone: str) -> float:
@@ -54,7 +44,7 @@ def client(**extender: Any) -> httpx.AsyncClient:
         {"cluster": {"zone": "DE"}, "planning": {"forecast": "oracle"}, "extender": extender}
     )
     by_name = {n["metadata"]["name"]: n for n in NODES}
-    app = extender_app(config, FixedClock(), by_name.get)
+    app = extender_app(config, FrozenClock(NOW), by_name.get)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://extender")
 
 
@@ -133,7 +123,7 @@ async def test_scores_read_the_planning_source_not_the_embedded_data() -> None:
     config = parse_config({"cluster": {"zone": "DE"}, "planning": {"forecast": "oracle"}})
     planning = CleanGridSource(config)
     by_name = {n["metadata"]["name"]: n for n in NODES}
-    app = extender_app(config, FixedClock(), by_name.get, planning)
+    app = extender_app(config, FrozenClock(NOW), by_name.get, planning)
     http = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://extender")
     args = {"Pod": pod(), "Nodes": {"items": NODES}, "NodeNames": None}
     got = (await http.post("/prioritize", json=args)).json()
@@ -149,7 +139,7 @@ def test_other_zones_use_the_provider_chain_when_planning_does(
 ) -> None:
     monkeypatch.setenv("CARBONSHIFT_OFFLINE", "1")
     config = parse_config({"cluster": {"zone": "DE"}, "planning": {"carbon_source": "providers"}})
-    carbon = ZoneCarbon(config, FixedClock())
+    carbon = ZoneCarbon(config, FrozenClock(NOW))
     source = carbon._source("CA-ON")
     assert isinstance(source, ProviderCarbonSource)
     assert source.chain[-1] == "embedded"

@@ -5,12 +5,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from carbonshift.cli.app import main
 from fakekube import FakeKube
+from tests.builders import pin_cli_clock
 
 
 def pod(name: str, namespace: str, notes: dict[str, str]) -> dict[str, Any]:
@@ -114,3 +116,42 @@ def test_status_table_says_why_work_waits(
     assert "why it waits" in out
     assert "wind at noon" in out
     assert "3 workload(s) held" in out
+
+
+@pytest.mark.parametrize(
+    ("now", "want_cells"),
+    [
+        pytest.param(
+            datetime(2031, 1, 1, 3, 30, tzinfo=UTC),
+            [
+                "2031-01-01T03:00:00Z (due)",
+                "2031-01-01T06:00:00Z (in 2 h 30 min)",
+                "2031-01-01T12:00:00Z (in 8 h 30 min)",
+            ],
+            id="between-planned-starts",
+        ),
+        pytest.param(
+            datetime(2030, 12, 31, 23, 59, 30, tzinfo=UTC),
+            [
+                "2031-01-01T03:00:00Z (in 3 h 00 min)",
+                "2031-01-01T06:00:00Z (in 6 h 00 min)",
+                "2031-01-01T12:00:00Z (in 12 h 00 min)",
+            ],
+            id="the-evening-before",
+        ),
+    ],
+)
+def test_status_counts_the_time_left_by_the_cli_clock(
+    cluster: FakeKube,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    now: datetime,
+    want_cells: list[str],
+) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    pin_cli_clock(monkeypatch, now)
+    code = main(["status", "--kubeconfig", str(cluster.kubeconfig)])
+    out = capsys.readouterr().out
+    assert code == 0
+    for cell in want_cells:
+        assert cell in out

@@ -19,21 +19,11 @@ from carbonshift.k8s.config import ServerSection, parse_config
 from carbonshift.k8s.metrics import Metrics
 from carbonshift.k8s.webhook import review_response, webhook_app
 from fakekube.patch import json_patch
+from tests.builders import FrozenClock
 from tests.k8s.certs import make_certs
 from tests.k8s.objects import job, pod
 
 NOW = datetime(2023, 11, 14, tzinfo=UTC)
-
-
-class FixedClock:
-    def now(self) -> datetime:
-        return NOW
-
-    async def sleep_until(self, moment: datetime) -> None:
-        return None
-
-    async def backoff(self, seconds: float) -> None:
-        return None
 
 
 CONFIG = parse_config({})
@@ -69,13 +59,13 @@ def patched(obj: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
     ids=["plain-pod", "pod-with-another-gate", "already-gated"],
 )
 def test_opted_in_pods_get_the_gate(obj: dict[str, Any], want_gates: list[str]) -> None:
-    got = patched(obj, review_response(review(obj), CONFIG, FixedClock()))
+    got = patched(obj, review_response(review(obj), CONFIG, FrozenClock(NOW)))
     assert [g["name"] for g in got["spec"]["schedulingGates"]] == want_gates
 
 
 def test_opted_in_jobs_are_suspended_and_marked_held() -> None:
     obj = job(created=None)
-    got = patched(obj, review_response(review(obj), CONFIG, FixedClock()))
+    got = patched(obj, review_response(review(obj), CONFIG, FrozenClock(NOW)))
     assert got["spec"]["suspend"] is True
     assert got["metadata"]["annotations"]["carbonshift.io/state"] == "held"
 
@@ -94,7 +84,7 @@ def test_other_workloads_pass_unchanged(
     obj: dict[str, Any], operation: str, want_warning: str | None
 ) -> None:
     metrics = Metrics()
-    answer = review_response(review(obj, operation), CONFIG, FixedClock(), metrics)
+    answer = review_response(review(obj, operation), CONFIG, FrozenClock(NOW), metrics)
     assert patched(obj, answer) == obj
     warnings = answer["response"].get("warnings") or []
     if want_warning is None:
@@ -112,7 +102,7 @@ def test_other_workloads_pass_unchanged(
 
 def test_dry_run_patches_nothing() -> None:
     obj = pod(created=None)
-    answer = review_response(review(obj), parse_config({"dry_run": True}), FixedClock())
+    answer = review_response(review(obj), parse_config({"dry_run": True}), FrozenClock(NOW))
     assert "patch" not in answer["response"]
     assert "dry-run" in answer["response"]["warnings"][0]
     # RFC 3339 in UTC, not Python's str(datetime) "2026-11-24 07:07:48.197406+00:00"
@@ -121,13 +111,13 @@ def test_dry_run_patches_nothing() -> None:
 
 
 def test_garbage_is_admitted() -> None:
-    assert review_response({"hello": 1}, CONFIG, FixedClock())["response"]["allowed"] is True
+    assert review_response({"hello": 1}, CONFIG, FrozenClock(NOW))["response"]["allowed"] is True
 
 
 async def test_served_over_tls_with_a_verified_certificate(tmp_path: Path) -> None:
     certs = make_certs(tmp_path)
     section = ServerSection(port=0, cert_file=str(certs.cert_file), key_file=str(certs.key_file))
-    served = await serve("webhook", webhook_app(CONFIG, FixedClock()), section)
+    served = await serve("webhook", webhook_app(CONFIG, FrozenClock(NOW)), section)
     try:
         context = ssl.create_default_context(cadata=certs.ca_pem.decode())
         async with httpx.AsyncClient(verify=context) as client:
@@ -146,6 +136,6 @@ async def test_served_over_tls_with_a_verified_certificate(tmp_path: Path) -> No
 async def test_a_missing_certificate_is_a_clear_error(tmp_path: Path) -> None:
     section = ServerSection(port=0, cert_file=str(tmp_path / "nope.crt"), key_file="k")
     with pytest.raises(InputError, match=r"webhook\.cert_file .*nope\.crt' is not a file"):
-        await serve("webhook", webhook_app(CONFIG, FixedClock()), section)
+        await serve("webhook", webhook_app(CONFIG, FrozenClock(NOW)), section)
     with pytest.raises(InputError, match="are required"):
-        await serve("webhook", webhook_app(CONFIG, FixedClock()), ServerSection(port=0))
+        await serve("webhook", webhook_app(CONFIG, FrozenClock(NOW)), ServerSection(port=0))

@@ -13,15 +13,19 @@ from __future__ import annotations
 import ast
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from carbonshift.cli.app import main
-from tests.planning import independent
+from tests.planning import draw, independent
+from tests.planning.draw import draw_instance
+
+T = TypeVar("T")
 
 EXAMPLES = int(os.environ.get("CARBONSHIFT_INDEPENDENT_EXAMPLES", "0") or 0)
 
@@ -44,75 +48,37 @@ POLICIES: dict[str, tuple[list[str], dict[str, bool]]] = {
 }
 
 
+class _Drawn:
+    """A :class:`~tests.planning.draw.Chooser` over hypothesis's ``draw``: it shrinks toward
+    small numbers and False (the chances ``p`` weight only the benchmark's numpy draws)."""
+
+    def __init__(self, draw: st.DrawFn) -> None:
+        self.draw = draw
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def integers(self, lo: int, hi: int, n: int) -> list[int]:
+        return self.draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n))
+
+    def boolean(self, p: float) -> bool:
+        return self.draw(st.booleans())
+
+    def booleans(self, p: float, n: int) -> list[bool]:
+        return self.draw(st.lists(st.booleans(), min_size=n, max_size=n))
+
+    def choice(self, options: Sequence[T]) -> T:
+        return self.draw(st.sampled_from(options))
+
+    def choices(self, options: Sequence[T], n: int) -> list[T]:
+        return self.draw(st.lists(st.sampled_from(options), min_size=n, max_size=n))
+
+
 @st.composite
 def instance_docs(draw: st.DrawFn, *, max_jobs: int = 5, max_horizon: int = 6) -> dict[str, Any]:
-    """A small instance file (CONTRACTS.md section 1), hostile but valid."""
-    horizon = draw(st.integers(1, max_horizon))
-    resources = ["gpu", "mem"][: draw(st.integers(1, 2))]
-    n_clusters = draw(st.integers(1, 3))
-    names = [f"c{c}" for c in range(n_clusters)]
-    # few distinct values: ties between slots and clusters, and zero-carbon slots
-    ci = st.sampled_from([0.0, 0.0, 10.0, 50.0, 50.0, 200.0])
-    clusters = []
-    for name in names:
-        capacity: dict[str, Any] = {}
-        for r in resources:
-            if draw(st.booleans()):
-                capacity[r] = float(draw(st.integers(0, 4)))
-            else:
-                capacity[r] = [
-                    float(v)
-                    for v in draw(st.lists(st.integers(0, 4), min_size=horizon, max_size=horizon))
-                ]
-        clusters.append(
-            {
-                "name": name,
-                "zone": "XX",
-                "capacity": capacity,
-                "watts_per_unit": {
-                    r: float(draw(st.sampled_from([0, 100, 200]))) for r in resources
-                },
-                "pue": draw(st.sampled_from([1.0, 1.5])),
-                "embodied_g_per_unit_hour": {resources[0]: float(draw(st.sampled_from([0, 0, 5])))},
-            }
-        )
-    # loose: every job can be on time alone (the bound's LP is often feasible)
-    loose = draw(st.booleans())
-    jobs = []
-    for i in range(draw(st.integers(0, max_jobs))):
-        demand = {r: float(draw(st.integers(0, 3))) for r in resources}
-        if not any(demand.values()):
-            demand[resources[0]] = 1.0
-        runtime = draw(st.integers(1, horizon))
-        release = draw(st.integers(0, horizon - runtime if loose else horizon))  # up to the edge
-        deadline = (
-            draw(st.integers(release + runtime, horizon))
-            if loose
-            else draw(st.integers(release - 1, horizon + 2))
-        )
-        job: dict[str, Any] = {
-            "id": f"j{i}",
-            "demand": demand,
-            "runtime_slots": runtime,
-            "release_slot": release,
-            "deadline_slot": deadline,
-            "critical": draw(st.booleans()),
-        }
-        allowed = draw(st.one_of(st.none(), st.sets(st.sampled_from(names), min_size=1)))
-        if allowed is not None:
-            job["allowed_clusters"] = sorted(allowed)
-        jobs.append(job)
-    return {
-        "version": 1,
-        "slot_minutes": draw(st.sampled_from([30, 60])),
-        "horizon_slots": horizon,
-        "resources": resources,
-        "clusters": clusters,
-        "carbon_g_per_kwh": {
-            name: draw(st.lists(ci, min_size=horizon, max_size=horizon)) for name in names
-        },
-        "jobs": jobs,
-    }
+    """A small instance file (CONTRACTS.md section 1), hostile but valid: the benchmark's
+    generator (:func:`tests.planning.draw.draw_instance`) drawn by hypothesis."""
+    return draw_instance(_Drawn(draw), max_jobs, max_horizon)
 
 
 def plan_by_cli(tmp: Path, doc: dict[str, Any], policy: str, params: list[str]) -> dict[str, Any]:
@@ -258,8 +224,9 @@ def test_the_checker_passes_the_optimum_and_recomputes_grams() -> None:
     assert report.optimum.grams == pytest.approx(10.0)
 
 
-def test_the_checker_imports_no_carbonshift_code() -> None:
-    tree = ast.parse(Path(independent.__file__).read_text(encoding="utf-8"))
+@pytest.mark.parametrize("module", [independent, draw], ids=["checker", "generator"])
+def test_the_checker_imports_no_carbonshift_code(module: Any) -> None:
+    tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
     imported = {
         alias.name
         for node in ast.walk(tree)

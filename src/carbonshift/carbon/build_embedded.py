@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
 import io
 import itertools
 import json
@@ -34,6 +33,7 @@ import sys
 import zipfile
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -43,6 +43,7 @@ import numpy as np
 import numpy.typing as npt
 
 from carbonshift.errors import InputError
+from carbonshift.files import open_decompressed, shown_path
 
 __all__ = ["DATA_FILE", "ZONES_FILE", "build", "main"]
 
@@ -72,10 +73,12 @@ class _Zone:
     estimated: list[bool] = field(default_factory=list)
 
 
-def _open_text(path: Path) -> TextIO:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return path.open(encoding="utf-8", newline="")
+@contextmanager
+def _open_text(path: Path) -> Iterator[TextIO]:
+    """``path`` as UTF-8 text through the project's one reader (carbonshift.files): a regular
+    file of at most 512 MiB, a ``.gz`` counted as it expands (at most 512 MiB)."""
+    with open_decompressed(path, "Electricity Maps export") as raw:
+        yield io.TextIOWrapper(raw, encoding="utf-8", newline="")
 
 
 def _centi(text: str, path: Path, line: int, column: str) -> int:
@@ -99,14 +102,27 @@ def _centi(text: str, path: Path, line: int, column: str) -> int:
 def _rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     with _open_text(path) as handle:
         reader = csv.DictReader(handle)
-        missing = {_TIME, _DIRECT, _LCA, "Zone Id", "Data Estimated"} - set(reader.fieldnames or ())
-        if missing:
+        try:
+            fieldnames = reader.fieldnames or ()
+            missing = {_TIME, _DIRECT, _LCA, "Zone Id", "Data Estimated"} - set(fieldnames)
+            if missing:
+                raise InputError(
+                    f"{path.name}: columns {sorted(missing)} missing; "
+                    "expected an Electricity Maps hourly export"
+                )
+            for index, row in enumerate(reader):
+                yield index + 2, row  # line 1 is the header
+        except UnicodeDecodeError as exc:
             raise InputError(
-                f"{path.name}: columns {sorted(missing)} missing; "
-                "expected an Electricity Maps hourly export"
-            )
-        for index, row in enumerate(reader):
-            yield index + 2, row  # line 1 is the header
+                f"{path.name} is not UTF-8 text (byte {exc.start} of a block near line "
+                f"{reader.line_num + 1} is {exc.object[exc.start]:#04x}); give the export as "
+                "Electricity Maps publishes it"
+            ) from None
+        except csv.Error as exc:  # a field past csv's 128 KiB limit, a NUL byte
+            raise InputError(
+                f"{path.name} line {reader.line_num}: {exc}; expected an Electricity Maps "
+                "hourly export"
+            ) from None
 
 
 def _read_file(path: Path, zones: dict[str, _Zone], prefix: str) -> None:
@@ -169,7 +185,13 @@ def _write_npz(target: Path, arrays: dict[str, npt.NDArray[np.generic]]) -> None
 
 def build(src_dir: Path, out_dir: Path) -> list[dict[str, object]]:
     """Convert every hourly export in ``src_dir`` into the embedded files in ``out_dir``."""
-    paths = sorted(p for p in src_dir.iterdir() if _NAME.match(p.name))
+    try:
+        paths = sorted(p for p in src_dir.iterdir() if _NAME.match(p.name))
+    except OSError as exc:
+        raise InputError(
+            f"cannot list SRC_DIR {shown_path(src_dir)!r}: {exc.strerror or exc}; point it at "
+            "the electricitymaps-2021-2023 folder"
+        ) from None
     if not paths:
         raise InputError(
             f"no <ZONE>_<YEAR>_hourly.csv(.gz) files in {src_dir}; "

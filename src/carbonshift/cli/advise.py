@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import UTC, datetime
 
 import typer
 from rich.console import Console
@@ -12,6 +11,7 @@ from rich.console import Console
 from carbonshift.api.advice import JobAsk, Run, advise_job, power_w_of
 from carbonshift.carbon.providers import ProviderSettings, build_chains
 from carbonshift.carbon.series import CiKind
+from carbonshift.cli import _clock
 from carbonshift.cli._output import Column, OutputFormat, emit_rows
 from carbonshift.errors import InputError
 from carbonshift.units import format_utc, parse_duration, parse_utc
@@ -78,7 +78,7 @@ def command(
     start = (
         parse_utc(earliest, what="--earliest")
         if earliest
-        else datetime.now(UTC).replace(second=0, microsecond=0)
+        else _clock.now().replace(second=0, microsecond=0)
     )
     end = parse_utc(deadline, what="--deadline") if deadline else start + parse_duration(within)
     job = JobAsk(
@@ -92,7 +92,7 @@ def command(
     settings = ProviderSettings.from_env()
     if offline:
         settings = dataclasses.replace(settings, offline=True)
-    chains = build_chains(settings)
+    chains = build_chains(settings, clock=_clock.CLOCK)
     try:
         chain = chains.chain(ci_kind)
         advice = advise_job(job, lambda z, s, e, slot: chain.answer(z, s, e, slot_minutes=slot))

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 from carbonshift.carbon.providers._http import ScrubSecrets
+from carbonshift.cli import _clock
 from carbonshift.k8s.app import ControllerApp
 from carbonshift.k8s.config import ControllerConfig, load_config
 from carbonshift.k8s.planner import carbon_source_for, check_source
@@ -107,7 +107,7 @@ def command(
         loaded = loaded.model_copy(update={"dry_run": True})
     if check:
         summary = _summary(loaded)
-        carbon = check_source(loaded, carbon_source_for(loaded), datetime.now(UTC))
+        carbon = check_source(loaded, carbon_source_for(loaded, clock=_clock.CLOCK), _clock.now())
         if fmt is Format.JSON:
             typer.echo(json.dumps({**summary, "carbon": carbon}, indent=1))
         else:

@@ -18,6 +18,7 @@ from carbonshift.carbon.evaluation import ForecastScore, evaluate
 from carbonshift.carbon.forecast import FORECASTERS, Forecaster, make_forecaster
 from carbonshift.carbon.gb_sample import ATTRIBUTION, compare_gb_sample, default_sample_dir
 from carbonshift.carbon.series import CiKind
+from carbonshift.cli import _clock
 from carbonshift.cli._output import Column, OutputFormat, emit_rows
 from carbonshift.errors import InputError
 
@@ -322,9 +323,9 @@ def show_command(
     first = (
         parse_utc(start, what="--start")
         if start
-        else datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        else _clock.now().replace(minute=0, second=0, microsecond=0)
     )
-    chain = single_source_chain(source, ci_kind, ProviderSettings.from_env())
+    chain = single_source_chain(source, ci_kind, ProviderSettings.from_env(), clock=_clock.CLOCK)
     answer = chain.answer(zone, first, first + timedelta(hours=hours), slot_minutes=slot_minutes)
     window = answer.window
     replayed = (

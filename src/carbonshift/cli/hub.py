@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import socket
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import typer
 from prometheus_client import make_asgi_app
 
 from carbonshift.carbon.providers._http import ScrubSecrets
+from carbonshift.cli import _clock
 from carbonshift.k8s import heap
 from carbonshift.k8s.app import Served, serve
 from carbonshift.k8s.client import ApiKube, connect
@@ -191,9 +191,9 @@ def command(
     """
     loaded = load_hub_config(config) if config is not None else HubConfig()
     if check:
-        now = datetime.now(UTC)
+        now = _clock.now()
         report = {
-            zone: check_source(cfg, carbon_source_for(cfg), now)
+            zone: check_source(cfg, carbon_source_for(cfg, clock=_clock.CLOCK), now)
             for zone in zones
             for cfg in [loaded.controller_config(zone)]
         }

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import datetime
 
 import typer
 
+from carbonshift.cli import _clock
 from carbonshift.cli._output import Column, OutputFormat, emit_rows
 from carbonshift.k8s.client import connect
 from carbonshift.k8s.clock import SystemClock
@@ -30,7 +31,7 @@ async def _collect(
 def _in(planned: object) -> str:
     if not isinstance(planned, str):
         return "-"
-    seconds = (datetime.fromisoformat(planned) - datetime.now(UTC)).total_seconds()
+    seconds = (datetime.fromisoformat(planned) - _clock.now()).total_seconds()
     if seconds <= 0:
         return f"{planned} (due)"
     hours, rest = divmod(int(seconds), 3600)

@@ -34,9 +34,16 @@ from typing import Any, Protocol
 
 from carbonshift._extras import require
 from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
+from carbonshift.k8s import wire
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.flowcontrol import TokenBucket, bucket_or_none
-from carbonshift.k8s.wire import LeanPool, WatchStream, available
+from carbonshift.k8s.wire import (
+    Answer,
+    LeanPool,
+    WatchStream,
+    answer_too_large,
+    available,
+)
 
 __all__ = [
     "FIELD_MANAGER",
@@ -564,7 +571,7 @@ class ApiKube:
                     )
                 try:
                     status = int(response.status)
-                    raw = await response.read()
+                    raw = await _read_bounded(response)
                     retry_after = response.headers.get("Retry-After")
                 finally:
                     response.release()
@@ -648,7 +655,7 @@ class ApiKube:
         try:
             if response.status != 200:
                 try:
-                    raw = await response.read()
+                    raw = await _read_bounded(response)
                 except (OSError, TimeoutError) as exc:
                     raise TemporaryError(f"watch {path}: HTTP {response.status}: {exc}") from exc
                 try:
@@ -681,6 +688,25 @@ class ApiKube:
                 _LOG.info("watch %s stalled for %.0f s; resuming", path, self.watch_idle_s)
         finally:
             response.release()
+
+
+async def _read_bounded(response: Any) -> bytes:
+    """An answer's body, at most :data:`~carbonshift.k8s.wire.MAX_ANSWER_BYTES` as the lean
+    transport reads it; an aiohttp response (through a proxy, or without httptools) is read
+    chunk by chunk as aiohttp decodes it and closed past the bound
+    (:class:`~carbonshift.k8s.wire.AnswerTooLargeError`, retried as a dropped connection)."""
+    content: Any = getattr(response, "content", None)
+    if isinstance(response, Answer) or not hasattr(content, "readany"):
+        return bytes(await response.read())
+    parts: list[bytes] = []
+    size = 0
+    while chunk := await content.readany():
+        size += len(chunk)
+        if size > wire.MAX_ANSWER_BYTES:
+            response.close()
+            raise answer_too_large(size)
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _event_of(line: bytes, path: str) -> Obj:

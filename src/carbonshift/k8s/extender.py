@@ -29,6 +29,12 @@ from fastapi.responses import JSONResponse
 from carbonshift.carbon.providers import FallbackChain, ProviderSettings, build_chains
 from carbonshift.carbon.series import CiKind
 from carbonshift.errors import CarbonshiftError
+from carbonshift.k8s.bodies import (
+    MAX_EXTENDER_ARGS_BYTES,
+    BodyTooLargeError,
+    read_json,
+    too_large_answer,
+)
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import Intent, Obj, read_intent
@@ -188,14 +194,18 @@ def extender_app(
     find: NodeLookup = lookup or (lambda name: None)
 
     async def _args(request: Request) -> Any:
+        """The ExtenderArgs (None when the body is no JSON); too large: the 413 answer."""
         try:
-            return await request.json()
-        except ValueError:
-            return None
+            return await read_json(request, MAX_EXTENDER_ARGS_BYTES, "the ExtenderArgs")
+        except BodyTooLargeError as exc:
+            _LOG.warning("extender: %s", exc)
+            return too_large_answer(exc)
 
     @app.post("/filter")
     async def filter_route(request: Request) -> JSONResponse:
         args = await _args(request)
+        if isinstance(args, JSONResponse):
+            return args
         if not isinstance(args, dict):
             return JSONResponse(
                 {
@@ -224,6 +234,8 @@ def extender_app(
     @app.post("/prioritize")
     async def prioritize_route(request: Request) -> JSONResponse:
         args = await _args(request)
+        if isinstance(args, JSONResponse):
+            return args
         if not isinstance(args, dict):
             return JSONResponse([])
         try:

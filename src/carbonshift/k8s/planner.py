@@ -28,6 +28,7 @@ import numpy.typing as npt
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.forecast import make_forecaster
 from carbonshift.carbon.freshness import Freshness, FreshnessBoard
+from carbonshift.carbon.providers import Clock as ProviderClock
 from carbonshift.carbon.providers import FallbackChain, ProviderSettings, build_chains
 from carbonshift.carbon.replay import extend_by_replay, replayed_span
 from carbonshift.carbon.series import CarbonSeries, CiKind
@@ -299,10 +300,13 @@ class ProviderCarbonSource(CarbonSource):
         return result
 
 
-def carbon_source_for(config: ControllerConfig) -> CarbonSource:
-    """The carbon source ``planning.carbon_source`` names."""
+def carbon_source_for(
+    config: ControllerConfig, *, clock: ProviderClock | None = None
+) -> CarbonSource:
+    """The carbon source ``planning.carbon_source`` names; its providers read ``clock``
+    (default: the wall clock)."""
     if config.planning.carbon_source == "providers":
-        chains = build_chains(ProviderSettings.from_env())
+        chains = build_chains(ProviderSettings.from_env(), clock=clock)
         return ProviderCarbonSource(config, chains.chain(CiKind.DIRECT))
     return CarbonSource(config)
 

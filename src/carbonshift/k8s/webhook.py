@@ -20,6 +20,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from carbonshift.k8s.bodies import MAX_REVIEW_BYTES, BodyTooLargeError, read_json, too_large_answer
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.config import ControllerConfig
 from carbonshift.k8s.intent import NotHeld, Obj, read_intent
@@ -120,9 +121,10 @@ def webhook_app(
     @app.post("/mutate")
     async def mutate(request: Request) -> JSONResponse:
         try:
-            review = await request.json()
-        except ValueError:
-            review = None
+            review = await read_json(request, MAX_REVIEW_BYTES, "the AdmissionReview")
+        except BodyTooLargeError as exc:
+            _LOG.warning("webhook: %s", exc)
+            return too_large_answer(exc)
         return JSONResponse(review_response(review, config, clock, metrics))
 
     @app.get("/healthz")

@@ -32,6 +32,14 @@ the event loop: at the hub's start its 10,000 watch echoes cost about 1.5 s of C
 bench/hub.md, "The start by phase"). The stream ends when the answer ends, when the
 server closes the connection (a line cut short by it is dropped: the watch resumes from
 the last whole event), or when no byte arrives for its idle limit (a stalled stream).
+
+Bounds, so that a broken or hostile server (or a proxy before it) cannot fill the memory of
+the controller or the hub: an answer's head may hold :data:`MAX_HEAD_BYTES`, its body
+:data:`MAX_ANSWER_BYTES` as sent and again once gzip or deflate is decoded (a "gzip bomb"
+expands about 1000:1), one watch event's line :data:`MAX_WATCH_LINE_BYTES`. Past a bound the
+connection is closed and the request fails with :class:`AnswerTooLargeError` (a
+:class:`WireError`: the client retries it, then gives its caller a temporary error); the
+process goes on (docs/controller.md, "Limits on what the API server sends").
 """
 
 from __future__ import annotations
@@ -45,7 +53,18 @@ import zlib
 from collections.abc import AsyncGenerator
 from typing import Any
 
-__all__ = ["Answer", "LeanPool", "WatchStream", "WireError", "available"]
+__all__ = [
+    "MAX_ANSWER_BYTES",
+    "MAX_HEAD_BYTES",
+    "MAX_WATCH_LINE_BYTES",
+    "Answer",
+    "AnswerTooLargeError",
+    "LeanPool",
+    "WatchStream",
+    "WireError",
+    "answer_too_large",
+    "available",
+]
 
 try:  # the k8s extra's; without it every request keeps aiohttp
     _httptools: Any = importlib.import_module("httptools")
@@ -60,6 +79,15 @@ IDLE_KEPT = 8
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 #: bytes a watch buffers before it stops reading from its socket until the reader catches up
 WATCH_BUFFERED_MAX = 4 << 20
+#: the most bytes of one answer's body, as sent and once decoded (64 MiB): a page of 500 Jobs
+#: is 0.4 MiB (bench/hub.md), and parsed JSON takes several times its size in memory, so that
+#: 64 MiB stays well inside the 1 GiB the deployments give the process (deploy/base)
+MAX_ANSWER_BYTES = 64 << 20
+#: the most bytes of one answer's head (1 MiB; an API server's is under 1 KiB)
+MAX_HEAD_BYTES = 1 << 20
+#: the most bytes of one watch event's line (16 MiB): an object is at most 1.5 MiB in etcd
+#: (its default ``--max-request-bytes``), the API server takes request bodies of 3 MiB
+MAX_WATCH_LINE_BYTES = 16 << 20
 
 
 def available() -> bool:
@@ -70,6 +98,38 @@ def available() -> bool:
 class WireError(ConnectionError):
     """The connection failed, or the answer broke HTTP/1.1's framing (the client retries it
     as a dropped connection)."""
+
+
+class AnswerTooLargeError(WireError):
+    """An answer's head, body or watch line passed its bound (:data:`MAX_ANSWER_BYTES`,
+    :data:`MAX_HEAD_BYTES`, :data:`MAX_WATCH_LINE_BYTES`); its connection was closed."""
+
+
+def _too_large(fact: str) -> AnswerTooLargeError:
+    """The error for an answer past a bound; ``fact`` names the size and the limit."""
+    return AnswerTooLargeError(
+        f"{fact}; closed the connection: check that the address is an API server (not a "
+        "proxy or another service answering there)"
+    )
+
+
+def _mib(n_bytes: int) -> str:
+    return f"{n_bytes / (1 << 20):g} MiB"
+
+
+def _head_too_large(n_bytes: int) -> AnswerTooLargeError:
+    return _too_large(
+        f"the API server's answer has a head of over {n_bytes} bytes, above the limit of "
+        f"{_mib(MAX_HEAD_BYTES)}"
+    )
+
+
+def answer_too_large(n_bytes: int, how: str = "over ") -> AnswerTooLargeError:
+    """The error for an answer's body of ``n_bytes`` past :data:`MAX_ANSWER_BYTES`."""
+    return _too_large(
+        f"the API server's answer is {how}{n_bytes} bytes, above the limit of "
+        f"{_mib(MAX_ANSWER_BYTES)} for one answer"
+    )
 
 
 class Fields(dict[str, str]):
@@ -142,6 +202,8 @@ class _Connection(asyncio.Protocol):
         self._headers_done = False
         self._extra = False
         self._status = 0
+        self._head_n = 0  # bytes of the answer's head so far (MAX_HEAD_BYTES)
+        self._body_n = 0  # bytes of its body so far (MAX_ANSWER_BYTES)
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -155,6 +217,10 @@ class _Connection(asyncio.Protocol):
         error = _feed(self.parser, data)
         if error is not None:
             self._fail(error)
+        elif not self._headers_done:  # httptools keeps a head whole, however long: count it
+            self._head_n += len(data)
+            if self._head_n > MAX_HEAD_BYTES:
+                self._fail(_head_too_large(self._head_n))
 
     def eof_received(self) -> bool:
         return False  # close our side too
@@ -192,13 +258,18 @@ class _Connection(asyncio.Protocol):
         self._keep_alive = self.parser.should_keep_alive()
         self._status = self.parser.get_status_code()
         self._headers_done = True
-        error = _informational(self._status)
+        error = _informational(self._status) or _declared_too_large(self._fields)
         if error is not None:
             self._fail(error)
 
     def on_body(self, body: bytes) -> None:
         if self._done:
             self._extra = True
+            return
+        self._body_n += len(body)
+        if self._body_n > MAX_ANSWER_BYTES:
+            self._chunks = []
+            self._fail(answer_too_large(self._body_n))
             return
         self._chunks.append(body)
 
@@ -246,6 +317,7 @@ class _Connection(asyncio.Protocol):
         self._chunks = []
         self._got_bytes = self._done = self._keep_alive = self._headers_done = False
         self._extra = False
+        self._head_n = self._body_n = 0
         self.requests += 1
         try:
             transport.write(raw)
@@ -270,16 +342,36 @@ class _Connection(asyncio.Protocol):
         return Answer(self._status, self._fields, body)
 
 
+def _declared_too_large(fields: Fields) -> AnswerTooLargeError | None:
+    """The error of a head whose ``Content-Length`` passes :data:`MAX_ANSWER_BYTES` (refused
+    before its body is read); None for any other."""
+    declared = fields.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+        return answer_too_large(int(declared), "declared (Content-Length) as ")
+    return None
+
+
 def _decoded(body: bytes, coding: str) -> bytes:
-    """A gzip or deflate body decoded (lists ask for gzip; a server may send either anyway)."""
+    """A gzip or deflate body decoded (lists ask for gzip; a server may send either anyway),
+    to at most :data:`MAX_ANSWER_BYTES`: decoding stops one byte past it."""
+    if coding in ("gzip", "x-gzip"):
+        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif coding == "deflate":
+        decoder = zlib.decompressobj()
+    else:
+        raise WireError(f"the API server answered in content-encoding {coding!r}")
     try:
-        if coding in ("gzip", "x-gzip"):
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
-        if coding == "deflate":
-            return zlib.decompress(body)
+        out = decoder.decompress(body, MAX_ANSWER_BYTES + 1)
     except zlib.error as exc:
         raise WireError(f"the API server's {coding} answer does not decode: {exc}") from exc
-    raise WireError(f"the API server answered in content-encoding {coding!r}")
+    if len(out) > MAX_ANSWER_BYTES:
+        raise _too_large(
+            f"the API server's {coding} answer of {len(body)} bytes expands to more than "
+            f"{_mib(MAX_ANSWER_BYTES)}, the limit for one answer (a gzip bomb?)"
+        )
+    if not decoder.eof:
+        raise WireError(f"the API server's {coding} answer does not decode: it is cut short")
+    return out
 
 
 class WatchStream(asyncio.Protocol):
@@ -318,6 +410,7 @@ class WatchStream(asyncio.Protocol):
         self._done = False  # the answer ended as HTTP frames it
         self._lost = False  # the connection closed
         self._error: Exception | None = None
+        self._head_n = 0  # bytes of the answer's head so far (MAX_HEAD_BYTES)
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -328,6 +421,10 @@ class WatchStream(asyncio.Protocol):
         error = _feed(self.parser, data)
         if error is not None:
             self._fail(error)
+        elif not self._head.done():
+            self._head_n += len(data)
+            if self._head_n > MAX_HEAD_BYTES:
+                self._fail(_head_too_large(self._head_n))
 
     def eof_received(self) -> bool:
         return False
@@ -455,11 +552,17 @@ class WatchStream(asyncio.Protocol):
         self._loop.call_later(self._batch_s, self._release_batch)
 
     async def read(self) -> bytes:
-        """The whole body (an error answer's), within ``idle_s`` of each byte."""
+        """The whole body (an error answer's), within ``idle_s`` of each byte; at most
+        :data:`MAX_ANSWER_BYTES` (:class:`AnswerTooLargeError` past it)."""
         parts: list[bytes] = []
+        size = 0
         while True:
             if self._pending:
                 parts.append(self._take())
+                size += len(parts[-1])
+                if size > MAX_ANSWER_BYTES:
+                    self.close()
+                    raise answer_too_large(size)
             elif self._error is not None:
                 raise self._error
             elif self._done or self._lost:
@@ -472,7 +575,9 @@ class WatchStream(asyncio.Protocol):
     async def lines(self) -> AsyncGenerator[list[bytes], None]:
         """The body's whole lines (without their line feeds), in lists of as many as have
         arrived; a last line without a line feed only when the answer ended as framed.
-        Raises :class:`WireError` when the answer breaks HTTP's framing."""
+        Raises :class:`WireError` when the answer breaks HTTP's framing, and
+        :class:`AnswerTooLargeError` when a line passes :data:`MAX_WATCH_LINE_BYTES`
+        without its line feed."""
         coding = self.headers.get("content-encoding")
         if coding is not None and coding != "identity":
             self.close()
@@ -486,6 +591,12 @@ class WatchStream(asyncio.Protocol):
                         data = rest + data
                     cut = data.rfind(b"\n")
                     if cut < 0:
+                        if len(data) > MAX_WATCH_LINE_BYTES:
+                            raise _too_large(
+                                f"the API server's watch sent over {len(data)} bytes without "
+                                f"a line end, above the limit of {_mib(MAX_WATCH_LINE_BYTES)} "
+                                "for one event"
+                            )
                         rest = data
                         continue
                     rest = data[cut + 1 :]

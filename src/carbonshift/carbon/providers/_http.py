@@ -5,7 +5,10 @@ boundary into the error families of :mod:`carbonshift.errors`:
 
 - no answer, 5xx, 429 past the retry budget: :class:`TemporaryError` (``delay_s`` set);
 - 401/403: :class:`AuthError`; unknown zone: :class:`UnknownZoneError` (both permanent);
-- a body that is not the documented JSON: :class:`UpstreamFormatError` (temporary).
+- a body that is not the documented JSON: :class:`UpstreamFormatError` (temporary), a body
+  above :data:`MAX_REPLY_BYTES` once decoded (gzip) among them: it is read as it arrives and
+  the connection closed past the limit, so that a broken or hostile service cannot fill the
+  memory of the controller, the hub or ``serve``.
 
 Every message is scrubbed of the provider's secrets before it is raised or logged.
 """
@@ -27,6 +30,7 @@ from carbonshift.carbon.providers.secrets import Secret, scrub
 from carbonshift.errors import PermanentError, TemporaryError
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "AuthError",
     "HttpSource",
     "RetryPolicy",
@@ -36,6 +40,10 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger("carbonshift.carbon.providers")
+
+#: the most bytes a provider's answer may hold once decoded (16 MiB): the longest answer
+#: asked for, WattTime's 31 days of 5-minute points, is about 0.5 MiB of JSON
+MAX_REPLY_BYTES = 16 << 20
 
 # Credentials as libraries log them at debug level: httpcore's header tuples
 # (b'auth-token', b'...'), "Authorization: Bearer ...", and token=/key= in URLs.
@@ -189,12 +197,7 @@ class HttpSource:
         for attempt in range(1, policy.attempts + 1):
             try:
                 self.requests_made += 1
-                response = self._client.get(
-                    path,
-                    params=params,
-                    headers=headers,
-                    auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT,
-                )
+                response = self._get(path, params, headers, auth)
             except httpx.TimeoutException as exc:
                 last = TemporaryError(
                     f"{self.name}: no answer from {self.base_url}{path} within "
@@ -258,6 +261,41 @@ class HttpSource:
                 )
         assert last is not None
         raise last
+
+    def _get(
+        self,
+        path: str,
+        params: Mapping[str, str | list[str]] | None,
+        headers: Mapping[str, str] | None,
+        auth: httpx.Auth | tuple[str, str] | None,
+    ) -> httpx.Response:
+        """GET ``path``, its body read (decoded) up to :data:`MAX_REPLY_BYTES`; past it
+        :class:`UpstreamFormatError` and the connection is closed."""
+        request = self._client.build_request("GET", path, params=params, headers=headers)
+        response = self._client.send(
+            request, auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT, stream=True
+        )
+        try:
+            parts: list[bytes] = []
+            size = 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise UpstreamFormatError(
+                        f"{self.name}: {path} answered over {size} bytes, above the limit of "
+                        f"{MAX_REPLY_BYTES >> 20} MiB for one answer (decoded); the service "
+                        "may be broken, or the base URL points elsewhere: check it"
+                    )
+                parts.append(chunk)
+        except httpx.DecodingError as exc:
+            raise UpstreamFormatError(
+                f"{self.name}: {path} answered a body that does not decode "
+                f"({response.headers.get('content-encoding', 'no encoding')}); retry later"
+            ) from exc
+        finally:
+            response.close()
+        response._content = b"".join(parts)  # what response.read() keeps: .text, .json()
+        return response
 
     def body_snippet(self, response: httpx.Response, limit: int = 200) -> str:
         """The start of a response body, secrets removed, on one line."""

@@ -17,13 +17,32 @@ __all__ = ["Point", "resample", "series_from_points"]
 Point = tuple[datetime, int, float, bool]
 
 
+def _one_per_start(points: Sequence[Point]) -> list[Point]:
+    """``points`` with one point per start time, in time order.
+
+    Providers do send a start twice, so this is a rule, not an error: the seam of two
+    requests (a history up to now and a forecast from now: WattTime, the GB API, the Carbon
+    Aware SDK), the boundary half hour two 14-day GB ranges both hold, an SDK answer whose
+    bounds fall on a point's (carbon-aware-sdk issue 155). A measured point is kept over an
+    estimate (a forecast) of the same start; between two of the same kind the later one in
+    ``points`` (the later answer: providers append what they fetched in order) is kept.
+    """
+    chosen: dict[datetime, Point] = {}
+    for point in points:
+        held = chosen.get(point[0])
+        if held is None or held[3] or not point[3]:
+            chosen[point[0]] = point
+    return sorted(chosen.values(), key=lambda p: p[0])
+
+
 def series_from_points(
     points: Sequence[Point], *, zone: str, kind: CiKind, source: str
 ) -> CarbonSeries:
-    """A regular series on the finest step among ``points``; gaps hold NaN."""
+    """A regular series on the finest step among ``points``; gaps hold NaN; a start given
+    twice keeps one point (:func:`_one_per_start`: measured over estimated, else the later)."""
     if not points:
         raise DataRangeError(f"{source} returned no data points for zone {zone!r}")
-    ordered = sorted(points, key=lambda p: p[0])
+    ordered = _one_per_start(points)
     step = min(p[1] for p in ordered)
     if step <= 0:
         raise DataRangeError(f"{source} returned a data point of {step} minutes for {zone!r}")
