@@ -122,35 +122,43 @@ class PhaseCpu:
     wrapped), added up over the passes of one reconcile. The watch events the process
     handles while a phase runs (the echoes of its own writes) count in that phase.
 
-    Also the process's voluntary context switches per phase (``getrusage``'s ``ru_nvcsw``:
+    Also the system (kernel) CPU seconds of each phase (``ru_stime``), and the process's
+    voluntary context switches per phase (``getrusage``'s ``ru_nvcsw``:
     each time it blocked waiting for the network, about one a wake-up of its event loop): a
     count, less moved by the machine's load than CPU seconds."""
 
     def __init__(self) -> None:
         self.cpu_s: dict[str, float] = {}
+        self.sys_s: dict[str, float] = {}
         self.waits: dict[str, int] = {}
         self._original = HubController._phase
 
     def install(self) -> None:
-        original, spent, waits = self._original, self.cpu_s, self.waits
+        original, spent, waits, in_kernel = self._original, self.cpu_s, self.waits, self.sys_s
 
         @contextlib.contextmanager
         def phase(controller: HubController, name: str) -> Iterator[None]:
             began = time.process_time()
-            blocked = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
+            usage = resource.getrusage(resource.RUSAGE_SELF)
             try:
                 with original(controller, name):
                     yield
             finally:
                 spent[name] = spent.get(name, 0.0) + time.process_time() - began
-                now_blocked = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
-                waits[name] = waits.get(name, 0) + now_blocked - blocked
+                now = resource.getrusage(resource.RUSAGE_SELF)
+                waits[name] = waits.get(name, 0) + now.ru_nvcsw - usage.ru_nvcsw
+                in_kernel[name] = in_kernel.get(name, 0.0) + now.ru_stime - usage.ru_stime
 
         HubController._phase = phase  # type: ignore[method-assign,assignment]
 
     def take(self) -> dict[str, float]:
         taken = {name: round(s, 2) for name, s in self.cpu_s.items()}
         self.cpu_s.clear()
+        return taken
+
+    def take_sys(self) -> dict[str, float]:
+        taken = {name: round(s, 2) for name, s in self.sys_s.items()}
+        self.sys_s.clear()
         return taken
 
     def take_waits(self) -> dict[str, int]:
@@ -162,7 +170,9 @@ class PhaseCpu:
         HubController._phase = self._original  # type: ignore[method-assign]
 
 
-async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, Any]:
+async def _run(
+    jobs: int, spokes: int, periods: int, policy: str, hold_writes: int | None = None
+) -> dict[str, Any]:
     cpu_per_node = str(max(1, jobs // spokes // 4))  # 2 nodes: about half the work at once
     with ExitStack() as stack:
         hub_cfg, hub_url = stack.enter_context(fake_server(0, "1", crds=[CRD]))
@@ -211,9 +221,10 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
         await asyncio.gather(*(make(i) for i in range(jobs)))
         _progress(f"created {jobs} hub Jobs in {time.perf_counter() - t0:.1f} s")
         driver_rss_mb = _peak_rss_mb()  # the driver's share, before the controller exists
-        config = HubConfig.model_validate(
-            {"planning": {"policy": policy, "forecast": "seasonal-day"}}
-        )
+        settings: dict[str, Any] = {"planning": {"policy": policy, "forecast": "seasonal-day"}}
+        if hold_writes is not None:
+            settings["hold_writes_per_pass"] = hold_writes
+        config = HubConfig.model_validate(settings)
         # as ``carbonshift hub``: the collector's young threshold raised at the start, the heap
         # settled once the first list of each kind of hub object is stored
         heap.prepare()
@@ -240,6 +251,7 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                     counting.by.clear()
                     phase_cpu.take()
                     phase_cpu.take_waits()
+                    phase_cpu.take_sys()
                     cpu0, wall0 = time.process_time(), time.perf_counter()
                     round_ = await controller.reconcile()
                     deferred = getattr(controller, "last_holds_deferred", 0)
@@ -264,6 +276,8 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
                         "plan_wall_s": round(controller.last_plan_s or 0.0, 2),
                         # CPU seconds of each phase, over every pass of the reconcile
                         "phase_cpu_s": phase_cpu.take(),
+                        # of which in the kernel (system CPU seconds: sends, receives, polls)
+                        "phase_sys_s": phase_cpu.take_sys(),
                         # voluntary context switches of each phase (blocking waits: wake-ups)
                         "phase_waits": phase_cpu.take_waits(),
                         **gc_time.take(),
@@ -285,6 +299,7 @@ async def _run(jobs: int, spokes: int, periods: int, policy: str) -> dict[str, A
         "jobs": jobs,
         "spokes": spokes,
         "policy": policy,
+        "hold_writes_per_pass": config.hold_writes_per_pass,
         "rows": rows,
         "peak_rss_mb_after_creating_jobs": driver_rss_mb,
         "peak_rss_mb": _peak_rss_mb(),
@@ -319,8 +334,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spokes", type=int, default=10, help=f"1-{len(ZONES)}")
     parser.add_argument("--periods", type=int, default=2)
     parser.add_argument("--policy", default="carbonshift", help="the hub's planning policy")
+    parser.add_argument(
+        "--hold-writes-per-pass",
+        type=int,
+        default=None,
+        help="the hub's hold_writes_per_pass (default: HubConfig's)",
+    )
     args = parser.parse_args(argv)
-    result = asyncio.run(_run(args.jobs, args.spokes, args.periods, args.policy))
+    result = asyncio.run(
+        _run(args.jobs, args.spokes, args.periods, args.policy, args.hold_writes_per_pass)
+    )
     print(json.dumps(result, indent=1))
     return 0
 

@@ -81,6 +81,9 @@ class ActPhase(MirrorPhase):
     _deferred: frozenset[str] = frozenset()
     #: how many of them the last pass left
     last_holds_deferred: int = 0
+    #: :meth:`_hold_write` of each held workload of this pass, by key, with the workload and
+    #: decision it was found for (:meth:`_holds_to_defer` finds it, :meth:`_hold` takes it)
+    _hold_writes: dict[str, tuple[HubWorkload, Decision, tuple[bool, bool, dict[str, str]]]]
 
     @functools.cached_property
     def _kind_steps(self) -> tuple[dict[str, _Step], dict[str, _Step], dict[str, _Stop]]:
@@ -134,17 +137,23 @@ class ActPhase(MirrorPhase):
         ``hold_writes_per_pass`` plan writes, nearest planned start first (then by key). They
         stay held as they are (a hub Job as it arrived, suspended); a release, a suspension
         and a kind's own hold (a hub Job's ``suspend``, a Workload's ``Retry``) are never
-        deferred."""
+        deferred. What it finds of each held workload (:meth:`_hold_write`) is kept for
+        :meth:`_hold` in this pass (:attr:`_hold_writes`), not found again."""
+        self._hold_writes = {}
         limit = self.config.hold_writes_per_pass
         if limit <= 0:
             return frozenset()
+        kept = self._hold_writes
         due: list[tuple[datetime, str]] = []
         for w in workloads:
             d = round_.decisions.get(w.key)
             if d is None or w.state == "placed" or (d.start_now and d.cluster is not None):
                 continue
-            if self._hold_write(w, d)[0]:
-                due.append((d.start, w.key))
+            found = self._hold_write(w, d)
+            key = w.key
+            kept[key] = (w, d, found)
+            if found[0]:
+                due.append((d.start, key))
         if len(due) <= limit:
             return frozenset()
         due.sort()
@@ -162,7 +171,11 @@ class ActPhase(MirrorPhase):
         return write, tell, want
 
     async def _hold(self, w: HubWorkload, d: Decision, now: datetime) -> None:
-        write, tell, want = self._hold_write(w, d)
+        known = getattr(self, "_hold_writes", _NONE_FOUND).pop(w.key, None)
+        if known is not None and known[0] is w and known[1] is d:  # found this pass
+            write, tell, want = known[2]
+        else:
+            write, tell, want = self._hold_write(w, d)
         if write and w.key in self._deferred:  # next pass (hold_writes_per_pass)
             write = tell = False
         if write:
@@ -439,6 +452,10 @@ class ActPhase(MirrorPhase):
         body = copy.deepcopy(fresh)
         body["status"] = {**status, "admissionChecks": checks}
         self._kept(WORKLOAD, await self.hub.replace(path + "/status", body))
+
+
+_NONE_FOUND: dict[str, Any] = {}
+"""What :meth:`ActPhase._hold` finds before any pass has set ``_hold_writes`` (nothing)."""
 
 
 def _with_obj(w: HubWorkload, obj: Obj) -> HubWorkload:
