@@ -146,6 +146,13 @@ BAD_EM = [
         id="negative-value",
     ),
     pytest.param(
+        # 1e300 ran a whole simulation (1e297 kg); 1.7e308 overflowed in a planning round
+        ["2023-11-14 00:00:00,1e300,1"],
+        EM_HEADER,
+        r"line 2: .*'1e300' g/kWh is above 100000 g/kWh, the most carbonshift reads",
+        id="above-the-limit",
+    ),
+    pytest.param(
         ["2023-11-14 00:00:00,1,1", "2023-11-14 01:30:00,1,1"],
         EM_HEADER,
         r"line 3: time 2023-11-14 01:30:00 is not on the 60-minute grid",

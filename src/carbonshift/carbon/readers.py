@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from carbonshift.carbon.series import CarbonSeries, CiKind
+from carbonshift.domain import MAX_CARBON_G_PER_KWH
 from carbonshift.errors import InputError
 from carbonshift.files import read_input_text
 
@@ -92,6 +93,13 @@ def _parse_value(text: str, path: Path, line: int, column: str) -> float:
         raise InputError(
             f"{path}: line {line}: {column} {text!r} is not an intensity in g/kWh; "
             "write a finite number >= 0 like 123.4 (0 is allowed)"
+        )
+    if value > MAX_CARBON_G_PER_KWH:
+        # 1e300 ran (1e297 kg) and 1.7e308 overflowed to "inf g/kWh" in a planning round
+        raise InputError(
+            f"{path}: line {line}: {column} {text!r} g/kWh is above {MAX_CARBON_G_PER_KWH:g} "
+            "g/kWh, the most carbonshift reads (docs/formats.md); is the column in g/kWh "
+            "(not mg, or g/MWh)?"
         )
     return value
 

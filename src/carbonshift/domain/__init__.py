@@ -3,6 +3,7 @@ slot rules (:mod:`carbonshift.domain.slots`) and the grams of a run. No I/O."""
 
 from carbonshift.domain.grams import PowerModel, embodied_g, grams_of, operational_g, run_grams
 from carbonshift.domain.model import (
+    MAX_CARBON_G_PER_KWH,
     Assignment,
     Cluster,
     ClusterName,
@@ -23,6 +24,7 @@ from carbonshift.domain.scoring import (
 )
 
 __all__ = [
+    "MAX_CARBON_G_PER_KWH",
     "Assignment",
     "Cluster",
     "ClusterName",

@@ -19,6 +19,7 @@ import numpy as np
 from carbonshift.errors import InputError
 
 __all__ = [
+    "MAX_CARBON_G_PER_KWH",
     "Assignment",
     "Cluster",
     "ClusterName",
@@ -28,6 +29,10 @@ __all__ = [
     "Plan",
     "TimeGrid",
 ]
+
+#: the highest carbon intensity any input may give, g/kWh (real grids stay under 2,000):
+#: the instance format's limit and the carbon CSV reader's, so that no score overflows
+MAX_CARBON_G_PER_KWH = 1e5
 
 JobId = NewType("JobId", str)
 ClusterName = NewType("ClusterName", str)

@@ -19,7 +19,15 @@ from pydantic import (
     ValidationError,
 )
 
-from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid
+from carbonshift.domain import (
+    MAX_CARBON_G_PER_KWH,
+    Cluster,
+    ClusterName,
+    Instance,
+    Job,
+    JobId,
+    TimeGrid,
+)
 from carbonshift.errors import InputError
 from carbonshift.formats._common import (
     amount_in,
@@ -48,7 +56,6 @@ MAX_AMOUNT_UNITS = 1e12
 MAX_WATTS_PER_UNIT = 1e6
 MAX_PUE = 100.0
 MAX_EMBODIED_G_PER_UNIT_HOUR = 1e6
-MAX_CARBON_G_PER_KWH = 1e5
 MAX_SLOT_MINUTES = 7 * 24 * 60
 MAX_HORIZON_SLOTS = 1_000_000
 MAX_SLOT_INDEX = 1_000_000_000

@@ -123,6 +123,10 @@ def plan_to_dict(
     if scores is not None:
         out["scores"] = asdict(scores)
     if bound is not None:
+        if scores is not None:
+            # the file's gap is the one its own scores give (docs/formats.md (plan)); a
+            # policy's figure comes from its own sums, which may differ in the last digits
+            bound = PlanBound.of(bound.lower_bound_g, scores.operational_g + scores.embodied_g)
         out["bound"] = {"lower_bound_g": bound.lower_bound_g, "gap": bound.gap}
     result: dict[str, Any] = null_if_undefined(out)
     return result

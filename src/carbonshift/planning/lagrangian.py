@@ -46,6 +46,7 @@ __all__ = [
     "range_min",
     "range_plan",
     "shape_costs",
+    "shape_costs_error_g",
     "unique_rows",
     "unit_grams",
 ]
@@ -191,6 +192,23 @@ def shape_costs(classes: JobClasses, price: FloatArray) -> FloatArray:
     stop = np.take(mixed, row + np.minimum(end, h)[:, None, :])
     cost: FloatArray = np.where(inside[:, None, :], stop - mixed[:, :, :h], np.inf)
     return cost
+
+
+def shape_costs_error_g(classes: JobClasses, price: FloatArray) -> float:
+    """A bound on how far the grams of any one start of every job together, read from
+    :func:`shape_costs` of ``price``, lie from their exact sums.
+
+    A cost there is the difference of two prefix sums; each sum's rounding is at most
+    about ``h`` ulps of the row's total, which the difference keeps while the cost may be
+    far smaller (a 1e5 g/kWh spike followed by 1e-9 g/kWh slots: the cost of a start after
+    the spike was off by 2 % and the LP bound rose above the exact LP). Per job: its weight
+    times ``4 (h + k + 2) eps`` times the largest row total of its shape; summed over jobs.
+    A bound computed on those costs, lowered by this, bounds the exact costs' optimum."""
+    k, _m, h = price.shape
+    totals = classes.shape_mix @ price.sum(axis=2)  # (G, m): the prefix sums' ends
+    worst = totals.max(axis=1, initial=0.0)[classes.shape]
+    eps = float(np.finfo(np.float64).eps)
+    return float(classes.weight @ worst) * 4.0 * float(h + k + 2) * eps
 
 
 @dataclass(frozen=True, slots=True, eq=False)

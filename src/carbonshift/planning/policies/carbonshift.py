@@ -59,6 +59,7 @@ from carbonshift.planning.lagrangian import (
     evaluate,
     range_min,
     shape_costs,
+    shape_costs_error_g,
     unique_rows,
     unit_grams,
 )
@@ -2213,7 +2214,10 @@ def carbonshift(
             )
             value = max(value, full_dual.bound_g)
         if value is not None:
-            value = max(0.0, value - _BOUND_MARGIN * abs(value))
+            # and by the prefix sums' rounding, which is absolute (stress shape carbon_limits)
+            value = max(
+                0.0, value - _BOUND_MARGIN * abs(value) - shape_costs_error_g(classes, full)
+            )
         plan_bound = PlanBound.of(value, plan_g)
     if plan_bound is not None and plan_bound.lower_bound_g is not None:
         stats["lower_bound_g"] = plan_bound.lower_bound_g
