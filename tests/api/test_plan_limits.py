@@ -293,3 +293,21 @@ def test_api_settings_pass_the_memory_cap_to_the_workers(runner: SolveRunner) ->
     client = _client(runner, max_solve_memory_mb=4096)
     response = client.post("/v1/plan", params={"policy": "exact"}, json=instance())
     assert response.status_code == 200, response.text
+
+
+def test_carbonshift_counts_job_classes() -> None:
+    """50 alike jobs are one class for ``carbonshift`` (it plans classes: 1 x 2 x 10 x 2 =
+    40 weighted cells), 50 jobs for an LP policy (50 x 2 x 10 x 10 = 10,000)."""
+    body = instance(jobs=50, horizon=10, clusters=2)
+    for job in body["jobs"]:
+        job["demand"], job["runtime_slots"] = {"gpu": 1}, 2
+    solves = SolveRunner(max_solves=1)
+    try:
+        client = _client(solves, max_plan_cells=200)
+        ours = client.post("/v1/plan", params={"policy": "carbonshift"}, json=body)
+        assert ours.status_code == 200, ours.text
+        lp = client.post("/v1/plan", params={"policy": "caspian"}, json=body)
+        assert lp.status_code == 400
+        assert "1,000 job x cluster x slot cells" in lp.json()["detail"]
+    finally:
+        solves.stop_all()

@@ -92,8 +92,10 @@ class ApiSettings:
     body_timeout_s: float = 30.0
     #: most jobs in one ``/v1/plan`` instance
     max_jobs: int = 2_000
-    #: most jobs x clusters x slots in one ``/v1/plan`` instance, times the policy's cost
-    #: weight (:data:`POLICY_COST`: 1 for greedy policies, more for LP and MILP ones)
+    #: most jobs x clusters x slots in one ``/v1/plan`` instance (job classes for
+    #: ``carbonshift``), times the policy's cost weight
+    #: (:data:`carbonshift.planning.limits.POLICY_CELL_COST`: 1 for greedy policies, more for
+    #: LP and MILP ones; the one check, :func:`carbonshift.planning.limits.check_plan_size`)
     max_plan_cells: int = 2_000_000
     #: wall-time budget of one ``/v1/plan`` solve, seconds; the worker is killed past it
     max_solve_s: float = 30.0
@@ -118,9 +120,6 @@ class ApiSettings:
     default_horizon_hours: int = 24
 
 
-#: cost weight of a policy per job x cluster x slot cell, against ``max_plan_cells``: greedy
-#: passes cost 1; LP-based policies (an interior point solve) 10; the MILP 50
-POLICY_COST: dict[str, int] = {"carbonshift": 2, "caspian": 10, "rr": 10, "srr": 10, "exact": 50}
 #: policy parameters that are wall-time limits: capped at the request budget
 _TIME_LIMIT_PARAMS = ("time_limit_s", "lp_time_limit_s")
 
@@ -612,6 +611,7 @@ def create_app(
         client disconnects, when the budget is spent and when the server stops."""
         from carbonshift.formats import instance_from_dict, loads_json
         from carbonshift.planning import policy_spec
+        from carbonshift.planning.limits import PlanSize, check_plan_size
 
         policy_spec(policy, import_modules=False)  # never a module named in a request
         params = _plan_params(policy, param or [])
@@ -630,14 +630,13 @@ def create_app(
                 "per request"
             )
         parsed = instance_from_dict(data, what="instance")
-        cells = len(parsed.jobs) * len(parsed.clusters) * parsed.grid.horizon_slots
-        weight = POLICY_COST.get(policy, 1)
-        if cells * weight > cfg.max_plan_cells:
-            raise InputError(
-                f"the instance has {cells} job x cluster x slot cells; policy {policy!r} may "
-                f"plan at most {cfg.max_plan_cells // weight} per request on this server: "
-                "shorten the horizon, send fewer jobs, or use a cheaper policy (asap, fluidos)"
-            )
+        check_plan_size(
+            PlanSize.of(parsed),
+            policy,
+            max_cells=cfg.max_plan_cells,
+            per="per request on this server",
+            fix="shorten the horizon, send fewer jobs, or use a cheaper policy (asap, fluidos)",
+        )
         return await runner.solve(
             parsed,
             policy,

@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from carbonshift.cli._limits import FIX, horizon_cells_option, plan_cells_option, plan_limits
 from carbonshift.cli._output import Column, OutputFormat, emit_record, emit_rows, is_stdout
 from carbonshift.cli._params import parse_param_items
 from carbonshift.domain import Instance, check_feasibility, score_plan
@@ -159,6 +160,8 @@ def command(
     list_policies: bool = typer.Option(
         False, "--list-policies", help="List policies with their parameters and defaults."
     ),
+    max_plan_cells: int = plan_cells_option(),
+    max_horizon_cells: int = horizon_cells_option(),
 ) -> None:
     """Plan an instance with one policy; print the scores and write the plan JSON.
 
@@ -170,6 +173,9 @@ def command(
     Your own policy: --policy my_policy.greenest:greenest (docs/python-api.md)
 
     For a script: carbonshift plan -i inst.json --policy srr --format csv (one row of scores)
+
+    A larger instance than the default limits: carbonshift plan -i big.json
+    --max-plan-cells 100000000 (0: no limit; docs/reliability.md, limits of a solve)
     """
     if list_policies:
         _list_policies(fmt)
@@ -181,7 +187,9 @@ def command(
     if policy is None:
         typer.echo(DEFAULT_NOTICE, err=True)
         policy = DEFAULT_POLICY
+    limits = plan_limits(max_plan_cells, max_horizon_cells)
     problem = read_instance(instance)
+    limits.check(problem, policy, what=f"instance {instance}", fix=FIX)
     result = run_policy(policy, problem, parse_param_items(param, example="samples=50"))
     scores = score_plan(problem, result.plan)
     if not is_stdout(out):

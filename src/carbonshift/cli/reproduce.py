@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from carbonshift.cli._limits import horizon_cells_option, plan_cells_option, plan_limits
 from carbonshift.cli._output import Column, OutputFormat, emit_rows, output_folder
 from carbonshift.sim.reproduce import REPRODUCTIONS, reproduce
 
@@ -24,11 +25,17 @@ def command(
     traces: Path | None = typer.Option(
         None, "--traces", help="Folder with gaia/ and pwa/ traces (default ../shared/data/traces)."
     ),
+    max_plan_cells: int = plan_cells_option(),
+    max_horizon_cells: int = horizon_cells_option(),
 ) -> None:
     """Run a seed paper's experiment and print our figures next to the published ones.
 
     Example: carbonshift reproduce caspian --quick --out out/caspian
+
+    Every planning round is checked against --max-plan-cells and --max-horizon-cells
+    (docs/reliability.md, limits of a solve); 0 lifts a limit: ... --max-plan-cells 0
     """
+    limits = plan_limits(max_plan_cells, max_horizon_cells)
     output_folder(out, "--out", "a reproduction's outputs (tables, plots)")
     console = Console(stderr=True)
     target = out / name
@@ -45,7 +52,7 @@ def command(
         def step(done: int, total: int, what: str) -> None:
             progress.update(task, completed=done, total=total, description=f"{name}: {what}")
 
-        result = reproduce(name, target, quick=quick, step=step, traces=traces)
+        result = reproduce(name, target, quick=quick, step=step, traces=traces, limits=limits)
     emit_rows(
         result.rows,
         [Column(c, label=c, right=True, cell=_cell) for c in result.columns],

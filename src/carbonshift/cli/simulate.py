@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -9,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from carbonshift._extras import require
+from carbonshift.cli._limits import horizon_cells_option, plan_cells_option, plan_limits
 from carbonshift.cli._output import OutputFormat, emit_record, output_folder
 from carbonshift.cli._params import parse_param_items
 from carbonshift.sim.engine import ProgressFn
@@ -50,6 +52,8 @@ def command(
         None, "--fig-width", help="Figure width in inches (default: the style's)."
     ),
     dpi: int | None = typer.Option(None, "--dpi", help="PNG resolution (default: the style's)."),
+    max_plan_cells: int = plan_cells_option(),
+    max_horizon_cells: int = horizon_cells_option(),
 ) -> None:
     """Simulate a scenario's policy and its carbon-agnostic baseline on the same input.
 
@@ -64,14 +68,19 @@ def command(
 
     Your own policy: carbonshift simulate examples/caspian.toml --out out/mine
     --policy my_policy.greenest:greenest (its folder on PYTHONPATH; docs/python-api.md)
+
+    Every planning round is checked against --max-plan-cells and --max-horizon-cells
+    (docs/reliability.md, limits of a solve); 0 lifts a limit: ... --max-plan-cells 0
     """
+    limits = plan_limits(max_plan_cells, max_horizon_cells)
     output_folder(out, "--out", "simulate's outputs (summary.json, jobs.csv, ...)")
     if not no_report:  # say so before the run, not after it
         require("matplotlib", needed_for="carbonshift simulate's plots (--no-report skips them)")
     params = parse_param_items(param, example="omega1=0.5") if param else None
     figure_style = FigureStyle(style, width_in=fig_width_in, dpi=dpi)
-    experiment = with_policy(
-        build_experiment(load_scenario(scenario), strict=strict), policy, params
+    experiment = replace(
+        with_policy(build_experiment(load_scenario(scenario), strict=strict), policy, params),
+        plan_limits=limits,
     )
     console = Console(stderr=True)
     with Progress(

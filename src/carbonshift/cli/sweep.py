@@ -8,6 +8,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from carbonshift.cli._limits import horizon_cells_option, plan_cells_option, plan_limits
 from carbonshift.cli._output import Column, OutputFormat, emit_rows, output_folder, with_interval
 from carbonshift.cli._params import parse_grid_items
 from carbonshift.sim.sweep import load_sweep, run_sweep
@@ -39,6 +40,8 @@ def command(
         help="Sweep a parameter over these values on every policy, KEY=V1,V2,... "
         "(hold.* keys set the scenario's hold rule); repeatable, over the file's params.",
     ),
+    max_plan_cells: int = plan_cells_option(),
+    max_horizon_cells: int = horizon_cells_option(),
 ) -> None:
     """Run a sweep and print seed means per scenario, policy and parameters.
 
@@ -47,7 +50,11 @@ def command(
     Your own policy against a built-in: ... --policy my_policy.greenest:greenest --policy asap
 
     The hold thresholds: ... --policy carbonshift --param hold.min_saving_pct=0,5,10,20
+
+    Every planning round is checked against --max-plan-cells and --max-horizon-cells
+    (docs/reliability.md, limits of a solve); 0 lifts a limit: ... --max-plan-cells 0
     """
+    limits = plan_limits(max_plan_cells, max_horizon_cells)
     output_folder(out, "--out", "a sweep's outputs (sweep.csv, sweep.png, ...)")
     spec = load_sweep(sweep, policies=policy or None, grid=parse_grid_items(param))
     if workers is not None:
@@ -67,7 +74,9 @@ def command(
         def step(done: int, total: int, what: str) -> None:
             bar.update(task, completed=done, total=total, description=f"sweep: {what}")
 
-        summary = run_sweep(spec, out, step=step, keep_runs=keep_runs, dask_address=dask)
+        summary = run_sweep(
+            spec, out, step=step, keep_runs=keep_runs, dask_address=dask, limits=limits
+        )
     columns = [
         Column("scenario"),
         Column("policy"),

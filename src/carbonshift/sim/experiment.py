@@ -25,6 +25,7 @@ from carbonshift.carbon.signal import resample
 from carbonshift.domain import Instance
 from carbonshift.errors import DataRangeError
 from carbonshift.planning.hold import HoldRule
+from carbonshift.planning.limits import PlanLimits
 from carbonshift.planning.registry import (
     online_hold,
     parse_params,
@@ -60,6 +61,12 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger("carbonshift.sim")
+#: how a simulation gets under a plan-size limit
+SIM_FIX = (
+    "plan fewer jobs at once (a shorter horizon_slots, fewer or shorter jobs), use a "
+    "cheaper policy, or raise the limit (--max-plan-cells N / --max-horizon-cells N; 0: no "
+    "limit)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +88,9 @@ class Experiment:
     demand_forecast: str | None = None
     seed: int = 1
     title: str = "carbonshift simulation"
+    #: the solve-size limits every round is checked against (None: none; the CLI sets
+    #: its ``--max-plan-cells`` / ``--max-horizon-cells``)
+    plan_limits: PlanLimits | None = None
 
 
 def _needed_span(exp: Experiment) -> tuple[datetime, datetime]:
@@ -151,10 +161,17 @@ def _forecast_fn(exp: Experiment, clusters: Sequence[SimCluster]) -> ForecastFn:
     return forecast
 
 
-def _plan_fn(name: str, params: Mapping[str, Any]) -> PlanFn:
+def _plan_fn(name: str, params: Mapping[str, Any], limits: PlanLimits | None = None) -> PlanFn:
     parse_params(name, params)  # fail before the run, not in its first round
 
     def plan(instance: Instance, context: PlanContext) -> PolicyResult:
+        if limits is not None:
+            limits.check(
+                instance,
+                name,
+                what=f"a planning round of {len(instance.jobs)} jobs (policy {name})",
+                fix=SIM_FIX,
+            )
         return run_policy(name, instance, params, context)
 
     return plan
@@ -225,7 +242,7 @@ def simulate_policy(
         config,
         clusters,
         exp.workload,
-        _plan_fn(name, settings),
+        _plan_fn(name, settings, exp.plan_limits),
         forecast,
         progress=progress,
         future_demand=_demand_fn(exp, method),

@@ -13,7 +13,7 @@ import math
 import os
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -24,6 +24,7 @@ from carbonshift._extras import pyplot
 from carbonshift.carbon.embedded import load_series
 from carbonshift.carbon.signal import integral_g_h_per_kwh
 from carbonshift.errors import InputError
+from carbonshift.planning.limits import PlanLimits
 from carbonshift.sim.engine import FloatArray, ForecastFn, RunResult, SimCluster, SimConfig
 from carbonshift.sim.experiment import (
     Experiment,
@@ -83,8 +84,9 @@ CASPIAN_START = datetime(2023, 11, 14, tzinfo=UTC)
 class _Steps:
     """Progress of a reproduction: counts simulated runs and reports each to ``step``."""
 
-    def __init__(self, step: StepFn | None, total: int) -> None:
+    def __init__(self, step: StepFn | None, total: int, limits: PlanLimits | None) -> None:
         self._step = step
+        self._limits = limits
         self._total = total
         self._done = 0
 
@@ -99,7 +101,7 @@ class _Steps:
         """Simulate one policy on the experiment, reporting ``label`` first."""
         if self._step:
             self._step(self._done, self._total, label)
-        run = simulate_policy(exp, prepared, name, params)
+        run = simulate_policy(replace(exp, plan_limits=self._limits), prepared, name, params)
         self._done += 1
         return run
 
@@ -170,7 +172,9 @@ def _vs_baselines(
     }
 
 
-def reproduce_caspian(out_dir: Path, *, quick: bool, step: StepFn | None = None) -> Reproduction:
+def reproduce_caspian(
+    out_dir: Path, *, quick: bool, step: StepFn | None = None, limits: PlanLimits | None = None
+) -> Reproduction:
     """Caspian's online experiment: omega1 sweep against omega1 = 0 and against asap.
 
     Setup (ALGORITHMS.md): spokes CA-ON, JP-TK (the data has no JP-KN), DE with 32 GPUs and
@@ -180,7 +184,7 @@ def reproduce_caspian(out_dir: Path, *, quick: bool, step: StepFn | None = None)
     """
     seeds = [1] if quick else [1, 2, 3, 4, 5]
     omegas = [0.25, 0.5, 1.0, 2.0]
-    steps = _Steps(step, len(seeds) * (len(omegas) + 3))
+    steps = _Steps(step, len(seeds) * (len(omegas) + 3), limits)
     per_omega: dict[float, list[dict[str, Any]]] = {w: [] for w in omegas}
     ours: list[dict[str, Any]] = []  # the default policy beside the paper's
     baseline_rows: list[dict[str, Any]] = []
@@ -424,6 +428,7 @@ def reproduce_cjps(
     quick: bool,
     step: StepFn | None = None,
     traces: Path | None = None,
+    limits: PlanLimits | None = None,
 ) -> Reproduction:
     """CJPS online: srr with future-demand reservation (weight 1) against without (weight 0).
 
@@ -443,7 +448,7 @@ def reproduce_cjps(
         )
     loads = [0.25, 0.40] if quick else [0.25, 0.40, 0.55, 0.70]
     rows = []
-    steps = _Steps(step, len(loads) * 3)
+    steps = _Steps(step, len(loads) * 3, limits)
     for load in loads:
         workload = _pai_jobs(path, load, seed=1)
         clusters = tuple(
@@ -560,6 +565,7 @@ def reproduce_co2(
     quick: bool,
     step: StepFn | None = None,
     traces: Path | None = None,
+    limits: PlanLimits | None = None,
 ) -> Reproduction:
     """The CO2 scheduler's four scenarios: ``window`` (wma forecast) against ``asap``, and
     the default ``carbonshift`` beside it.
@@ -577,7 +583,7 @@ def reproduce_co2(
     days = [datetime(2022, 6, 13, tzinfo=UTC)]
     if not quick:
         days = [datetime(2022, 6, 13 + d, tzinfo=UTC) for d in range(7)]
-    steps = _Steps(step, len(_CO2_SCENARIOS) * len(days) * 3)
+    steps = _Steps(step, len(_CO2_SCENARIOS) * len(days) * 3, limits)
     rows = []
     series = load_series("DE")
     for name, length_h, utilisation, per_hour, share, trace in _CO2_SCENARIOS:
@@ -777,7 +783,9 @@ def _fluidos_workload(seed: int) -> Workload:
     )
 
 
-def reproduce_fluidos(out_dir: Path, *, quick: bool, step: StepFn | None = None) -> Reproduction:
+def reproduce_fluidos(
+    out_dir: Path, *, quick: bool, step: StepFn | None = None, limits: PlanLimits | None = None
+) -> Reproduction:
     """FLUIDOS's per-request greedy against asap on random node sets, and the heat map.
 
     Each seed draws 4 nodes in 4 of the 12 embedded zones (8-32 CPUs, 4 GiB per CPU, 5-20 W
@@ -789,7 +797,7 @@ def reproduce_fluidos(out_dir: Path, *, quick: bool, step: StepFn | None = None)
     """
     seeds = [1, 2, 3] if quick else list(range(1, 11))
     rows = []
-    steps = _Steps(step, len(seeds) * 3)
+    steps = _Steps(step, len(seeds) * 3, limits)
     for seed in seeds:
         exp = Experiment(
             config=SimConfig(
@@ -916,11 +924,13 @@ def reproduce(
     quick: bool = False,
     step: StepFn | None = None,
     traces: Path | None = None,
+    limits: PlanLimits | None = None,
 ) -> Reproduction:
-    """Run the reproduction ``name`` into ``out_dir`` (``traces``: where trace files live)."""
+    """Run the reproduction ``name`` into ``out_dir`` (``traces``: where trace files live;
+    ``limits``: the solve-size limits of every planning round)."""
     runner = REPRODUCTIONS.get(name)
     if runner is None:
         raise InputError(f"unknown reproduction {name!r}; known: {', '.join(REPRODUCTIONS)}")
     if traces is not None and name in ("cjps", "co2"):
-        return runner(out_dir, quick=quick, step=step, traces=traces)
-    return runner(out_dir, quick=quick, step=step)
+        return runner(out_dir, quick=quick, step=step, traces=traces, limits=limits)
+    return runner(out_dir, quick=quick, step=step, limits=limits)

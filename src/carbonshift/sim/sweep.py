@@ -45,6 +45,7 @@ from pydantic import ValidationError
 from carbonshift._extras import pyplot
 from carbonshift.errors import InputError
 from carbonshift.files import read_input_text
+from carbonshift.planning.limits import PlanLimits
 from carbonshift.planning.registry import parse_params
 from carbonshift.sim.experiment import run_experiment
 from carbonshift.sim.run import build_experiment
@@ -181,7 +182,9 @@ def _hold_spec(base: Mapping[str, Any], hold: Mapping[str, Any], where: str) -> 
         ) from exc
 
 
-def _run_one(spec: RunSpec, out_dir: Path | None) -> dict[str, Any]:
+def _run_one(
+    spec: RunSpec, out_dir: Path | None, limits: PlanLimits | None = None
+) -> dict[str, Any]:
     scenario = load_scenario(spec.scenario)
     simulation = scenario.simulation.model_copy(update={"seed": spec.seed})
     scenario = scenario.model_copy(update={"simulation": simulation})
@@ -190,7 +193,9 @@ def _run_one(spec: RunSpec, out_dir: Path | None) -> dict[str, Any]:
         rule = _hold_spec(scenario.hold.model_dump(), hold, str(spec.scenario))
         scenario = scenario.model_copy(update={"hold": rule})
     experiment = build_experiment(scenario)
-    experiment = replace(experiment, policy=spec.policy, policy_params=policy_params)
+    experiment = replace(
+        experiment, policy=spec.policy, policy_params=policy_params, plan_limits=limits
+    )
     summary = run_experiment(experiment, out_dir, report=False)
     return {
         "scenario": spec.scenario.name,
@@ -230,9 +235,11 @@ def run_sweep(
     step: Callable[[int, int, str], None] | None = None,
     keep_runs: bool = False,
     dask_address: str | None = None,
+    limits: PlanLimits | None = None,
 ) -> list[dict[str, Any]]:
     """Run every run of ``spec`` in ``spec.workers`` processes (or on the Dask cluster at
-    ``dask_address``, the ``dask`` extra); write the tables and plot."""
+    ``dask_address``, the ``dask`` extra); write the tables and plot. ``limits``: the
+    solve-size limits of every round (:mod:`carbonshift.planning.limits`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     total = len(spec.runs)
@@ -241,18 +248,19 @@ def run_sweep(
         return out_dir / "runs" / f"{i:04d}" if keep_runs else None
 
     if dask_address is not None:
-        rows.extend(_run_on_dask(spec, dask_address, run_dir, step))
+        rows.extend(_run_on_dask(spec, dask_address, run_dir, step, limits))
     elif spec.workers == 1:
         for i, run in enumerate(spec.runs):
             if step:
                 step(i, total, run.label())
-            rows.append(_run_one(run, run_dir(i)))
+            rows.append(_run_one(run, run_dir(i), limits))
     else:
         with ProcessPoolExecutor(
             max_workers=spec.workers, initializer=exit_with_parent, initargs=(os.getpid(),)
         ) as pool:
             futures = {
-                pool.submit(_run_one, run, run_dir(i)): run for i, run in enumerate(spec.runs)
+                pool.submit(_run_one, run, run_dir(i), limits): run
+                for i, run in enumerate(spec.runs)
             }
             for done, future in enumerate(as_completed(futures)):
                 if step:
@@ -274,6 +282,7 @@ def _run_on_dask(
     address: str,
     run_dir: Callable[[int], Path | None],
     step: Callable[[int, int, str], None] | None,
+    limits: PlanLimits | None = None,
 ) -> list[dict[str, Any]]:
     """Submit every run to the Dask scheduler at ``address`` (``pip install carbonshift[dask]``).
 
@@ -296,7 +305,7 @@ def _run_on_dask(
     rows: list[dict[str, Any]] = []
     try:
         futures = {
-            client.submit(_run_one, run, run_dir(i), pure=False): run
+            client.submit(_run_one, run, run_dir(i), limits, pure=False): run
             for i, run in enumerate(spec.runs)
         }
         for done, future in enumerate(dask_completed(list(futures))):  # type: ignore[no-untyped-call]

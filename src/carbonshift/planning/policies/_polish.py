@@ -391,6 +391,8 @@ def polish(
     (:func:`_chain_window`) instead of the jobs nearest in time (:func:`_window`)."""
     began = time.thread_time()
     total = _Tally()
+    # windows whose sub-MILP changed nothing on the plan as it stands (see _round)
+    tried: dict[tuple[int, ...], tuple[float, int, bool] | None] = {}
     for r in range(max(1, rounds)):
         kept_before = total.kept
         finished = _round(
@@ -413,9 +415,11 @@ def polish(
             target_g=target_g,
             restart=restart,
             chain_every=chain_every,
+            tried=tried,
         )
         if between is not None and total.kept > kept_before:
             between()
+            tried.clear()
         if finished or total.guard_bound:
             break
         if time.thread_time() - began >= cpu_limit_s and r + 1 < max(1, rounds):
@@ -608,10 +612,21 @@ def _round(
     target_g: float | None,
     restart: bool,
     chain_every: int = 0,
+    tried: dict[tuple[int, ...], tuple[float, int, bool] | None] | None = None,
 ) -> bool:
     """One round of :func:`polish`, counted in ``total``; True when the whole search is
     over (nothing left to gain, or a solver failure), False when the round's budget, its
-    step limit or a stall ended it."""
+    step limit or a stall ended it.
+
+    ``tried``: the outcome of each window (its jobs, in order) whose sub-MILP changed
+    nothing since the plan last changed. The same window on the same plan is the same
+    model, whose answer HiGHS (one thread, a node limit) repeats, so it is not solved again:
+    its outcome, LP iterations included, counts as if it were, and the plans are those of
+    solving it. On few movable jobs with many starts each (the stress shape
+    ``horizon_long``: 12 jobs, 500-700 slots) the windows repeat and were most of the
+    polish's 120 sub-MILPs (bench/planner.md, "Repeated polish windows")."""
+    if tried is None:
+        tried = {}
     began = time.thread_time()
     runtime = arrays.runtime_slots
     weight = classes.weight
@@ -645,13 +660,23 @@ def _round(
         if chosen.shape[0] < 2:
             continue
         options = sub_milp_options(wall_guard_s, max_nodes, restart)
-        try:
-            outcome = resolve_jobs(arrays, classes, table, free, cluster, start, chosen, options)
-        except (InputError, SolverError):
-            # a model HiGHS refuses (units far out of its range) or a solver failure: the
-            # plan so far stands; the polish is an improvement, never a requirement
-            return True
+        key = tuple(int(x) for x in chosen)
+        if key in tried:
+            outcome = tried[key]
+        else:
+            try:
+                outcome = resolve_jobs(
+                    arrays, classes, table, free, cluster, start, chosen, options
+                )
+            except (InputError, SolverError):
+                # a model HiGHS refuses (units far out of its range) or a solver failure:
+                # the plan so far stands; the polish is an improvement, never a requirement
+                return True
         gain, work, proved = outcome or (0.0, 0, False)
+        if gain > 0:
+            tried.clear()  # the plan changed: every window is a new model
+        else:
+            tried[key] = outcome
         spent += work + STEP_ITERATIONS
         total.lp_iterations += work + STEP_ITERATIONS
         if gain > 0:
