@@ -16,7 +16,9 @@ API requests by cluster (hub / spokes) and verb (counted at ``ApiKube._send``; a
 request however long it streams), workloads released to spokes, the wall seconds of the last
 pass's phases and of its planning call (``HubController.last_phase_s`` / ``last_plan_s``),
 the CPU seconds and voluntary context switches of each phase over the reconcile's passes
-(:class:`PhaseCpu`);
+(:class:`PhaseCpu`); when the pass's release writes left, in wall seconds and in hub
+requests made before them (:class:`ReleaseWrites`: what a client rate limit turns into
+the time from a planned start to its release write);
 peak RSS of the process after creating the Jobs (the driver's share), after each reconcile
 and after the run.
 
@@ -115,6 +117,61 @@ class Counting:
 
     def uninstall(self) -> None:
         ApiKube._send = self._original  # type: ignore[method-assign]
+
+
+class ReleaseWrites:
+    """When each release's write-ahead (the hub object's plan PATCH, ``ActPhase._released``
+    runs right after it) left, within one pass: the wall seconds since the pass began and
+    how many hub requests the pass had made by then, that one included. The second is what
+    a client rate limit turns into time: with ``client_connection`` q requests/s and bursts
+    of b, the n-th request of a burst leaves about (n - b) / q s after the first."""
+
+    def __init__(self, counting: Counting) -> None:
+        self.began = time.perf_counter()
+        self.at_s: list[float] = []
+        self.at_request: list[int] = []
+        self._counting = counting
+        self._original = HubController._released
+
+    def install(self) -> None:
+        original, seen, counting = self._original, self, self._counting
+
+        def released(controller: HubController, *args: Any) -> None:
+            seen.at_s.append(time.perf_counter() - seen.began)
+            seen.at_request.append(
+                sum(n for name, n in counting.by.items() if name.startswith("hub "))
+            )
+            original(controller, *args)
+
+        HubController._released = released  # type: ignore[method-assign]
+
+    def take(self) -> dict[str, Any]:
+        """First, median and last of this pass's release writes; the last one's wait at a
+        client rate limit of 50 requests/s with bursts of 100 (the hub's default) and of
+        client-go's 5 / 10 (by the request count: (n - burst) / qps)."""
+        at_s, at_request = self.at_s, self.at_request
+        self.at_s, self.at_request, self.began = [], [], time.perf_counter()
+        if not at_s:
+            return {}
+        last = max(at_request)
+        return {
+            "release_write_s": _spread(at_s, 2),
+            "release_write_hub_request": _spread([float(n) for n in at_request], 0),
+            "last_release_wait_s_at_50qps": round(max(0, last - 100) / 50, 1),
+            "last_release_wait_s_at_5qps": round(max(0, last - 10) / 5, 1),
+        }
+
+    def uninstall(self) -> None:
+        HubController._released = self._original  # type: ignore[method-assign]
+
+
+def _spread(values: list[float], digits: int) -> dict[str, float]:
+    ordered = sorted(values)
+    return {
+        "first": round(ordered[0], digits),
+        "median": round(ordered[len(ordered) // 2], digits),
+        "last": round(ordered[-1], digits),
+    }
 
 
 class PhaseCpu:
@@ -234,6 +291,8 @@ async def _run(
         counting.install()
         phase_cpu = PhaseCpu()
         phase_cpu.install()
+        release_writes = ReleaseWrites(counting)
+        release_writes.install()
         rows = []
         gc_time = GcTime()
         try:
@@ -253,6 +312,7 @@ async def _run(
                     phase_cpu.take_waits()
                     phase_cpu.take_sys()
                     cpu0, wall0 = time.process_time(), time.perf_counter()
+                    release_writes.take()
                     round_ = await controller.reconcile()
                     deferred = getattr(controller, "last_holds_deferred", 0)
                     name = "start" if period == 0 else f"period {period}"
@@ -281,6 +341,8 @@ async def _run(
                         # voluntary context switches of each phase (blocking waits: wake-ups)
                         "phase_waits": phase_cpu.take_waits(),
                         **gc_time.take(),
+                        # when the pass's release writes left (wall s, hub requests before)
+                        **release_writes.take(),
                     }
                     rows.append(row)
                     _progress(f"{row['name']}: {row}")
@@ -288,6 +350,7 @@ async def _run(
                         break
         finally:
             gc_time.close()
+            release_writes.uninstall()
             phase_cpu.uninstall()
             counting.uninstall()
             await controller.close()

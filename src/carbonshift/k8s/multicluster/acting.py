@@ -108,27 +108,38 @@ class ActPhase(MirrorPhase):
         )
 
     async def _act(self, now: datetime, workloads: list[HubWorkload], round_: HubRound) -> None:
+        """Suspensions first, then releases (nearest planned start, then deadline, first),
+        then holds: under the client's rate limit (``client_connection``) requests leave in
+        the order the pass makes them, so a release is not kept behind the plan writes of
+        thousands of held workloads (at 50 requests/s, 4,000 of them are 80 s); the
+        one-cluster controller's order (``Reconciler.plan_pass``)."""
         self._deferred = self._holds_to_defer(workloads, round_)
         self.last_holds_deferred = len(self._deferred)
         self.metrics.holds_deferred.set(len(self._deferred))
+        suspend: list[tuple[HubWorkload, Decision]] = []
+        release: list[tuple[HubWorkload, Decision]] = []
+        hold: list[tuple[HubWorkload, Decision]] = []
         for w in workloads:
             decision = round_.decisions.get(w.key)
             if decision is None:
                 continue
-            try:
-                if w.state == "placed":
-                    if not decision.start_now:
-                        await self._suspend(w, decision, now)
-                    continue
-                if decision.start_now and decision.cluster is not None:
-                    await self._release(w, decision, now)
-                else:
-                    await self._hold(w, decision, now)
-            except ConflictError:
-                self.tally("conflicts")  # re-read and decided again next reconcile
-            except CarbonshiftError as exc:
-                self.tally("errors")
-                LOG.warning("acting on %s failed: %s", w.key, exc)
+            if w.state == "placed":
+                if not decision.start_now:
+                    suspend.append((w, decision))
+            elif decision.start_now and decision.cluster is not None:
+                release.append((w, decision))
+            else:
+                hold.append((w, decision))
+        release.sort(key=lambda wd: (wd[1].start, wd[0].intent.deadline, wd[0].key))
+        for step, todo in ((self._suspend, suspend), (self._release, release), (self._hold, hold)):
+            for w, decision in todo:
+                try:
+                    await step(w, decision, now)
+                except ConflictError:
+                    self.tally("conflicts")  # re-read and decided again next reconcile
+                except CarbonshiftError as exc:
+                    self.tally("errors")
+                    LOG.warning("acting on %s failed: %s", w.key, exc)
 
     # -- hold ---------------------------------------------------------------------------------
 
