@@ -5,6 +5,7 @@ Every carbon figure is pinned (no embedded data, no wall clock)."""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,8 @@ from carbonshift.planning import (
     run_policy,
 )
 from carbonshift.planning.hold import HoldRule
+from carbonshift.planning.policies.carbonshift import carbonshift
+from carbonshift.planning.registry import policy_spec
 from carbonshift.planning.types import PlanContext
 from tests.builders import cluster
 from tests.planning import independent
@@ -207,3 +210,17 @@ def test_a_static_plan_ignores_the_penalty() -> None:
         penalised = run_policy("carbonshift", inst, {"move_penalty_g": float(penalty)})
         assert penalised.plan.assignments == plain.plan.assignments
         assert penalised.bound == plain.bound
+
+
+def test_the_registry_and_the_function_give_the_same_defaults() -> None:
+    # one default per parameter: the registry's (the simulator, the controller, the hub,
+    # --list-policies) and the function's (a direct call) must not drift apart, as a default
+    # changed in one place only would (move_penalty_pct stays 0, opt-in: bench/online.md,
+    # 2026-11-29, branch flapdef: 5 % kept 0.45 points less over development seeds 1-6)
+    taken = inspect.signature(carbonshift).parameters
+    specs = [spec for spec in policy_spec("carbonshift").params if spec.name in taken]
+    want = {spec.name: taken[spec.name].default for spec in specs}
+    assert {spec.name: spec.default for spec in specs} == want
+    assert "move_penalty_pct" in want
+    assert want["move_penalty_pct"] == 0.0
+    assert want["move_penalty_g"] == 0.0
