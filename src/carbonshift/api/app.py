@@ -611,7 +611,7 @@ def create_app(
         client disconnects, when the budget is spent and when the server stops."""
         from carbonshift.formats import instance_from_dict, loads_json
         from carbonshift.planning import policy_spec
-        from carbonshift.planning.limits import PlanSize, check_plan_size
+        from carbonshift.planning.limits import PlanLimits
 
         policy_spec(policy, import_modules=False)  # never a module named in a request
         params = _plan_params(policy, param or [])
@@ -630,10 +630,10 @@ def create_app(
                 "per request"
             )
         parsed = instance_from_dict(data, what="instance")
-        check_plan_size(
-            PlanSize.of(parsed),
+        PlanLimits(max_cells=cfg.max_plan_cells).check(
+            parsed,
             policy,
-            max_cells=cfg.max_plan_cells,
+            what="the instance",
             per="per request on this server",
             fix="shorten the horizon, send fewer jobs, or use a cheaper policy (asap, fluidos)",
         )

@@ -161,10 +161,11 @@ class PlanLimits:
     #: most cluster x slot x resource cells (:attr:`PlanSize.horizon_cells`)
     max_horizon_cells: int | None = None
 
-    def check(self, instance: Instance, policy: str, *, what: str, fix: str) -> None:
-        """:func:`check_plan_size` on ``instance``. Its classes are counted only when its
-        jobs alone pass the weighted-cell limit under a class policy (classes <= jobs), so
-        an instance within the limit costs no more than ``len()``."""
+    def check(self, instance: Instance, policy: str, *, what: str, fix: str, per: str = "") -> None:
+        """:func:`check_plan_size` on ``instance`` (``per``: where the limits hold). Its
+        classes are counted only when its jobs alone pass the weighted-cell limit under a
+        class policy (classes <= jobs), so an instance within the limit costs no more than
+        ``len()``."""
         if self.max_cells is None and self.max_horizon_cells is None:
             return
         size = PlanSize.of(instance, classes=False)
@@ -180,6 +181,7 @@ class PlanLimits:
             max_cells=self.max_cells,
             max_horizon_cells=self.max_horizon_cells,
             what=what,
+            per=per,
             fix=fix,
         )
 
