@@ -16,6 +16,7 @@ from carbonshift.domain import (
     JobId,
     TimeGrid,
     check_feasibility,
+    is_on_time,
     score_plan,
 )
 from carbonshift.planning import run_policy
@@ -134,7 +135,9 @@ def test_above_the_small_size_the_lp_path_plans_feasibly_under_a_valid_bound(
 ) -> None:
     """With the large-instance path forced (the LP's prices instead of a dual ascent): a
     feasible plan, and a bound (on operational + embodied grams whatever the objective) at
-    most the job LP's optimum and the plan's grams."""
+    most the job LP's optimum and, when the plan puts every job on time, its grams (a late
+    plan carries the bound too where the all-on-time LP is feasible; it may weigh less, its
+    jobs left out or late)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cs, "_SMALL_JOBS", 0)
         result = run_policy("carbonshift", inst, {"exact_max_starts": 0, "objective": objective})
@@ -143,10 +146,13 @@ def test_above_the_small_size_the_lp_path_plans_feasibly_under_a_valid_bound(
     bound = result.bound.lower_bound_g
     if bound is None:
         return
-    grams = score_plan(inst, result.plan).carbon_g
-    assert bound <= grams + tolerance(grams)
+    if not result.plan.unscheduled and all(
+        is_on_time(inst.job(a.job), a.start_slot) for a in result.plan.assignments
+    ):
+        grams = score_plan(inst, result.plan).carbon_g
+        assert bound <= grams + tolerance(grams)
     optimum = job_lp_optimum(inst)
-    assert optimum is not None  # a bound is reported only when every job is on time
+    assert optimum is not None  # a bound only where the all-on-time LP is feasible
     assert bound <= optimum + tolerance(optimum)
 
 

@@ -96,6 +96,7 @@ ONLINE_SETTINGS = [
             {
                 "cluster_band_columns": 0,
                 "lp_bands": False,
+                "late_bound": False,
                 "polish_chain_lp_iterations": 0,
                 "reserve_future_demand": 1.0,
                 "reserve_shapes": "sample",
@@ -112,6 +113,7 @@ ONLINE_SETTINGS = [
             {
                 "cluster_band_columns": 0,
                 "lp_bands": False,
+                "late_bound": False,
                 "polish_chain_lp_iterations": 0,
                 "reserve_future_demand": 1.0,
                 "reserve_shapes": "sample",
@@ -128,6 +130,7 @@ ONLINE_SETTINGS = [
             {
                 "cluster_band_columns": 0,
                 "lp_bands": False,
+                "late_bound": False,
                 "polish_chain_lp_iterations": 0,
                 "reserve_future_demand": 0,
                 "reserve_shapes": "sample",
@@ -139,7 +142,15 @@ ONLINE_SETTINGS = [
         "carbonshift",
         "none",
         {},
-        ("none", {"cluster_band_columns": 0, "lp_bands": False, "polish_chain_lp_iterations": 0}),
+        (
+            "none",
+            {
+                "cluster_band_columns": 0,
+                "lp_bands": False,
+                "late_bound": False,
+                "polish_chain_lp_iterations": 0,
+            },
+        ),
         id="carbonshift-demand-none-turns-both-off-rounds-still-without-cluster-bands",
     ),
     pytest.param(
@@ -151,6 +162,7 @@ ONLINE_SETTINGS = [
             {
                 "cluster_band_columns": 0,
                 "lp_bands": False,
+                "late_bound": False,
                 "polish_chain_lp_iterations": 0,
                 "polish_steps": 0,
             },
@@ -163,7 +175,12 @@ ONLINE_SETTINGS = [
         {"cluster_band_columns": 400},
         (
             "seasonal-day",
-            {"cluster_band_columns": 400, "lp_bands": False, "polish_chain_lp_iterations": 0},
+            {
+                "cluster_band_columns": 400,
+                "lp_bands": False,
+                "late_bound": False,
+                "polish_chain_lp_iterations": 0,
+            },
         ),
         id="carbonshift-a-scenario-may-turn-the-cluster-bands-on-in-its-rounds",
     ),
@@ -280,7 +297,12 @@ def test_static_plans_keep_no_reserve() -> None:
         pytest.param(
             "carbonshift",
             {},
-            {"cluster_band_columns": 0, "lp_bands": False, "polish_chain_lp_iterations": 0},
+            {
+                "cluster_band_columns": 0,
+                "lp_bands": False,
+                "late_bound": False,
+                "polish_chain_lp_iterations": 0,
+            },
             id="carbonshift-no-bands",
         ),
         pytest.param(
@@ -289,6 +311,7 @@ def test_static_plans_keep_no_reserve() -> None:
             {
                 "cluster_band_columns": 400,
                 "lp_bands": False,
+                "late_bound": False,
                 "polish_chain_lp_iterations": 0,
                 "polish_steps": 0,
             },

@@ -294,6 +294,7 @@ POLICIES: dict[str, PolicySpec] = {
                     cluster_band_columns=p.get_int("cluster_band_columns"),
                     cluster_band_lp_iterations=p.get_int("cluster_band_lp_iterations"),
                     lp_bands=p.get_bool("lp_bands"),
+                    late_bound=p.get_bool("late_bound"),
                     polish_chain_jobs=p.get_int("polish_chain_jobs"),
                     polish_chain_lp_iterations=p.get_int("polish_chain_lp_iterations"),
                     move_penalty_g=p.get_float("move_penalty_g"),
@@ -426,6 +427,13 @@ POLICIES: dict[str, PolicySpec] = {
                     True,
                     "the time bands also where the whole class LP is solved (up to 3,000 "
                     "jobs), on its support; false: only where the cores stand in for it",
+                ),
+                ParamSpec(
+                    "late_bound",
+                    bool,
+                    True,
+                    "give a late plan the bound when the all-on-time LP is feasible (that "
+                    "LP solved to say so: 0.2-8 s of CPU at 3,000-10,000 jobs); false: null",
                 ),
                 ParamSpec("polish_jobs", int, 40, "most jobs freed per sub-MILP", 2),
                 ParamSpec(
@@ -616,6 +624,7 @@ POLICIES: dict[str, PolicySpec] = {
                 round_params={
                     "cluster_band_columns": 0,
                     "lp_bands": False,
+                    "late_bound": False,
                     "polish_chain_lp_iterations": 0,
                 },
                 # the controller's and the hub's hysteresis, so the simulator re-plans as

@@ -88,6 +88,7 @@ __all__ = ["BOUND_METHODS", "CORE_LP_METHODS", "OBJECTIVES", "carbonshift"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 OBJECTIVES = ("carbon", "operational")
 BOUND_METHODS = ("auto", "lagrangian", "lp", "none")
@@ -1301,8 +1302,50 @@ def _exact_plan(
 
 
 #: The feasibility LP of a late plan's bound (:func:`_fitting_on_time_lp`) up to this many
-#: starts (above it the bound of a late plan stays null).
-_FEASIBILITY_MAX_STARTS = 200_000
+#: columns (class, cluster, start); above it the bound of a late plan stays null.
+_FEASIBILITY_MAX_COLUMNS = 500_000
+#: above this many columns the feasibility LP goes to HiGHS's interior point first, for at
+#: most this many wall seconds (``lp_time_limit_s`` if smaller)
+_FEASIBILITY_IPM_COLUMNS = 50_000
+_FEASIBILITY_IPM_WALL_S = 30.0
+
+
+#: :func:`_overloaded` runs while classes x windows of slots is at most this (20 million:
+#: about 0.3 s of CPU; ten-zone 10,000, 48 slots: 2,000 classes x 1,176 windows)
+_OVERLOAD_MAX_CELLS = 20_000_000
+#: windows per block of :func:`_overloaded` (a block's table is classes x this)
+_OVERLOAD_BLOCK = 256
+
+
+def _overloaded(arrays: InstanceArrays, classes: JobClasses) -> bool:
+    """Whether some window of slots ``[a, b)`` must hold more work than the free units of
+    every cluster there, for some resource: then the all-on-time LP is infeasible. A job of
+    runtime ``r`` that starts on time in ``[lo, hi]`` runs at least ``min(overlap at lo,
+    overlap at hi)`` slots inside the window (energetic reasoning: Erschler, Lopez and
+    Thuriot 1991; Baptiste, Le Pape and Nuijten 2001, ch. 3). A necessary condition only (it
+    ignores allowed clusters and which cluster a run is on), but it settles in a fraction of
+    a second what HiGHS took 8 s to prove (ten-zone 10,000 at 0.7 x its capacity, 282k
+    columns: 1.03 x the room of one window). False, proving nothing, past
+    :data:`_OVERLOAD_MAX_CELLS`."""
+    _, k, h = arrays.free_units.shape
+    first, last = np.triu_indices(h + 1, 1)  # every window [a, b), a < b
+    if classes.class_lo.shape[0] * first.shape[0] > _OVERLOAD_MAX_CELLS:
+        return False
+    room = np.zeros((h + 1, k))
+    np.cumsum(arrays.free_units.sum(axis=0).T, axis=0, out=room[1:])
+    tolerance = 1e-9 * np.maximum(1.0, np.abs(room[-1]))
+    runtime = classes.shape_runtime[classes.class_shape]
+    lo, hi = classes.class_lo, classes.class_hi
+    for at in range(0, first.shape[0], _OVERLOAD_BLOCK):
+        a = first[at : at + _OVERLOAD_BLOCK, None]
+        b = last[at : at + _OVERLOAD_BLOCK, None]
+        early = np.minimum(lo + runtime, b) - np.maximum(lo, a)
+        late = np.minimum(hi + runtime, b) - np.maximum(hi, a)
+        inside = np.maximum(np.minimum(early, late), 0).astype(float)  # (windows, classes)
+        need = inside @ classes.class_demand  # (windows, k) unit-slots
+        if np.any(need > room[b[:, 0]] - room[a[:, 0]] + tolerance):
+            return True
+    return False
 
 
 def _fitting_on_time_lp(arrays: InstanceArrays, cpu_limit_s: float) -> bool | None:
@@ -1310,29 +1353,94 @@ def _fitting_on_time_lp(arrays: InstanceArrays, cpu_limit_s: float) -> bool | No
     capacity) is feasible: the relaxation whose infeasibility says that no all-on-time plan
     may exist (CONTRACTS.md section 2, ``lower_bound_g`` null). A start that does not fit
     alone is left out: the LP would otherwise run such a job fractionally (a 3-unit job on
-    clusters of 1, 2 and 1 units). None when it is too large or not solved in time."""
-    problem = build_problem(arrays, on_time_only=True)
-    starts = problem.starts
-    if len(starts) > _FEASIBILITY_MAX_STARTS:
+    clusters of 1, 2 and 1 units). None when it is too large or not solved in time.
+
+    It is solved over job classes, not jobs (the same LP: a class's shares split evenly
+    over its jobs give each job's, and a plan's job shares summed give the class's). The
+    starts that fit alone follow a job's size, which may differ within a class (jobs of one
+    demand mix): where the class's smallest and largest jobs fit at other starts, the class
+    is split by size (jobs of one size fit at the same starts)."""
+    if arrays.n_jobs == 0:
+        return True
+    classes = classes_of(arrays)
+    if not classes.every_job_can_be_on_time:
+        return False  # a job with no on-time start at all
+    if _overloaded(arrays, classes):
+        return False
+    n_classes = classes.class_shape.shape[0]
+    width = classes.class_hi - classes.class_lo + 1
+    if int((classes.class_allowed.sum(axis=1) * width).sum()) > _FEASIBILITY_MAX_COLUMNS:
         return None
     ledger = CapacityLedger(arrays)
-    fits = np.zeros(len(starts), dtype=bool)
-    edges = np.searchsorted(starts.job, np.arange(arrays.n_jobs + 1))
-    for j in range(arrays.n_jobs):
-        lo, hi = int(edges[j]), int(edges[j + 1])
-        if lo == hi:
-            return False  # no on-time start at all
-        everywhere = ledger.fitting_starts_everywhere(j)
-        fits[lo:hi] = everywhere[starts.cluster[lo:hi], starts.start_slot[lo:hi]]
-        if not np.any(fits[lo:hi]):
-            return False
-    program = on_time_program(problem, np.zeros(len(starts))).restricted_to(
-        np.flatnonzero(fits).astype(np.int64)
+    klass, weight = classes.klass, classes.weight
+    order = np.lexsort((np.arange(arrays.n_jobs), weight, klass))
+    edges = np.searchsorted(klass[order], np.arange(n_classes + 1))
+
+    def fits(job: int, c: int) -> BoolArray:
+        """Where ``job`` fits alone among class ``c``'s starts: ``(clusters, window)``."""
+        lo, hi = int(classes.class_lo[c]), int(classes.class_hi[c])
+        alone: BoolArray = ledger.fitting_starts_everywhere(job)[:, lo : hi + 1]
+        alone &= classes.class_allowed[c][:, None]
+        return alone
+
+    group_class: list[int] = []
+    group_weight: list[float] = []
+    group_demand: list[FloatArray] = []
+    parts: list[tuple[IntArray, IntArray, IntArray]] = []
+    for c in range(n_classes):
+        members = order[edges[c] : edges[c + 1]]
+        smallest, largest = int(members[0]), int(members[-1])
+        mask = fits(smallest, c)
+        if weight[largest] == weight[smallest] or np.array_equal(mask, fits(largest, c)):
+            sizes = [(members, mask)]
+        else:  # by size: ascending weights, one mask per distinct weight
+            cut = np.flatnonzero(np.diff(weight[members]) != 0) + 1
+            sizes = [(run, fits(int(run[0]), c)) for run in np.split(members, cut)]
+        for run, alone in sizes:
+            if not alone.any():
+                return False  # these jobs fit alone at no on-time start
+            cluster, offset = np.nonzero(alone)
+            g = len(group_class)
+            parts.append(
+                (
+                    np.full(cluster.shape[0], g, dtype=np.int64),
+                    cluster.astype(np.int64),
+                    (offset + classes.class_lo[c]).astype(np.int64),
+                )
+            )
+            group_class.append(c)
+            group_weight.append(float(weight[run].sum()))
+            group_demand.append(arrays.demand_units[run].sum(axis=0))
+    of = np.asarray(group_class, dtype=np.int64)
+    groups = replace(
+        classes,
+        class_shape=classes.class_shape[of],
+        class_lo=classes.class_lo[of],
+        class_hi=classes.class_hi[of],
+        class_allowed=classes.class_allowed[of],
+        class_weight=np.asarray(group_weight),
+        class_demand=np.asarray(group_demand),
     )
-    solution = solve(program, _cpu_limited(SolveOptions(), cpu_limit_s))
-    if solution.status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+    columns = ClassColumns(*(np.concatenate(axis) for axis in zip(*parts, strict=True)))
+    m, _, h = arrays.free_units.shape
+    no_cost = np.zeros((classes.shape_runtime.shape[0], m, h))
+    program = class_program(arrays, groups, no_cost, columns).program
+    status: SolveStatus | None = None
+    if len(columns) > _FEASIBILITY_IPM_COLUMNS:
+        # the interior point (HiGHS's dual simplex gave no answer in 60 s of CPU on ten-zone
+        # 10,000 at 0.7 x its capacity, 282k columns; IPX said feasible in 8.4 s), limited in
+        # wall seconds as the core's is (_solve_class_lp)
+        wall_s = min(cpu_limit_s, _FEASIBILITY_IPM_WALL_S)
+        try:
+            status = solve(program, class_lp_options(wall_s, method=LpMethod.IPM)).status
+        except SolverError:
+            status = None  # an IPX "solve error": the dual simplex instead
+    if status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE, SolveStatus.INFEASIBLE):
+        limited = _cpu_limited(class_lp_options(cpu_limit_s), cpu_limit_s)
+        status = solve(program, limited).status
+    if status in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return True
-    if solution.status is SolveStatus.INFEASIBLE:
+    if status is SolveStatus.INFEASIBLE:
         return False
     return None
 
@@ -1518,6 +1626,7 @@ def carbonshift(
     cluster_band_columns: int = 400,
     cluster_band_lp_iterations: int = 30_000,
     lp_bands: bool = True,
+    late_bound: bool = True,
     polish_chain_jobs: int = 12,
     polish_chain_lp_iterations: int = 15_000,
     move_penalty_g: float = 0.0,
@@ -2172,13 +2281,10 @@ def carbonshift(
     def _on_time_lp_feasible() -> bool:
         if lower is None or columns is None or (lp is not None and lp.infeasible):
             return False
-        if small:
-            began_check = time.process_time()
-            feasible = _fitting_on_time_lp(arrays, lp_time_limit_s)
-            stats["lp_feasibility_cpu_seconds"] = time.process_time() - began_check
-            if feasible is not None:
-                return feasible
-        return False
+        began_check = time.process_time()
+        feasible = _fitting_on_time_lp(arrays, lp_time_limit_s)
+        stats["lp_feasibility_cpu_seconds"] = time.process_time() - began_check
+        return bool(feasible)
 
     placed = best.cluster >= 0
     if penalty.active:
@@ -2198,9 +2304,9 @@ def carbonshift(
     if bound != "none":
         # CONTRACTS.md section 2: B bounds every feasible all-on-time plan and is null only
         # when no such plan may exist. An on-time plan proves one may; a late plan does not
-        # say it cannot: the all-on-time LP does (solved here up to 3,000 jobs if not yet;
-        # above, a late plan's bound stays null)
-        value = lower if on_time or _on_time_lp_feasible() else None
+        # say it cannot: the all-on-time LP does (over job classes, at any size up to
+        # _FEASIBILITY_MAX_COLUMNS columns; above, a late plan's bound stays null)
+        value = lower if on_time or (late_bound and _on_time_lp_feasible()) else None
         if value is not None and objective != "carbon":
             # a bound on operational grams bounds operational + embodied too; the dual on
             # the full grams is usually tighter
