@@ -1030,6 +1030,9 @@ def _place_from_lp(
         ahead[first] = True
         order = np.concatenate([first[~arrays.critical[first]], order[~ahead[order]]])
     rows = room.rows if room is not None else None
+    taken_job: list[int] = []
+    taken_cluster: list[int] = []
+    taken_start: list[int] = []
     for j in order.tolist():
         c = klass[j]
         if c < 0 or not on_time[j]:
@@ -1055,7 +1058,10 @@ def _place_from_lp(
                 for k in range(s, s + r):
                     row[k] -= need
                 stale.add(m)
-                state.cluster[j], state.start[j] = m, s
+                # the state's arrays once after the loop (a numpy write per job cost more)
+                taken_job.append(j)
+                taken_cluster.append(m)
+                taken_start.append(s)
             elif fits(j, m, s):
                 place(j, m, s)
             else:
@@ -1074,6 +1080,8 @@ def _place_from_lp(
             place(j, *where)
     if room is not None:
         room.write_back()
+    state.cluster[taken_job] = taken_cluster
+    state.start[taken_job] = taken_start
     for j in sorted(deferred, key=lambda i: (int(arrays.deadline_slot[i]), i)):
         where = placer.earliest(j, true)
         if where is not None:
