@@ -382,14 +382,14 @@ def _pattern_sparse_table(table: FloatArray, plan: PatternPlan) -> tuple[FloatAr
     query's answer is the least value, then the lowest cluster, then the earliest slot
     (the ties of :func:`evaluate`'s per-cluster queries). Entries whose block passes the
     end of its row are never read by a query (a block inside the row reads only entries
-    inside it); they hold the next row's values."""
+    inside it); they hold values of the next row, or +inf and key 0 at the table's end."""
     g, m, h = table.shape
     size = plan.allowed.shape[0] * g * h
     # per (pattern, shape, slot) the least entry over the pattern's clusters, the lowest
     # cluster on ties (argmin's first); +inf outside the pattern
     masked = (table.transpose(0, 2, 1).reshape(1, g * h, m) + plan.outside).reshape(size, m)
     cluster = masked.argmin(axis=1)
-    # past each level's blocks (its last ``2**level - 1`` entries): +inf and key 0
+    # each level's last ``2**(level - 1)`` entries, past the blocks computed: +inf, key 0
     values = np.full(plan.levels * size, np.inf)
     keys = np.zeros(plan.levels * size, dtype=np.int64)
     np.take(masked.reshape(-1), np.arange(0, size * m, m) + cluster, out=values[:size])
