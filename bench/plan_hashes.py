@@ -27,9 +27,9 @@ from carbonshift.formats import instance_from_dict
 from carbonshift.planning import run_policy
 
 
-def _row(inst: Instance, **where: Any) -> str:
+def _row(instance: Instance, **where: Any) -> str:
     began = time.process_time()
-    result = run_policy("carbonshift", inst)
+    result = run_policy("carbonshift", instance)
     cpu = time.process_time() - began
     key = json.dumps(
         [

@@ -145,10 +145,60 @@ def test_evaluate_is_each_class_at_its_first_least_priced_start(inst: Instance, 
     assert np.allclose(got.subgradient, want_usage - free, rtol=0, atol=1e-9)
     # the plan the ascent passes (the pairs outside each class's clusters read +inf): the
     # same floats, to the bit
-    masked = class_range_plan(classes, m, h)
+    masked = class_range_plan(classes, m, h, patterns=False)
     got_masked = evaluate(classes, base, prices, free, masked)
     assert got_masked.value_g == got.value_g
     assert np.array_equal(got_masked.subgradient, got.subgradient)
+    # one query per class on the table of each pattern of allowed clusters' least entries
+    # (the ascent's plan where patterns are few): the same floats, ties alike
+    by_pattern = class_range_plan(classes, m, h, patterns=True)
+    got_pattern = evaluate(classes, base, prices, free, by_pattern)
+    assert got_pattern.value_g == got.value_g
+    assert np.array_equal(got_pattern.subgradient, got.subgradient)
+
+
+@_SETTINGS
+@given(st.integers(1, 6), st.integers(1, 30), st.integers(1, 40), st.integers(0, 2**32 - 1))
+def test_pattern_plan_answers_as_the_per_cluster_queries(
+    clusters: int, slots: int, n_jobs: int, seed: int
+) -> None:
+    """On random classes with random allowed clusters (a few patterns, so several classes
+    share one) and integral prices (ties common, also across clusters and slots), the
+    pattern plan's ``L`` and subgradient are those of the per-cluster plan, to the bit."""
+    rng = np.random.default_rng(seed)
+    patterns = rng.random((3, clusters)) < 0.5
+    patterns[:, rng.integers(0, clusters)] = True
+    jobs = []
+    for i in range(n_jobs):
+        release = int(rng.integers(0, slots))
+        runtime = int(rng.integers(1, slots - release + 1))
+        allowed = patterns[rng.integers(0, 3)]
+        jobs.append(
+            job(
+                f"j{i}",
+                gpu=float(rng.integers(1, 4)),
+                runtime=runtime,
+                release=release,
+                deadline=int(rng.integers(release + runtime, slots + 1)),
+                allowed=[f"c{c}" for c in np.flatnonzero(allowed)],
+            )
+        )
+    inst = instance(
+        jobs,
+        [cluster(f"c{c}", gpu=10.0) for c in range(clusters)],
+        {f"c{c}": [float(v) for v in rng.integers(0, 3, slots)] for c in range(clusters)},
+        horizon=slots,
+    )
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    base = unit_grams(arrays)
+    free = arrays.free_units
+    m, _, h = free.shape
+    prices = rng.integers(0, 2, free.shape).astype(float)
+    want = evaluate(classes, base, prices, free, class_range_plan(classes, m, h, patterns=False))
+    got = evaluate(classes, base, prices, free, class_range_plan(classes, m, h, patterns=True))
+    assert got.value_g == want.value_g
+    assert np.array_equal(got.subgradient, want.subgradient)
 
 
 @_SETTINGS

@@ -39,10 +39,12 @@ __all__ = [
     "AscentState",
     "DualResult",
     "JobClasses",
+    "PatternPlan",
     "RangePlan",
     "classes_of",
     "dual_ascent",
     "evaluate",
+    "pattern_plan",
     "range_min",
     "range_plan",
     "shape_costs",
@@ -258,10 +260,78 @@ def range_plan(
     )
 
 
-def class_range_plan(classes: JobClasses, m: int, h: int) -> RangePlan:
-    """The :class:`RangePlan` of each class's on-time window on a ``(shapes, m, h)`` table,
-    with its allowed clusters (:attr:`RangePlan.first_allowed`): what the ascent passes to
-    :func:`evaluate` at every step."""
+@dataclass(frozen=True, slots=True, eq=False)
+class PatternPlan:
+    """Each class's window as ONE range query (not one per cluster) on the table of the
+    least entry over each pattern of allowed clusters: ``allowed`` ``(P, m)`` the distinct
+    patterns, rows ``pattern * G + shape`` of ``h`` slots; ``first`` and ``second`` ``(C,)``
+    flat indices of each class's two blocks into the ``(levels, P * G, h)`` sparse table of
+    :func:`_pattern_sparse_table`. Depends only on the classes and the table's shape."""
+
+    allowed: BoolArray
+    first: IntArray
+    second: IntArray
+    levels: int
+    # -0.0 on each pattern's clusters, +inf elsewhere ``(P, 1, m)``: added, the entries
+    # outside the pattern read +inf and the others keep their bits (x + -0.0 is x)
+    outside: FloatArray
+    # the level-0 keys' slots, ``(P * G * h,)``
+    slots: IntArray
+
+
+def _patterns(classes: JobClasses) -> tuple[BoolArray, IntArray]:
+    """The distinct rows of ``classes.class_allowed`` and each class's among them."""
+    rows, pattern, _ = unique_rows(classes.class_allowed.astype(np.int64))
+    return rows.astype(bool), pattern
+
+
+def pattern_plan(
+    classes: JobClasses, m: int, h: int, patterns: tuple[BoolArray, IntArray] | None = None
+) -> PatternPlan:
+    """The :class:`PatternPlan` of each class's on-time window and allowed clusters on a
+    ``(shapes, m, h)`` table (``patterns``: :func:`_patterns` of ``classes``, when known)."""
+    allowed, pattern = _patterns(classes) if patterns is None else patterns
+    n_shapes = classes.shape_runtime.shape[0]
+    row = pattern * n_shapes + classes.class_shape
+    lo, hi = classes.class_lo, classes.class_hi
+    level = np.floor(np.log2(np.maximum(hi - lo + 1, 1))).astype(np.int64)
+    # only the levels some query reads (ten-zone: windows of at most 25 slots, 5 of 6)
+    levels = int(level.max(initial=0)) + 1
+    size = allowed.shape[0] * n_shapes * h
+    block = level * size + row * h
+    return PatternPlan(
+        allowed=allowed,
+        first=block + lo,
+        second=block + hi - np.left_shift(1, level) + 1,
+        levels=levels,
+        outside=np.where(allowed, -0.0, np.inf)[:, None, :],
+        slots=np.tile(np.arange(h, dtype=np.int64), allowed.shape[0] * n_shapes),
+    )
+
+
+#: :func:`class_range_plan` answers by patterns of allowed clusters (:class:`PatternPlan`)
+#: when their rows (patterns x shapes) are at most this share of the classes: one query
+#: per class on a table of ``patterns x shapes`` rows instead of one per (class, cluster)
+#: (ten-zone 10,000: 4 x 8 rows, 3,942 classes)
+PATTERN_ROWS_SHARE = 0.25
+
+
+def class_range_plan(
+    classes: JobClasses, m: int, h: int, *, patterns: bool | None = None
+) -> RangePlan | PatternPlan:
+    """What the ascent passes to :func:`evaluate` at every step for each class's on-time
+    window and allowed clusters: the :class:`RangePlan` (its pairs outside the allowed
+    clusters reading ``+inf``, :attr:`RangePlan.first_allowed`), or, where there are few
+    patterns of allowed clusters (:data:`PATTERN_ROWS_SHARE`; ``patterns`` forces either),
+    the :class:`PatternPlan`. Both give :func:`evaluate` the same answer, float for float."""
+    found = None
+    if patterns is None:
+        found = _patterns(classes)
+        rows = found[0].shape[0] * classes.shape_runtime.shape[0]
+        n_classes = classes.class_shape.shape[0]
+        patterns = n_classes > 0 and rows <= PATTERN_ROWS_SHARE * n_classes
+    if patterns:
+        return pattern_plan(classes, m, h, found)
     return range_plan(
         classes.class_shape,
         classes.class_lo,
@@ -305,6 +375,39 @@ def _sparse_table(table: FloatArray, levels: int) -> tuple[FloatArray, IntArray]
     return flat_values, flat_slots
 
 
+def _pattern_sparse_table(table: FloatArray, plan: PatternPlan) -> tuple[FloatArray, IntArray]:
+    """The sparse table, flattened ``(levels, P * G, h)``, of each (pattern, shape, slot)'s
+    least entry of ``table`` ``(G, m, h)`` over the pattern's clusters, with its key
+    ``cluster * h + slot``; a block's entry is its least (value, key) pair, so that a
+    query's answer is the least value, then the lowest cluster, then the earliest slot
+    (the ties of :func:`evaluate`'s per-cluster queries). Entries whose block passes the
+    end of its row are never read by a query (a block inside the row reads only entries
+    inside it); they hold values of the next row, or +inf and key 0 at the table's end."""
+    g, m, h = table.shape
+    size = plan.allowed.shape[0] * g * h
+    # per (pattern, shape, slot) the least entry over the pattern's clusters, the lowest
+    # cluster on ties (argmin's first); +inf outside the pattern
+    masked = (table.transpose(0, 2, 1).reshape(1, g * h, m) + plan.outside).reshape(size, m)
+    cluster = masked.argmin(axis=1)
+    # each level's last ``2**(level - 1)`` entries, past the blocks computed: +inf, key 0
+    values = np.full(plan.levels * size, np.inf)
+    keys = np.zeros(plan.levels * size, dtype=np.int64)
+    np.take(masked.reshape(-1), np.arange(0, size * m, m) + cluster, out=values[:size])
+    np.multiply(cluster, h, out=keys[:size])
+    keys[:size] += plan.slots
+    width = 1
+    for level in range(1, plan.levels):
+        below, here, n = (level - 1) * size, level * size, size - width
+        a_v, b_v = values[below : below + n], values[below + width : below + width + n]
+        a_k, b_k = keys[below : below + n], keys[below + width : below + width + n]
+        take_b = b_v < a_v
+        take_b |= (b_v == a_v) & (b_k < a_k)
+        np.minimum(a_v, b_v, out=values[here : here + n])
+        np.copyto(keys[here : here + n], np.where(take_b, b_k, a_k))
+        width *= 2
+    return values, keys
+
+
 def range_min(
     table: FloatArray,
     shape: IntArray,
@@ -339,7 +442,7 @@ def evaluate(
     base: FloatArray,
     prices: FloatArray,
     free: FloatArray,
-    plan: RangePlan | None = None,
+    plan: RangePlan | PatternPlan | None = None,
 ) -> Evaluation:
     """``L(prices)`` over the classes (jobs without a start in the horizon left out) and the
     subgradient ``usage - free`` of the relaxed capacity rows. ``base`` is ``(k, m, h)``
@@ -350,25 +453,38 @@ def evaluate(
     g = table.shape[0]
     if plan is None:
         plan = range_plan(classes.class_shape, classes.class_lo, classes.class_hi, g, m, h)
-    # as range_min, but the slot read for each class's chosen cluster only (the same
-    # answer: the minimum's value, ties to the lower cluster, then the earlier slot)
-    flat_v, flat_i = _sparse_table(table, plan.levels)
-    if plan.first_allowed is not None and plan.second_allowed is not None:
-        # the same floats as the mask below, in two takes
-        values = np.minimum(
-            np.take(flat_v, plan.first_allowed), np.take(flat_v, plan.second_allowed)
-        )
+    if isinstance(plan, PatternPlan):
+        # one query per class on the patterns' table: the least value, then the lowest
+        # cluster, then the earliest slot, as below (bench/planner.md (x))
+        flat_v, flat_k = _pattern_sparse_table(table, plan)
+        va, vb = np.take(flat_v, plan.first), np.take(flat_v, plan.second)
+        ka, kb = np.take(flat_k, plan.first), np.take(flat_k, plan.second)
+        take_b = vb < va
+        take_b |= (vb == va) & (kb < ka)
+        best = np.minimum(va, vb)
+        key = np.where(take_b, kb, ka)
+        cluster = key // h
+        start = key - cluster * h
     else:
-        values = np.where(
-            classes.class_allowed,
-            np.minimum(np.take(flat_v, plan.first), np.take(flat_v, plan.second)),
-            np.inf,
-        )
-    cluster = np.argmin(values, axis=1)
-    rows = np.arange(values.shape[0])
-    best = values[rows, cluster]
-    first, second = plan.first[rows, cluster], plan.second[rows, cluster]
-    start = np.where(flat_v[second] < flat_v[first], flat_i[second], flat_i[first])
+        # as range_min, but the slot read for each class's chosen cluster only (the same
+        # answer: the minimum's value, ties to the lower cluster, then the earlier slot)
+        flat_v, flat_i = _sparse_table(table, plan.levels)
+        if plan.first_allowed is not None and plan.second_allowed is not None:
+            # the same floats as the mask below, in two takes
+            values = np.minimum(
+                np.take(flat_v, plan.first_allowed), np.take(flat_v, plan.second_allowed)
+            )
+        else:
+            values = np.where(
+                classes.class_allowed,
+                np.minimum(np.take(flat_v, plan.first), np.take(flat_v, plan.second)),
+                np.inf,
+            )
+        cluster = np.argmin(values, axis=1)
+        rows = np.arange(values.shape[0])
+        best = values[rows, cluster]
+        first, second = plan.first[rows, cluster], plan.second[rows, cluster]
+        start = np.where(flat_v[second] < flat_v[first], flat_i[second], flat_i[first])
     value = float(classes.class_weight @ best) - float(np.sum(prices * free))
     end = start + classes.shape_runtime[classes.class_shape]
     diff = np.zeros((m, k, h + 1))

@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -298,7 +299,7 @@ class _Placer:
         self.need = [arrays.demand_units[j, nz] for j, nz in enumerate(self.nz)]
         self.amount = arrays.demand_units[:, 0].tolist()
         self.runtime = arrays.runtime_slots.tolist()
-        self.every: list[bool] = [bool(v) for v in np.all(arrays.allowed, axis=1)]
+        self.every: list[bool] = np.all(arrays.allowed, axis=1).tolist()
         # per job as Python lists: read once per placement, cheaper than numpy scalars
         self.on_time: list[bool] = classes.on_time.tolist()
         self.lo: list[int] = classes.lo.tolist()
@@ -306,10 +307,17 @@ class _Placer:
         self.shape: list[int] = classes.shape.tolist()
         # per job its allowed clusters (None: every one), for the one-resource room test;
         # one array per pattern of allowed clusters
-        # (a pattern's key is its rows of bits packed into bytes: a 1-D unique, several
-        # times faster than np.unique(axis=0) on 10,000 jobs)
+        # (a pattern's key is its row of bits packed into bytes, read as one integer where
+        # it fits in 7 bytes (up to 56 clusters): a 1-D unique of integers, several times
+        # faster than of the bytes (1.4 against 0.4 ms on ten-zone 10,000), or of the rows)
         packed = np.packbits(arrays.allowed, axis=1)
-        keys = packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
+        keys: npt.NDArray[Any]
+        if packed.shape[1] <= 7:
+            keys = np.zeros(packed.shape[0], dtype=np.int64)
+            for byte in packed.T:
+                keys = (keys << 8) | byte
+        else:
+            keys = packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1)
         _, first, pattern_of = np.unique(keys, return_index=True, return_inverse=True)
         by_pattern = [
             None if arrays.allowed[j].all() else np.flatnonzero(arrays.allowed[j]) for j in first
@@ -1023,6 +1031,9 @@ def _place_from_lp(
         ahead[first] = True
         order = np.concatenate([first[~arrays.critical[first]], order[~ahead[order]]])
     rows = room.rows if room is not None else None
+    taken_job: list[int] = []
+    taken_cluster: list[int] = []
+    taken_start: list[int] = []
     for j in order.tolist():
         c = klass[j]
         if c < 0 or not on_time[j]:
@@ -1048,7 +1059,10 @@ def _place_from_lp(
                 for k in range(s, s + r):
                     row[k] -= need
                 stale.add(m)
-                state.cluster[j], state.start[j] = m, s
+                # the state's arrays once after the loop (a numpy write per job cost more)
+                taken_job.append(j)
+                taken_cluster.append(m)
+                taken_start.append(s)
             elif fits(j, m, s):
                 place(j, m, s)
             else:
@@ -1067,6 +1081,8 @@ def _place_from_lp(
             place(j, *where)
     if room is not None:
         room.write_back()
+    state.cluster[taken_job] = taken_cluster
+    state.start[taken_job] = taken_start
     for j in sorted(deferred, key=lambda i: (int(arrays.deadline_slot[i]), i)):
         where = placer.earliest(j, true)
         if where is not None:
