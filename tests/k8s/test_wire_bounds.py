@@ -243,3 +243,34 @@ async def test_a_watch_refused_with_a_content_length_past_the_limit_is_a_tempora
                 await drain(kube)
         finally:
             await kube.close()
+
+
+async def test_through_aiohttp_a_request_asks_only_for_the_codings_the_client_decodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aiohttp.client_reqrep import ClientRequest
+
+    monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
+    # as aiohttp asks where brotli and zstandard are installed
+    wider = {**ClientRequest.DEFAULT_HEADERS, "Accept-Encoding": "gzip, deflate, br, zstd"}
+    monkeypatch.setattr(ClientRequest, "DEFAULT_HEADERS", wider)
+    asked: list[str] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+        asked.extend(line for line in head.split("\r\n") if line.startswith("accept-encoding"))
+        writer.write(_answer(200, b'{"fine": true}'))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        kube = await _api_kube(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        try:
+            assert await kube.get("/fine") == {"fine": True}
+        finally:
+            await kube.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert asked == ["accept-encoding: gzip, deflate"]

@@ -344,7 +344,9 @@ class DirectSend:
                 method, url, headers=headers, data=data, timeout=timeout, **self._extra
             )
         # the body as sent: _read_bounded decodes it in bounded pieces, where aiohttp would
-        # decode what one network read holds before the bound applies
+        # decode what one network read holds before the bound applies; only the codings it
+        # reads are asked for (aiohttp asks for br and zstd too where those are installed)
+        headers["Accept-Encoding"] = "gzip, deflate"
         return RawAnswer(
             await self._session.request(
                 method,

@@ -36,10 +36,11 @@ the last whole event), or when no byte arrives for its idle limit (a stalled str
 Bounds, so that a broken or hostile server (or a proxy before it) cannot fill the memory of
 the controller or the hub: an answer's head may hold :data:`MAX_HEAD_BYTES`, its body
 :data:`MAX_ANSWER_BYTES` as sent and again once gzip or deflate is decoded (a "gzip bomb"
-expands about 1000:1), one watch event's line :data:`MAX_WATCH_LINE_BYTES`. Past a bound the
-connection is closed and the request fails with :class:`AnswerTooLargeError` (a
-:class:`WireError`: the client retries it, then gives its caller a temporary error); the
-process goes on (docs/controller.md, "Limits on what the API server sends").
+expands about 1000:1; both through :mod:`carbonshift.bounded`, the one bounded reader), one
+watch event's line :data:`MAX_WATCH_LINE_BYTES`. Past a bound the connection is closed and
+the request fails with :class:`AnswerTooLargeError` (a :class:`WireError`: the client
+retries it, then gives its caller a temporary error); the process goes on
+(docs/controller.md, "Limits on what the API server sends").
 """
 
 from __future__ import annotations
