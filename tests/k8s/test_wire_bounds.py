@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import tracemalloc
 import zlib
 
 import pytest
@@ -93,6 +94,12 @@ async def test_an_answer_past_a_bound_is_a_temporary_error_naming_it(
 ) -> None:
     monkeypatch.setattr(wire, "MAX_ANSWER_BYTES", SMALL)
     monkeypatch.setattr(wire, "MAX_HEAD_BYTES", SMALL)
+    await _refused_then_fine(answer, want_message)
+
+
+async def _refused_then_fine(answer: bytes, want_message: str) -> None:
+    """A GET answered ``answer`` fails with a temporary error saying ``want_message``; the
+    next request on the same client is answered."""
     async with tiny_server(_fine_or(answer)) as (url, _):
         kube = await _api_kube(url)
         try:
@@ -106,7 +113,8 @@ async def test_an_answer_past_a_bound_is_a_temporary_error_naming_it(
 async def test_through_aiohttp_an_answer_past_the_bound_is_a_temporary_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # the session's path (a proxy, or no httptools): aiohttp decodes, the client counts
+    # the session's path (a proxy, or no httptools): the client decodes and counts (the
+    # bomb's Content-Length is under the bound; the chunked test below sends none)
     monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
     monkeypatch.setattr(wire, "MAX_ANSWER_BYTES", SMALL)
     bomb = _gzip_bomb(4 << 20)
@@ -153,3 +161,116 @@ async def test_a_watch_line_without_an_end_past_its_bound_ends_the_watch(
         finally:
             await kube.close()
     assert seen == ["2"]
+
+
+def _chunked(status_line: bytes, body: bytes, *fields: bytes) -> bytes:
+    """An answer with ``body`` in chunks of 16 KiB, without a Content-Length."""
+    head = status_line + b"\r\n" + b"".join(f + b"\r\n" for f in fields)
+    pieces = [body[i : i + 0x4000] for i in range(0, len(body), 0x4000)]
+    framed = b"".join(b"%x\r\n" % len(p) + p + b"\r\n" for p in pieces)
+    return head + b"Transfer-Encoding: chunked\r\n\r\n" + framed + b"0\r\n\r\n"
+
+
+async def test_through_aiohttp_a_streamed_gzip_bomb_costs_the_bound_not_a_network_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # no Content-Length to refuse it by, and under the bound as sent: the body is decoded
+    # here, in bounded pieces, where aiohttp decoded what each network read held before the
+    # bound applied (bench/safety.md, "One bounded reader")
+    monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
+    monkeypatch.setattr(wire, "MAX_ANSWER_BYTES", SMALL)
+    packed = _gzip_bomb(32 << 20)
+    assert len(packed) < SMALL
+    bomb = _chunked(b"HTTP/1.1 200 OK", packed, b"Content-Encoding: gzip")
+    async with tiny_server(_fine_or(bomb)) as (url, _):
+        kube = await _api_kube(url)
+        tracemalloc.start()
+        try:
+            with pytest.raises(TemporaryError, match=r"over 65537 bytes, above the limit of 0\.06"):
+                await kube.get("/big")
+            _, peak_bytes = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            await _then_fine(kube)
+        finally:
+            tracemalloc.stop()
+            await kube.close()
+    assert peak_bytes < 4 << 20
+
+
+@pytest.mark.parametrize(
+    ("answer", "want_message"),
+    [
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n{",
+            "answer is declared (Content-Length) as 99999999999 bytes, above the limit",
+            id="a-content-length-past-the-limit-refused-before-its-body",
+        ),
+        pytest.param(
+            _answer(200, b"not gzip at all", "Content-Encoding: gzip"),
+            "gzip answer does not decode: Error -3",
+            id="a-body-that-does-not-decode",
+        ),
+    ],
+)
+async def test_through_aiohttp_a_bad_answer_is_a_temporary_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, answer: bytes, want_message: str
+) -> None:
+    monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
+    monkeypatch.setattr(wire, "MAX_ANSWER_BYTES", SMALL)
+    await _refused_then_fine(answer, want_message)
+
+
+async def test_a_watch_refused_with_a_content_length_past_the_limit_is_a_temporary_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(wire, "MAX_ANSWER_BYTES", SMALL)
+
+    async def refused(line: str, n: int, writer: asyncio.StreamWriter) -> bool:
+        writer.write(b"HTTP/1.1 500 X\r\nContent-Length: 99999999999\r\n\r\n{")
+        await writer.drain()
+        await asyncio.sleep(5)
+        return False
+
+    async def drain(kube: ApiKube) -> None:
+        async with asyncio.timeout(10):
+            async for _ in kube.watch("/api/v1/pods", "1"):
+                pass
+
+    async with tiny_server(refused) as (url, _):
+        kube = await _api_kube(url)
+        try:
+            with pytest.raises(TemporaryError, match=r"declared \(Content-Length\) as 9999999"):
+                await drain(kube)
+        finally:
+            await kube.close()
+
+
+async def test_through_aiohttp_a_request_asks_only_for_the_codings_the_client_decodes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aiohttp.client_reqrep import ClientRequest
+
+    monkeypatch.setenv(TRANSPORT_ENV, "aiohttp")
+    # as aiohttp asks where brotli and zstandard are installed
+    wider = {**ClientRequest.DEFAULT_HEADERS, "Accept-Encoding": "gzip, deflate, br, zstd"}
+    monkeypatch.setattr(ClientRequest, "DEFAULT_HEADERS", wider)
+    asked: list[str] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").lower()
+        asked.extend(line for line in head.split("\r\n") if line.startswith("accept-encoding"))
+        writer.write(_answer(200, b'{"fine": true}'))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        kube = await _api_kube(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        try:
+            assert await kube.get("/fine") == {"fine": True}
+        finally:
+            await kube.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert asked == ["accept-encoding: gzip, deflate"]

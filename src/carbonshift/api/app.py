@@ -56,6 +56,7 @@ from carbonshift.api.solves import (
     ClientGoneError,
     SolveRunner,
 )
+from carbonshift.bounded import BoundedBuffer, TooLargeError
 from carbonshift.carbon.freshness import Freshness, FreshnessBoard, freshness_gauges
 from carbonshift.carbon.providers import (
     Answer,
@@ -163,47 +164,46 @@ class _BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = _problem(
-            413,
-            f"request body is larger than {self.limit} bytes; send a smaller instance or split "
-            "the jobs",
+        body = BoundedBuffer(
+            self.limit, what="the request body", fix="send a smaller instance or split the jobs"
         )
-        for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                await too_large(scope, receive, send)
-                return
-        chunks: list[bytes] = []
-        seen = 0
         try:
+            for name, value in scope.get("headers", []):
+                if name == b"content-length":
+                    body.expect(value)
             async with asyncio.timeout(self.timeout_s):
                 while True:
                     message = await receive()
                     if message["type"] != "http.request":
                         return  # the client went away before its body was complete
-                    chunk = message.get("body", b"")
-                    seen += len(chunk)
-                    if seen > self.limit:
-                        await too_large(scope, receive, send)
-                        return
-                    chunks.append(chunk)
+                    body.add(message.get("body", b""))
                     if not message.get("more_body", False):
                         break
+        except TooLargeError:
+            too_large = _problem(
+                413,
+                f"request body is larger than {self.limit} bytes; send a smaller instance or "
+                "split the jobs",
+            )
+            await too_large(scope, receive, send)
+            return
         except TimeoutError:
             slow = _problem(
                 408,
-                f"the request body did not arrive within {self.timeout_s:g} s ({seen} bytes "
-                "came); send the whole body at once",
+                f"the request body did not arrive within {self.timeout_s:g} s "
+                f"({body.size_bytes} bytes came); send the whole body at once",
                 headers={"connection": "close"},
             )
             await slow(scope, receive, send)
             return
+        whole = body.take()
         replayed = False
 
         async def replay() -> Message:
             nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+                return {"type": "http.request", "body": whole, "more_body": False}
             return await receive()
 
         await self.app(scope, replay, send)

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse
 
+from carbonshift.bounded import TooLargeError, read_bounded
 from carbonshift.errors import InputError
 
 __all__ = [
@@ -38,28 +39,22 @@ class BodyTooLargeError(InputError):
     """A request body above its limit; the message names the size, the limit and the fix."""
 
 
-def _too_large(what: str, size: str, limit: int) -> BodyTooLargeError:
-    return BodyTooLargeError(
-        f"{what} body is {size}, above the limit of {limit >> 20} MiB; only the API server "
-        "and kube-scheduler should call this port (check the NetworkPolicy)"
-    )
-
-
 async def read_json(request: Request, limit: int, what: str) -> Any:
     """The request's body parsed as JSON (None when it is not JSON), read up to ``limit``
     bytes; :class:`BodyTooLargeError` past it (``what`` names the body in the message)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _too_large(what, f"{int(declared)} bytes (its Content-Length)", limit)
-    parts: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _too_large(what, f"over {size} bytes", limit)
-        parts.append(chunk)
     try:
-        return json.loads(b"".join(parts))  # as Starlette's request.json()
+        body = await read_bounded(
+            request.stream(),
+            limit,
+            what=f"{what} body",
+            fix="only the API server and kube-scheduler should call this port (check the "
+            "NetworkPolicy)",
+            content_length=request.headers.get("content-length"),
+        )
+    except TooLargeError as exc:
+        raise BodyTooLargeError(str(exc)) from exc
+    try:
+        return json.loads(body)  # as Starlette's request.json()
     except ValueError:
         return None
 

@@ -33,15 +33,17 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Protocol
 
 from carbonshift._extras import require
+from carbonshift.bounded import BoundedDecoder, TooLargeError, UndecodableError
 from carbonshift.errors import CarbonshiftError, InputError, TemporaryError
-from carbonshift.k8s import wire
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.flowcontrol import TokenBucket, bucket_or_none
 from carbonshift.k8s.wire import (
     Answer,
     LeanPool,
     WatchStream,
-    answer_too_large,
+    WireError,
+    answer_buffer,
+    answer_refused,
     available,
 )
 
@@ -337,9 +339,46 @@ class DirectSend:
         timeout = self._timeouts.get(timeout_s)
         if timeout is None:
             timeout = self._timeouts[timeout_s] = self._timeout(total=timeout_s)
-        return await self._session.request(
-            method, url, headers=headers, data=data, timeout=timeout, **self._extra
+        if timeout_s is None:  # a watch: aiohttp reads its lines (and decodes them)
+            return await self._session.request(
+                method, url, headers=headers, data=data, timeout=timeout, **self._extra
+            )
+        # the body as sent: _read_bounded decodes it in bounded pieces, where aiohttp would
+        # decode what one network read holds before the bound applies; only the codings it
+        # reads are asked for (aiohttp asks for br and zstd too where those are installed)
+        headers["Accept-Encoding"] = "gzip, deflate"
+        return RawAnswer(
+            await self._session.request(
+                method,
+                url,
+                headers=headers,
+                data=data,
+                timeout=timeout,
+                auto_decompress=False,
+                **self._extra,
+            )
         )
+
+
+class RawAnswer:
+    """An aiohttp response asked for with ``auto_decompress=False``: its body comes as sent
+    (gzip or deflate when the server coded it), for :func:`_read_bounded` to decode."""
+
+    __slots__ = ("response",)
+
+    def __init__(self, response: Any) -> None:
+        self.response = response
+
+    @property
+    def status(self) -> int:
+        return int(self.response.status)
+
+    @property
+    def headers(self) -> Any:
+        return self.response.headers
+
+    def release(self) -> None:
+        self.response.release()
 
 
 #: whether lists ask the API server for gzip over the lean transport: a real server
@@ -691,22 +730,32 @@ class ApiKube:
 
 
 async def _read_bounded(response: Any) -> bytes:
-    """An answer's body, at most :data:`~carbonshift.k8s.wire.MAX_ANSWER_BYTES` as the lean
-    transport reads it; an aiohttp response (through a proxy, or without httptools) is read
-    chunk by chunk as aiohttp decodes it and closed past the bound
-    (:class:`~carbonshift.k8s.wire.AnswerTooLargeError`, retried as a dropped connection)."""
-    content: Any = getattr(response, "content", None)
-    if isinstance(response, Answer) or not hasattr(content, "readany"):
+    """An answer's body, at most :data:`~carbonshift.k8s.wire.MAX_ANSWER_BYTES` as sent and
+    once decoded, as the lean transport reads it. An aiohttp response (through a proxy, or
+    without httptools) is read chunk by chunk, a :class:`RawAnswer`'s decoded here in bounded
+    pieces, and closed past the bound, or before a byte is read when its ``Content-Length``
+    declares more (:class:`~carbonshift.k8s.wire.AnswerTooLargeError`, retried as a dropped
+    connection)."""
+    raw = isinstance(response, RawAnswer)
+    aiohttp_response = response.response if raw else response
+    content: Any = getattr(aiohttp_response, "content", None)
+    if isinstance(response, Answer) or not hasattr(content, "iter_any"):
         return bytes(await response.read())
-    parts: list[bytes] = []
-    size = 0
-    while chunk := await content.readany():
-        size += len(chunk)
-        if size > wire.MAX_ANSWER_BYTES:
-            response.close()
-            raise answer_too_large(size)
-        parts.append(chunk)
-    return b"".join(parts)
+    body = answer_buffer()
+    coding = response.headers.get("Content-Encoding") if raw else None
+    try:
+        body.expect(response.headers.get("Content-Length"))
+        decoder = BoundedDecoder(coding, body)
+        async for chunk in content.iter_any():
+            decoder.feed(chunk)
+        decoder.end()
+    except TooLargeError as exc:
+        aiohttp_response.close()
+        raise answer_refused(exc) from exc
+    except UndecodableError as exc:
+        aiohttp_response.close()
+        raise WireError(f"the API server's {coding} answer does not decode: {exc.reason}") from exc
+    return body.take()
 
 
 def _event_of(line: bytes, path: str) -> Obj:

@@ -36,10 +36,11 @@ the last whole event), or when no byte arrives for its idle limit (a stalled str
 Bounds, so that a broken or hostile server (or a proxy before it) cannot fill the memory of
 the controller or the hub: an answer's head may hold :data:`MAX_HEAD_BYTES`, its body
 :data:`MAX_ANSWER_BYTES` as sent and again once gzip or deflate is decoded (a "gzip bomb"
-expands about 1000:1), one watch event's line :data:`MAX_WATCH_LINE_BYTES`. Past a bound the
-connection is closed and the request fails with :class:`AnswerTooLargeError` (a
-:class:`WireError`: the client retries it, then gives its caller a temporary error); the
-process goes on (docs/controller.md, "Limits on what the API server sends").
+expands about 1000:1; both through :mod:`carbonshift.bounded`, the one bounded reader), one
+watch event's line :data:`MAX_WATCH_LINE_BYTES`. Past a bound the connection is closed and
+the request fails with :class:`AnswerTooLargeError` (a :class:`WireError`: the client
+retries it, then gives its caller a temporary error); the process goes on
+(docs/controller.md, "Limits on what the API server sends").
 """
 
 from __future__ import annotations
@@ -49,9 +50,15 @@ import importlib
 import ssl
 import time
 import urllib.parse
-import zlib
 from collections.abc import AsyncGenerator
 from typing import Any
+
+from carbonshift.bounded import (
+    BoundedBuffer,
+    BoundedDecoder,
+    TooLargeError,
+    UndecodableError,
+)
 
 __all__ = [
     "MAX_ANSWER_BYTES",
@@ -133,6 +140,23 @@ def answer_too_large(n_bytes: int, how: str = "over ") -> AnswerTooLargeError:
     )
 
 
+def answer_buffer() -> BoundedBuffer:
+    """An empty buffer for one answer's body, bounded at :data:`MAX_ANSWER_BYTES` (read when
+    it is made); map its :class:`~carbonshift.bounded.TooLargeError` with
+    :func:`answer_refused`."""
+    return BoundedBuffer(
+        MAX_ANSWER_BYTES,
+        what="the API server's answer",
+        fix="check that the address is an API server",
+    )
+
+
+def answer_refused(error: TooLargeError) -> AnswerTooLargeError:
+    """The transport's error for an answer's body its buffer refused."""
+    how = "declared (Content-Length) as " if error.declared else "over "
+    return answer_too_large(error.size_bytes, how)
+
+
 class Fields(dict[str, str]):
     """Answer headers by lower-case name; :meth:`get` takes any case (as aiohttp's)."""
 
@@ -196,7 +220,7 @@ class _Connection(asyncio.Protocol):
         """When the answer being awaited is due (the loop's clock)."""
         self._waiter: asyncio.Future[None] | None = None
         self._fields = Fields()
-        self._chunks: list[bytes] = []
+        self._body = answer_buffer()
         self._got_bytes = False
         self._done = False
         self._keep_alive = False
@@ -204,7 +228,6 @@ class _Connection(asyncio.Protocol):
         self._extra = False
         self._status = 0
         self._head_n = 0  # bytes of the answer's head so far (MAX_HEAD_BYTES)
-        self._body_n = 0  # bytes of its body so far (MAX_ANSWER_BYTES)
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -259,20 +282,23 @@ class _Connection(asyncio.Protocol):
         self._keep_alive = self.parser.should_keep_alive()
         self._status = self.parser.get_status_code()
         self._headers_done = True
-        error = _informational(self._status) or _declared_too_large(self._fields)
+        error = _informational(self._status)
         if error is not None:
             self._fail(error)
+            return
+        try:
+            self._body.expect(self._fields.get("content-length"))
+        except TooLargeError as exc:
+            self._fail(answer_refused(exc))
 
     def on_body(self, body: bytes) -> None:
         if self._done:
             self._extra = True
             return
-        self._body_n += len(body)
-        if self._body_n > MAX_ANSWER_BYTES:
-            self._chunks = []
-            self._fail(answer_too_large(self._body_n))
-            return
-        self._chunks.append(body)
+        try:
+            self._body.add(body)
+        except TooLargeError as exc:
+            self._fail(answer_refused(exc))
 
     def on_message_complete(self) -> None:
         if self._done:
@@ -315,10 +341,10 @@ class _Connection(asyncio.Protocol):
         self.deadline_s = deadline_s
         self._waiter = waiter = asyncio.get_running_loop().create_future()
         self._fields = Fields()
-        self._chunks = []
+        self._body = answer_buffer()
         self._got_bytes = self._done = self._keep_alive = self._headers_done = False
         self._extra = False
-        self._head_n = self._body_n = 0
+        self._head_n = 0
         self.requests += 1
         try:
             transport.write(raw)
@@ -333,8 +359,7 @@ class _Connection(asyncio.Protocol):
             raise
         finally:
             self._waiter = None
-        body = b"".join(self._chunks) if len(self._chunks) != 1 else self._chunks[0]
-        self._chunks = []
+        body = self._body.take()
         if not self._keep_alive or self._extra:
             self._close()
         coding = self._fields.get("content-encoding")
@@ -343,36 +368,22 @@ class _Connection(asyncio.Protocol):
         return Answer(self._status, self._fields, body)
 
 
-def _declared_too_large(fields: Fields) -> AnswerTooLargeError | None:
-    """The error of a head whose ``Content-Length`` passes :data:`MAX_ANSWER_BYTES` (refused
-    before its body is read); None for any other."""
-    declared = fields.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
-        return answer_too_large(int(declared), "declared (Content-Length) as ")
-    return None
-
-
 def _decoded(body: bytes, coding: str) -> bytes:
     """A gzip or deflate body decoded (lists ask for gzip; a server may send either anyway),
     to at most :data:`MAX_ANSWER_BYTES`: decoding stops one byte past it."""
-    if coding in ("gzip", "x-gzip"):
-        decoder = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    elif coding == "deflate":
-        decoder = zlib.decompressobj()
-    else:
-        raise WireError(f"the API server answered in content-encoding {coding!r}")
+    decoded = answer_buffer()
     try:
-        out = decoder.decompress(body, MAX_ANSWER_BYTES + 1)
-    except zlib.error as exc:
-        raise WireError(f"the API server's {coding} answer does not decode: {exc}") from exc
-    if len(out) > MAX_ANSWER_BYTES:
+        decoder = BoundedDecoder(coding, decoded)
+        decoder.feed(body)
+        decoder.end()
+    except UndecodableError as exc:
+        raise WireError(f"the API server's {coding} answer does not decode: {exc.reason}") from exc
+    except TooLargeError as exc:
         raise _too_large(
             f"the API server's {coding} answer of {len(body)} bytes expands to more than "
             f"{_mib(MAX_ANSWER_BYTES)}, the limit for one answer (a gzip bomb?)"
-        )
-    if not decoder.eof:
-        raise WireError(f"the API server's {coding} answer does not decode: it is cut short")
-    return out
+        ) from exc
+    return decoded.take()
 
 
 class WatchStream(asyncio.Protocol):
@@ -555,20 +566,24 @@ class WatchStream(asyncio.Protocol):
     async def read(self) -> bytes:
         """The whole body (an error answer's), within ``idle_s`` of each byte; at most
         :data:`MAX_ANSWER_BYTES` (:class:`AnswerTooLargeError` past it)."""
-        parts: list[bytes] = []
-        size = 0
+        body = answer_buffer()
+        try:
+            body.expect(self.headers.get("content-length"))
+        except TooLargeError as exc:
+            self.close()
+            raise answer_refused(exc) from exc
         while True:
             if self._pending:
-                parts.append(self._take())
-                size += len(parts[-1])
-                if size > MAX_ANSWER_BYTES:
+                try:
+                    body.add(self._take())
+                except TooLargeError as exc:
                     self.close()
-                    raise answer_too_large(size)
+                    raise answer_refused(exc) from exc
             elif self._error is not None:
                 raise self._error
             elif self._done or self._lost:
                 self.close()
-                return b"".join(parts)
+                return body.take()
             elif not await self._more():
                 self.close()
                 raise TimeoutError(f"no byte of the answer for {self._idle_s} s")

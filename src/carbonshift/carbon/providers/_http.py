@@ -19,12 +19,19 @@ import email.utils
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
 
+from carbonshift.bounded import (
+    BoundedBuffer,
+    BoundedDecoder,
+    TooLargeError,
+    UndecodableError,
+    shown_bytes,
+)
 from carbonshift.carbon.providers.clock import Clock, SystemClock
 from carbonshift.carbon.providers.secrets import Secret, scrub
 from carbonshift.errors import PermanentError, TemporaryError
@@ -171,7 +178,8 @@ class HttpSource:
             base_url=self.base_url,
             timeout=self.retry.timeout_s,
             transport=transport,
-            headers={"user-agent": "carbonshift"},
+            # the codings BoundedDecoder reads (httpx would add br or zstd when installed)
+            headers={"user-agent": "carbonshift", "accept-encoding": "gzip, deflate"},
         )
         self.requests_made = 0
 
@@ -275,26 +283,39 @@ class HttpSource:
         response = self._client.send(
             request, auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT, stream=True
         )
+        body = BoundedBuffer(
+            MAX_REPLY_BYTES,
+            what=f"{self.name}: {path}'s answer (decoded)",
+            fix="the service may be broken, or the base URL points elsewhere: check it",
+        )
+        coding = response.headers.get("content-encoding")
         try:
-            parts: list[bytes] = []
-            size = 0
-            for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > MAX_REPLY_BYTES:
-                    raise UpstreamFormatError(
-                        f"{self.name}: {path} answered over {size} bytes, above the limit of "
-                        f"{MAX_REPLY_BYTES >> 20} MiB for one answer (decoded); the service "
-                        "may be broken, or the base URL points elsewhere: check it"
-                    )
-                parts.append(chunk)
-        except httpx.DecodingError as exc:
+            # raw bytes, decoded here in bounded pieces: httpx's own decoding expands each
+            # network read (up to 64 KiB, about 64 MiB of a gzip bomb) at once
+            body.expect(response.headers.get("content-length"))
+            raws: Iterable[bytes]
+            if response.is_stream_consumed:
+                # an answer made whole in memory (httpx.MockTransport): httpx decoded it
+                raws, decoder = [response.content], BoundedDecoder(None, body)
+            else:
+                raws, decoder = response.iter_raw(), BoundedDecoder(coding, body)
+            for raw in raws:
+                decoder.feed(raw)
+            decoder.end()
+        except TooLargeError as exc:
+            raise UpstreamFormatError(
+                f"{self.name}: {path} answered {exc.size_text}, above the limit of "
+                f"{shown_bytes(MAX_REPLY_BYTES)} for one answer (decoded); the service may be "
+                "broken, or the base URL points elsewhere: check it"
+            ) from exc
+        except UndecodableError as exc:
             raise UpstreamFormatError(
                 f"{self.name}: {path} answered a body that does not decode "
-                f"({response.headers.get('content-encoding', 'no encoding')}); retry later"
+                f"({coding or 'no encoding'}); retry later"
             ) from exc
         finally:
             response.close()
-        response._content = b"".join(parts)  # what response.read() keeps: .text, .json()
+        response._content = body.take()  # what response.read() keeps: .text, .json()
         return response
 
     def body_snippet(self, response: httpx.Response, limit: int = 200) -> str:
