@@ -228,3 +228,50 @@ def test_reproduce_checks_every_round(tmp_path: Path, capsys: pytest.CaptureFixt
     argv = ["reproduce", "caspian", "--quick", "--out", str(tmp_path), "--max-plan-cells", "10"]
     assert main(argv) == 2
     _one_line_error(capsys, "a planning round of", "policy caspian", "--max-plan-cells")
+
+
+# -- the controller's and the hub's seam: the most urgent jobs that fit ------------------------
+
+
+@pytest.mark.parametrize(
+    ("limits", "policy", "order", "want_fit"),
+    [
+        # 12 jobs x 3 clusters x 10 slots = 360 cells
+        pytest.param(PlanLimits(), "asap", None, 12, id="no-limit"),
+        pytest.param(PlanLimits(max_cells=360), "asap", None, 12, id="just-fits"),
+        pytest.param(PlanLimits(max_cells=359), "asap", None, 11, id="one-too-many"),
+        pytest.param(PlanLimits(max_cells=29), "asap", None, 0, id="not-one-row"),
+        # weight 50: 1,500 weighted cells a job
+        pytest.param(PlanLimits(max_cells=1_500 * 10 + 1_499), "exact", None, 10, id="weighted"),
+        # classes i % 6: the first 6 jobs open 6 rows of 3 x 10 x 2 = 60 cells, the rest none
+        pytest.param(PlanLimits(max_cells=6 * 60), "carbonshift", None, 12, id="classes-fit"),
+        pytest.param(PlanLimits(max_cells=3 * 60), "carbonshift", None, 3, id="classes-cut"),
+        # in this order jobs 0, 6, 1, 7, ...: classes 0, 0, 1, 1, 2, 2 -> 3 classes, 6 jobs
+        pytest.param(
+            PlanLimits(max_cells=3 * 60),
+            "carbonshift",
+            [0, 6, 1, 7, 2, 8, 3, 9, 4, 10, 5, 11],
+            6,
+            id="classes-in-order",
+        ),
+        # the horizon-cell limit is not this function's (horizon_fits)
+        pytest.param(PlanLimits(max_horizon_cells=1), "asap", None, 12, id="horizon-ignored"),
+    ],
+)
+def test_fitting_jobs_is_the_longest_prefix_within_the_limit(
+    limits: PlanLimits, policy: str, order: list[int] | None, want_fit: int
+) -> None:
+    inst = instance_from_dict(doc(jobs=12, horizon=10, clusters=3))
+    got = limits.fitting_jobs(inst, policy, order)
+    assert got == want_fit
+    if order is None and got:  # the prefix alone passes the one check
+        prefix = doc(jobs=got, horizon=10, clusters=3)
+        cells = PlanLimits(max_cells=limits.max_cells)
+        cells.check(instance_from_dict(prefix), policy, what="x", fix="y")
+
+
+def test_horizon_fits_counts_clusters_slots_and_resources() -> None:
+    size = PlanSize(0, 0, 10, 168, 3)
+    assert PlanLimits(max_horizon_cells=5040).horizon_fits(size)
+    assert not PlanLimits(max_horizon_cells=5039).horizon_fits(size)
+    assert PlanLimits().horizon_fits(size)

@@ -8,6 +8,7 @@ raises :class:`~carbonshift.errors.InputError` naming the field, the value and t
 from __future__ import annotations
 
 import difflib
+import math
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,12 @@ from carbonshift.errors import InputError
 from carbonshift.files import read_input_text
 from carbonshift.k8s.keys import GRID_ZONE_LABEL, WATTS_PER_CORE_LABEL
 from carbonshift.planning.hold import HoldRule
+from carbonshift.planning.limits import (
+    CONTROLLER_MAX_HORIZON_CELLS,
+    CONTROLLER_MAX_PLAN_CELLS,
+    PlanLimits,
+    PlanSize,
+)
 from carbonshift.planning.registry import parse_params
 
 __all__ = [
@@ -158,6 +165,58 @@ class PlanningSection(_Section):
         "deadline-urgent first; one that waiting would make late is released anyway (0: no "
         "limit)",
     )
+
+    max_plan_cells: int | None = Field(
+        CONTROLLER_MAX_PLAN_CELLS,
+        description="most weighted cells of one planning call (pending workloads, or their "
+        "classes under carbonshift, x clusters x slots x the policy's cost weight; "
+        "docs/reliability.md, limits of a solve): past it a pass plans the most urgent "
+        "workloads that fit and leaves the rest to a later pass, released at their latest "
+        "start at the latest; cells (0 or null: no limit)",
+    )
+    max_horizon_cells: int | None = Field(
+        CONTROLLER_MAX_HORIZON_CELLS,
+        description="most cluster x slot x resource cells of one planning call: a "
+        "configuration whose longest look-ahead passes it is refused; a hub pass with more "
+        "spokes than fit plans nothing and holds every workload until its latest start; "
+        "cells (0 or null: no limit)",
+    )
+
+    @field_validator("max_plan_cells", "max_horizon_cells")
+    @classmethod
+    def _cells(cls, value: int | None) -> int | None:
+        if value is not None and not 0 <= value <= 10**15:
+            raise ValueError(
+                f"{value!r} cells is not a limit between 0 and 10^15; use e.g. "
+                f"{CONTROLLER_MAX_PLAN_CELLS} (max_plan_cells' default), "
+                f"{CONTROLLER_MAX_HORIZON_CELLS} "
+                "(max_horizon_cells') or 0 for no limit"
+            )
+        return value
+
+    def plan_limits(self) -> PlanLimits:
+        """``max_plan_cells`` and ``max_horizon_cells`` as the seam's limits (0: none)."""
+        return PlanLimits(self.max_plan_cells or None, self.max_horizon_cells or None)
+
+    def longest_horizon_slots(self) -> int:
+        """The most slots one planning call may look ahead (:func:`horizon_slots` of
+        k8s/planner.py at its cap, or ``horizon_slots`` when that is longer)."""
+        return max(self.horizon_slots, math.ceil(self.max_horizon_hours * 60 / self.slot_minutes))
+
+    def check_horizon(self, resources: int, what: str) -> None:
+        """Refuse (:class:`~carbonshift.errors.InputError`) a look-ahead whose horizon cells
+        on one cluster pass ``max_horizon_cells``; ``what`` names where the resources are
+        configured."""
+        size = PlanSize(0, 0, 1, self.longest_horizon_slots(), resources)
+        if self.plan_limits().horizon_fits(size):
+            return
+        raise InputError(
+            f"planning looks ahead up to {size.slots:,} slots (max_horizon_hours "
+            f"{self.max_horizon_hours:g} h at slot_minutes {self.slot_minutes}) x {resources} "
+            f"resources ({what}) = {size.horizon_cells:,} cluster x slot x resource cells per "
+            f"cluster, more than planning.max_horizon_cells {self.max_horizon_cells:,}; lower "
+            "max_horizon_hours, raise slot_minutes, or raise max_horizon_cells (0: no limit)"
+        )
 
     def hold_rule(self) -> HoldRule:
         """The seam's hold rule (docs/controller.md, "Holding only when it pays")."""
@@ -422,6 +481,10 @@ def parse_config(raw: Mapping[str, Any], *, source: str = "configuration") -> Co
                 f"{source}: cluster.{section} names {sorted(extra)}, not in cluster.resources "
                 f"{list(config.cluster.resources)}; add them there or remove them"
             )
+    try:
+        config.planning.check_horizon(len(config.cluster.resources), "cluster.resources")
+    except InputError as exc:
+        raise InputError(f"{source}: {exc}") from None
     return config
 
 

@@ -105,6 +105,18 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.plan_truncated = Counter(
+            "carbonshift_plan_truncated",
+            "Planning passes that left pending workloads out of the plan because of the "
+            "plan-size limit (planning.max_plan_cells); they wait for a later pass",
+            registry=r,
+        )
+        self.plan_left_out = Gauge(
+            "carbonshift_plan_left_out_workloads",
+            "Pending workloads the last planning pass left out of the plan (plan-size limit, "
+            "planning.max_plan_cells): held until a later pass plans them or their latest start",
+            registry=r,
+        )
         self.is_leader = Gauge("carbonshift_leader", "1 while this replica leads", registry=r)
         self.data_age, self.replayed = freshness_gauges(r)
         self._sources: dict[str, str] = {}

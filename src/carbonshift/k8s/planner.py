@@ -38,6 +38,7 @@ from carbonshift.errors import CarbonshiftError, TemporaryError
 from carbonshift.k8s.config import ControllerConfig, PlanningSection
 from carbonshift.k8s.intent import Intent
 from carbonshift.planning import snapshot as seam
+from carbonshift.planning.limits import PlanLimits, PlanSize
 from carbonshift.planning.registry import round_params, run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 
@@ -53,9 +54,11 @@ __all__ = [
     "data_used",
     "estimate_g",
     "horizon_slots",
+    "left_out_reason",
     "plan_round",
     "reason_shape",
     "slot_floor",
+    "within_limit",
 ]
 
 _LOG = logging.getLogger("carbonshift.k8s")
@@ -360,6 +363,9 @@ class Round:
     result: PolicyResult
     outcomes: Mapping[str, Outcome]
     forecast: Forecast
+    #: pending workloads left out of the call by ``planning.max_plan_cells`` (the least
+    #: urgent; their outcomes say so): 0 when every one was planned
+    left_out: int = 0
 
 
 def _hours(moment: datetime, slot0: datetime) -> float:
@@ -454,6 +460,36 @@ def estimate_g(
     return run_grams(intent.demand, config.cluster, ci_h, runtime_h, power_w=intent.power_w)
 
 
+def left_out_reason(pending: int, planned: int, limit: int | None) -> str:
+    """Why a workload was left out of a planning call by the plan-size limit (the controller's
+    and the hub's wording; its numbers change every pass, its shape does not)."""
+    which = f"the {planned} most urgent" if planned else "none of them"
+    return (
+        f"{pending - planned} of {pending} pending workloads exceed the plan-size limit of "
+        f"{limit or 0:,} weighted cells (planning.max_plan_cells); planned {which}; this one "
+        "waits for a later pass and is released at its latest start at the latest"
+    )
+
+
+def within_limit(
+    limits: PlanLimits,
+    policy: str,
+    instance: Instance,
+    urgency: Sequence[tuple[Any, ...]],
+) -> list[int] | None:
+    """The indexes (in their order) of the jobs of ``instance`` to plan when it passes the
+    weighted-cell limit: the most urgent that fit, ``urgency`` giving each job's sort key
+    (smallest first); None when every job fits (:meth:`PlanLimits.fitting_jobs`)."""
+    if limits.max_cells is None:
+        return None
+    if PlanSize.of(instance, classes=False).weighted_cells(policy) <= limits.max_cells:
+        return None  # the jobs alone fit (no classes counted: the usual pass costs len())
+    n = len(instance.jobs)
+    order = sorted(range(n), key=urgency.__getitem__)
+    fit = limits.fitting_jobs(instance, policy, order)
+    return None if fit == n else sorted(order[:fit])
+
+
 def plan_round(
     config: ControllerConfig,
     now: datetime,
@@ -470,7 +506,12 @@ def plan_round(
     The policy's plan then passes the hold rule of ``planning`` (hold only when it pays;
     docs/controller.md): ``previous`` maps a workload key to its earlier planned start
     (hysteresis), ``released_this_slot`` counts planned releases already made in this slot
-    (the rate limit)."""
+    (the rate limit).
+
+    Past ``planning.max_plan_cells`` only the most urgent workloads that fit are planned
+    (earliest latest start, then deadline, then key); the others are left unscheduled with a
+    reason that says so, released at their latest start at the latest
+    (:attr:`Round.left_out`)."""
     slot_minutes = config.planning.slot_minutes
     slot_s = config.slot_seconds()
     slot0 = slot_floor(now, slot_minutes)
@@ -478,6 +519,20 @@ def plan_round(
     horizon = horizon_slots(config.planning, longest)
     forecast = source.forecast(slot0, horizon)
     snapshot = _snapshot(config, slot0, pending, capacity, running, forecast, previous or {})
+    limits = config.planning.plan_limits()
+    keep = within_limit(
+        limits,
+        config.planning.policy,
+        snapshot.instance,
+        [(i.latest_start, i.deadline, i.key) for i in pending],
+    )
+    left_note = ""
+    if keep is not None:
+        left_note = left_out_reason(len(pending), len(keep), limits.max_cells)
+        planned_now = [pending[i] for i in keep]
+        snapshot = _snapshot(
+            config, slot0, planned_now, capacity, running, forecast, previous or {}
+        )
     instance = snapshot.instance
     policy_params = round_params(config.planning.policy, config.planning.params)
     result = run_policy(config.planning.policy, instance, policy_params, snapshot.context())
@@ -486,19 +541,26 @@ def plan_round(
     policy_starts = {a.job: a.start_slot for a in result.plan.assignments}
     values = forecast.values_g_per_kwh
     note = data_note(forecast)
+    planned_keys = {str(job.id) for job in instance.jobs} if left_note else set()
     outcomes: dict[str, Outcome] = {}
     for intent in pending:
         slot = starts.get(JobId(intent.key))
         g_now = estimate_g(config, intent, values, 0)
         latest = intent.latest_start
         if slot is None:
-            why = result.notes.get(JobId(intent.key), "no room in the plan")
+            if left_note and intent.key not in planned_keys:
+                reason = left_note
+            else:
+                why = result.notes.get(JobId(intent.key), "no room in the plan")
+                reason = (
+                    f"policy {config.planning.policy} left it unscheduled ({why}); released at "
+                    "its latest start at the latest"
+                )
             outcomes[intent.key] = Outcome(
                 intent.key,
                 start_now=now >= latest,
                 planned_start=max(latest, now),
-                reason=f"policy {config.planning.policy} left it unscheduled ({why}); "
-                f"released at its latest start at the latest{note}",
+                reason=reason + note,
                 est_g_now=g_now,
                 est_g_planned=estimate_g(
                     config,
@@ -542,4 +604,10 @@ def plan_round(
             est_g_now=g_now,
             est_g_planned=g_planned,
         )
-    return Round(instance=instance, result=result, outcomes=outcomes, forecast=forecast)
+    return Round(
+        instance=instance,
+        result=result,
+        outcomes=outcomes,
+        forecast=forecast,
+        left_out=len(pending) - len(instance.jobs),
+    )

@@ -599,6 +599,8 @@ class Controller:
         keep = {intent.key for intent in pending}
         self.outcomes = {k: v for k, v in self.outcomes.items() if k in keep}
         counts = {POD.kind: 0, JOB.kind: 0}
+        if not pending:
+            self.metrics.plan_left_out.set(0)
         if pending:
             errors_before = self.source.errors
             try:
@@ -631,6 +633,17 @@ class Controller:
             if round_ is not None:
                 self.rounds += 1
                 self.last_round = round_
+                self.metrics.plan_left_out.set(round_.left_out)
+                if round_.left_out:
+                    self.metrics.plan_truncated.inc()
+                    _LOG.warning(
+                        "plan-size limit: %d of %d pending workloads left out of this pass "
+                        "(planning.max_plan_cells %s weighted cells); the most urgent were "
+                        "planned, the rest wait, released at their latest start at the latest",
+                        round_.left_out,
+                        len(pending),
+                        f"{self.config.planning.max_plan_cells:,}",
+                    )
                 self.metrics.forecast_age.set((now - round_.forecast.issued_at).total_seconds())
                 self.metrics.record_freshness(round_.forecast.freshness)
                 outcomes = {i.key: self._budget_note(round_.outcomes[i.key]) for i in pending}

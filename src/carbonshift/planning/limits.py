@@ -15,11 +15,18 @@ figures, the limit and the fix. The HTTP API checks with its own, smaller limit
 (``ApiSettings.max_plan_cells``); the CLI with :data:`CLI_MAX_PLAN_CELLS` and
 :data:`CLI_MAX_HORIZON_CELLS` unless ``--max-plan-cells`` / ``--max-horizon-cells`` say
 otherwise; the simulator checks every round. A library call of ``run_policy`` is not limited.
+
+The Kubernetes controller and the hub do not refuse a pass: past the limit they plan the
+most urgent jobs that fit (:meth:`PlanLimits.fitting_jobs`) and leave the rest to a later
+pass (docs/reliability.md, "Limits of a solve").
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from carbonshift.domain import Instance
 from carbonshift.errors import InputError
@@ -29,6 +36,8 @@ __all__ = [
     "CLI_LIMITS",
     "CLI_MAX_HORIZON_CELLS",
     "CLI_MAX_PLAN_CELLS",
+    "CONTROLLER_MAX_HORIZON_CELLS",
+    "CONTROLLER_MAX_PLAN_CELLS",
     "POLICY_CELL_COST",
     "PlanLimits",
     "PlanSize",
@@ -59,6 +68,18 @@ CLI_MAX_PLAN_CELLS = 10_000_000
 #: carbonshift solve (bench/safety.md), so at most about 0.75 GB before any job; the
 #: format's own limit, 1,000,000 slots on one cluster, took 2.59 GB
 CLI_MAX_HORIZON_CELLS = 500_000
+
+#: the Kubernetes controller's and the hub's default weighted-cell limit
+#: (``planning.max_plan_cells``), lower than the CLI's: their pods run under the chart's
+#: 1 GiB memory limit. carbonshift's worst shape (a few hundred classes, where it also
+#: searches and polishes, on 10 clusters over 168 slots) took 728 MB at 1.02e6 weighted
+#: cells and 2.55 GB at 3.7e6 (bench/safety.md); it admits the 10,000-workload benchmarks
+#: (25 classes: 1,200 and 12,000 weighted cells) and 10,000 workloads of a class each on one
+#: cluster over 24 slots (480,000)
+CONTROLLER_MAX_PLAN_CELLS = 1_000_000
+#: their default horizon-cell limit (``planning.max_horizon_cells``): about 0.3 GB of
+#: per-slot arrays in a carbonshift solve; 168 hourly slots x 3 resources on 396 spokes
+CONTROLLER_MAX_HORIZON_CELLS = 200_000
 
 
 class PlanTooLargeError(InputError):
@@ -160,6 +181,47 @@ class PlanLimits:
     max_cells: int | None = None
     #: most cluster x slot x resource cells (:attr:`PlanSize.horizon_cells`)
     max_horizon_cells: int | None = None
+
+    @property
+    def lifted(self) -> bool:
+        """No limit at all."""
+        return self.max_cells is None and self.max_horizon_cells is None
+
+    def horizon_fits(self, size: PlanSize) -> bool:
+        """Whether ``size``'s cluster x slot x resource cells are within the limit."""
+        return self.max_horizon_cells is None or size.horizon_cells <= self.max_horizon_cells
+
+    def fitting_jobs(
+        self, instance: Instance, policy: str, order: Sequence[int] | None = None
+    ) -> int:
+        """How many jobs of ``instance``, taken in ``order`` (job indexes, most urgent first;
+        None: as listed), fit the weighted-cell limit under ``policy``: all of them when the
+        instance is within it, else the longest prefix of ``order`` whose rows (jobs, or the
+        distinct job classes under a class policy, :meth:`PlanSize.cells`) fit. The classes
+        are those of the whole instance; an instance of the prefix alone has no more (its
+        horizon is no longer, and a job's class depends only on itself and the horizon).
+        The horizon-cell limit is not looked at (:meth:`horizon_fits`)."""
+        size = PlanSize.of(instance, classes=False)
+        if self.max_cells is None or size.weighted_cells(policy) <= self.max_cells:
+            return size.jobs
+        per_row = size.clusters * size.slots * policy_cell_cost(policy)
+        rows = self.max_cells // per_row if per_row else size.jobs
+        if policy not in CLASS_POLICIES:
+            return min(rows, size.jobs)
+        from carbonshift.planning.lagrangian import classes_of
+        from carbonshift.planning.problem import arrays_of
+
+        klass = classes_of(arrays_of(instance)).klass
+        if order is not None:
+            klass = klass[np.asarray(order, dtype=np.int64)]
+        # a job opens a row when it is the first of its class (or has no class: a row alone,
+        # as PlanSize.of counts it)
+        first = np.zeros(len(klass), dtype=bool)
+        _, at = np.unique(klass, return_index=True)
+        first[at] = True
+        first |= klass < 0
+        opened = np.cumsum(first)
+        return int(np.searchsorted(opened, rows, side="right"))
 
     def check(self, instance: Instance, policy: str, *, what: str, fix: str, per: str = "") -> None:
         """:func:`check_plan_size` on ``instance`` (``per``: where the limits hold). Its

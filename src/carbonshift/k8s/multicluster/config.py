@@ -145,7 +145,7 @@ def load_hub_config(path: Path) -> HubConfig:
     if not isinstance(raw, dict):
         raise InputError(f"hub configuration {path} is not a mapping of sections")
     try:
-        return HubConfig.model_validate(raw)
+        config = HubConfig.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = tuple(first["loc"])
@@ -159,6 +159,11 @@ def load_hub_config(path: Path) -> HubConfig:
             f"hub configuration {path}: {where}: {first['msg']} (got {first.get('input')!r}); "
             "see docs/multicluster.md for the fields"
         ) from None
+    try:  # per spoke: a pass over more spokes than fit plans nothing (docs/multicluster.md)
+        config.planning.check_horizon(len(config.resources), "resources")
+    except InputError as exc:
+        raise InputError(f"hub configuration {path}: {exc}") from None
+    return config
 
 
 def _did_you_mean(loc: tuple[int | str, ...]) -> str:

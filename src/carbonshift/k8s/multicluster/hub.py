@@ -133,6 +133,8 @@ class HubController(InventoryPhase, ActPhase):
         self._planned_slot: datetime | None = None
         self._planned_keys: frozenset[str] = frozenset()
         self._planned_spokes: frozenset[str] = frozenset()
+        #: the earliest start of work the last plan left unplaced (fail open then)
+        self._unplaced_due: datetime | None = None
         self.events: list[HubEvent] = []
         """What the hub did, oldest first; the oldest half goes past :data:`MAX_EVENTS`."""
         self.events_dropped = 0
@@ -256,6 +258,9 @@ class HubController(InventoryPhase, ActPhase):
             self._planned_slot != slot0
             or frozenset(healthy) != self._planned_spokes
             or (self.config.planning.plan_on_arrival and not keys <= self._planned_keys)
+            # work left unplaced (by the policy or the plan-size limits) is released at its
+            # latest start by a planning call, not a slot later
+            or (self._unplaced_due is not None and now >= self._unplaced_due)
         )
         if not due and self.last_round is not None:
             return None
@@ -312,6 +317,19 @@ class HubController(InventoryPhase, ActPhase):
         self.last_round = round_
         self._planned_slot, self._planned_keys = slot0, keys
         self._planned_spokes = frozenset(healthy)
+        self._unplaced_due = min(
+            (d.start for d in round_.decisions.values() if d.cluster is None and not d.start_now),
+            default=None,
+        )
+        self.metrics.plan_left_out.set(round_.left_out)
+        if round_.left_out:
+            self.metrics.plan_truncated.inc()
+            LOG.warning(
+                "plan-size limit: %d of %d pending workloads left out of this planning call: %s",
+                round_.left_out,
+                len(pending),
+                round_.limit_note,
+            )
         return round_
 
     def _due_from_last(self, now: datetime) -> HubRound:

@@ -143,4 +143,16 @@ class HubMetrics:
             "(hold_writes_per_pass): held as they arrived, not yet labelled held",
             registry=r,
         )
+        self.plan_truncated = Counter(
+            "carbonshift_hub_plan_truncated",
+            "Planning calls that left pending hub workloads out because of the plan-size "
+            "limits (planning.max_plan_cells, planning.max_horizon_cells)",
+            registry=r,
+        )
+        self.plan_left_out = Gauge(
+            "carbonshift_hub_plan_left_out_workloads",
+            "Pending hub workloads the last planning call left out (plan-size limits): held "
+            "until a later call plans them or their latest start",
+            registry=r,
+        )
         self.leader = Gauge("carbonshift_hub_leader", "1 while this replica leads", registry=r)

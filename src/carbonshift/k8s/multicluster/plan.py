@@ -14,6 +14,12 @@ at slot 0 keeps it running, a later start suspends it until then.
 It answers a :class:`Decision` per workload: start now (and where) or hold until when, and
 why. Work the policy leaves unplaced is held until its latest on-time start, then released
 to the spoke with the most room ("fail open").
+
+The plan-size limits of ``planning`` hold too (docs/reliability.md, "Limits of a solve"):
+past ``max_plan_cells`` the most urgent work that fits is planned (running interruptible
+work first, then the earliest latest start) and the rest is left unplaced for a later pass;
+with more spokes than ``max_horizon_cells`` admits for the horizon, nothing is planned. Work
+left out is held, fails open like unplaced work, and running work keeps running.
 """
 
 from __future__ import annotations
@@ -25,14 +31,24 @@ from datetime import datetime, timedelta
 from carbonshift.domain import Cluster, ClusterName, Instance, JobId
 from carbonshift.domain import slots as slot_rules
 from carbonshift.k8s.multicluster.config import HubConfig
-from carbonshift.k8s.planner import CarbonSource, Forecast, data_note, horizon_slots, slot_floor
+from carbonshift.k8s.planner import (
+    CarbonSource,
+    Forecast,
+    data_note,
+    horizon_slots,
+    left_out_reason,
+    slot_floor,
+    within_limit,
+)
 from carbonshift.planning import snapshot as seam
+from carbonshift.planning.limits import PlanSize
 from carbonshift.planning.registry import round_params, run_policy
 from carbonshift.planning.types import PolicyResult
 
 __all__ = ["Decision", "HubRound", "Pending", "Placed", "SpokeView", "plan_hub"]
 
 _EPS = 1e-9
+_WAITS = "this one waits for a later pass and is released at its latest start at the latest"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +110,10 @@ class HubRound:
     result: PolicyResult | None
     forecasts: Mapping[str, Forecast]
     decisions: Mapping[str, Decision]
+    #: pending work left out of the planning call by the plan-size limits (0: none)
+    left_out: int = 0
+    #: why, once for the pass ("" when nothing was left out)
+    limit_note: str = ""
 
 
 def _hours(moment: datetime, slot0: datetime) -> float:
@@ -194,25 +214,53 @@ def plan_hub(
         return HubRound(slot0, None, None, {}, decisions)
     longest = max(_runtime_slots(p.runtime, slot_minutes) for p in pending)
     horizon = horizon_slots(config.planning, longest)
+    limits = config.planning.plan_limits()
+    size = PlanSize(len(pending), len(pending), len(spokes), horizon, len(resources))
+    if not limits.horizon_fits(size):
+        why = (
+            f"{size.clusters} healthy spokes x {size.slots} slots x {size.resources} resources "
+            f"= {size.horizon_cells:,} cluster x slot x resource cells exceed the plan-size "
+            f"limit of {limits.max_horizon_cells or 0:,} (planning.max_horizon_cells); planned "
+            "nothing this pass"
+        )
+        free = _free_now(spokes, placed, now)
+        for p in pending:
+            decisions[p.key] = _left_out(p, now, f"{why}; {_WAITS}", free)
+        return HubRound(slot0, None, None, {}, decisions, len(pending), why)
     forecasts = {s.name: sources[s.name].forecast(slot0, horizon) for s in spokes}
-    snapshot = seam.build_snapshot(
-        now_h=0.0,
-        slot_minutes=slot_minutes,
-        resources=resources,
-        clusters=[_cluster(s, resources) for s in spokes],
-        forecast_g_per_kwh={n: f.values_g_per_kwh for n, f in forecasts.items()},
-        pending=[_pending_work(p, slot0, resources, previous.get(p.key)) for p in pending],
-        running=[
-            seam.HeldWork(
-                id=f"placed/{i}",
-                cluster=work.cluster,
-                demand=work.demand,
-                end_h=_hours(work.ends, slot0),
-            )
-            for i, work in enumerate(placed)
-        ],
+
+    def snapshot_of(work: Sequence[Pending]) -> seam.Snapshot:
+        return seam.build_snapshot(
+            now_h=0.0,
+            slot_minutes=slot_minutes,
+            resources=resources,
+            clusters=[_cluster(s, resources) for s in spokes],
+            forecast_g_per_kwh={n: f.values_g_per_kwh for n, f in forecasts.items()},
+            pending=[_pending_work(p, slot0, resources, previous.get(p.key)) for p in work],
+            running=[
+                seam.HeldWork(
+                    id=f"placed/{i}",
+                    cluster=work.cluster,
+                    demand=work.demand,
+                    end_h=_hours(work.ends, slot0),
+                )
+                for i, work in enumerate(placed)
+            ],
+        )
+
+    snapshot = snapshot_of(pending)
+    keep = within_limit(
+        limits,
+        config.planning.policy,
+        snapshot.instance,
+        [(p.running_on is None, p.latest_start, p.deadline, p.key) for p in pending],
     )
+    left_note = ""
+    if keep is not None:
+        left_note = left_out_reason(len(pending), len(keep), limits.max_cells)
+        snapshot = snapshot_of([pending[i] for i in keep])
     instance = snapshot.instance
+    planned_keys = {str(job.id) for job in instance.jobs} if left_note else set()
     policy_params = round_params(config.planning.policy, config.planning.params)
     result = run_policy(config.planning.policy, instance, policy_params, snapshot.context())
     held = snapshot.hold(result.plan, config.planning.hold_rule(), released_this_slot)
@@ -222,6 +270,9 @@ def plan_hub(
     policy = config.planning.policy
     for p in pending:
         assignment = chosen.get(JobId(p.key))
+        if left_note and p.key not in planned_keys:
+            decisions[p.key] = _left_out(p, now, left_note, free)
+            continue
         if assignment is None:
             note = result.notes.get(JobId(p.key), "no room in the plan")
             late = now >= p.latest_start
@@ -262,7 +313,36 @@ def plan_hub(
         if start_now:
             for r, amount in p.demand.items():
                 free[cluster][r] = free[cluster].get(r, 0.0) - amount
-    return HubRound(slot0, instance, result, forecasts, decisions)
+    return HubRound(
+        slot0,
+        instance,
+        result,
+        forecasts,
+        decisions,
+        len(pending) - len(instance.jobs),
+        left_note,
+    )
+
+
+def _left_out(p: Pending, now: datetime, why: str, free: dict[str, dict[str, float]]) -> Decision:
+    """A workload the plan-size limits left out of the planning call: running work keeps
+    running where it runs; held work waits, and from its latest start on is released to the
+    spoke with the most room now, as work the policy leaves unplaced ("fail open")."""
+    if p.running_on is not None:
+        return Decision(
+            p.key,
+            p.running_on,
+            now,
+            True,
+            "left out of this pass by the plan-size limits "
+            f"(planning.max_plan_cells, max_horizon_cells); keeps running in {p.running_on}",
+        )
+    late = now >= p.latest_start
+    where = _roomiest(free, p.demand, p.allowed) if late else None
+    if where is not None:
+        for r, amount in p.demand.items():
+            free[where][r] = free[where].get(r, 0.0) - amount
+    return Decision(p.key, where, max(now, p.latest_start), where is not None, why)
 
 
 def _roomiest(
