@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from carbonshift.carbon.freshness import Freshness, freshness_gauges
 
-__all__ = ["RATE_LIMIT_WAIT_BUCKETS_S", "Metrics"]
+__all__ = ["RATE_LIMIT_WAIT_BUCKETS_S", "Metrics", "record_left_out"]
 
 _DELAY_BUCKETS_S = (
     0,
@@ -131,3 +133,20 @@ class Metrics:
         self._sources[fresh.zone] = fresh.source
         self.data_age.labels(fresh.zone, fresh.source).set(fresh.data_age_s)
         self.replayed.labels(fresh.zone).set(1.0 if fresh.replayed else 0.0)
+
+
+def record_left_out(
+    gauge: Gauge, counter: Counter, log: logging.Logger, left_out: int, pending: int, why: str
+) -> None:
+    """One planning call's count of the workloads the plan-size limits left out, as the
+    controller and the hub keep it: ``gauge`` always, ``counter`` and one warning line on
+    ``log`` (not one per workload) when any was left out; ``why`` names the limit."""
+    gauge.set(left_out)
+    if left_out:
+        counter.inc()
+        log.warning(
+            "plan-size limit: %d of %d pending workloads left out of this planning call: %s",
+            left_out,
+            pending,
+            why,
+        )

@@ -43,6 +43,7 @@ from carbonshift.planning.registry import round_params, run_policy
 from carbonshift.planning.types import PlanContext, PolicyResult
 
 __all__ = [
+    "LEFT_OUT_WAITS",
     "CarbonSource",
     "Forecast",
     "Outcome",
@@ -460,14 +461,19 @@ def estimate_g(
     return run_grams(intent.demand, config.cluster, ci_h, runtime_h, power_w=intent.power_w)
 
 
+#: what a workload the plan-size limits left out of a planning call is told (the controller's
+#: and the hub's wording)
+LEFT_OUT_WAITS = "this one waits for a later pass and is released at its latest start at the latest"
+
+
 def left_out_reason(pending: int, planned: int, limit: int | None) -> str:
     """Why a workload was left out of a planning call by the plan-size limit (the controller's
     and the hub's wording; its numbers change every pass, its shape does not)."""
     which = f"the {planned} most urgent" if planned else "none of them"
     return (
         f"{pending - planned} of {pending} pending workloads exceed the plan-size limit of "
-        f"{limit or 0:,} weighted cells (planning.max_plan_cells); planned {which}; this one "
-        "waits for a later pass and is released at its latest start at the latest"
+        f"{limit or 0:,} weighted cells (planning.max_plan_cells); planned {which}; "
+        f"{LEFT_OUT_WAITS}"
     )
 
 

@@ -68,7 +68,7 @@ from carbonshift.k8s.keys import (
     STATE,
 )
 from carbonshift.k8s.kinds import ADAPTERS, JOB, POD, JobAdapter, PodAdapter
-from carbonshift.k8s.metrics import Metrics
+from carbonshift.k8s.metrics import Metrics, record_left_out
 from carbonshift.k8s.nodes import allocatable as node_allocatable
 from carbonshift.k8s.nodes import capacity as node_capacity
 from carbonshift.k8s.planner import (
@@ -633,17 +633,16 @@ class Controller:
             if round_ is not None:
                 self.rounds += 1
                 self.last_round = round_
-                self.metrics.plan_left_out.set(round_.left_out)
-                if round_.left_out:
-                    self.metrics.plan_truncated.inc()
-                    _LOG.warning(
-                        "plan-size limit: %d of %d pending workloads left out of this pass "
-                        "(planning.max_plan_cells %s weighted cells); the most urgent were "
-                        "planned, the rest wait, released at their latest start at the latest",
-                        round_.left_out,
-                        len(pending),
-                        f"{self.config.planning.max_plan_cells:,}",
-                    )
+                record_left_out(
+                    self.metrics.plan_left_out,
+                    self.metrics.plan_truncated,
+                    _LOG,
+                    round_.left_out,
+                    len(pending),
+                    f"planning.max_plan_cells {self.config.planning.max_plan_cells or 0:,} "
+                    "weighted cells; the most urgent were planned, the rest wait, released at "
+                    "their latest start at the latest",
+                )
                 self.metrics.forecast_age.set((now - round_.forecast.issued_at).total_seconds())
                 self.metrics.record_freshness(round_.forecast.freshness)
                 outcomes = {i.key: self._budget_note(round_.outcomes[i.key]) for i in pending}

@@ -228,7 +228,7 @@ class PlanLimits:
         classes are counted only when its jobs alone pass the weighted-cell limit under a
         class policy (classes <= jobs), so an instance within the limit costs no more than
         ``len()``."""
-        if self.max_cells is None and self.max_horizon_cells is None:
+        if self.lifted:
             return
         size = PlanSize.of(instance, classes=False)
         if (

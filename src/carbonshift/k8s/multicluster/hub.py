@@ -48,6 +48,7 @@ from carbonshift.errors import CarbonshiftError, InputError
 from carbonshift.k8s.clock import Clock
 from carbonshift.k8s.informer import Informer
 from carbonshift.k8s.intent import NotHeld
+from carbonshift.k8s.metrics import record_left_out
 from carbonshift.k8s.multicluster.acting import ActPhase, held_change
 from carbonshift.k8s.multicluster.api import HubApi, connect_kubeconfig_text
 from carbonshift.k8s.multicluster.config import HubConfig
@@ -321,15 +322,14 @@ class HubController(InventoryPhase, ActPhase):
             (d.start for d in round_.decisions.values() if d.cluster is None and not d.start_now),
             default=None,
         )
-        self.metrics.plan_left_out.set(round_.left_out)
-        if round_.left_out:
-            self.metrics.plan_truncated.inc()
-            LOG.warning(
-                "plan-size limit: %d of %d pending workloads left out of this planning call: %s",
-                round_.left_out,
-                len(pending),
-                round_.limit_note,
-            )
+        record_left_out(
+            self.metrics.plan_left_out,
+            self.metrics.plan_truncated,
+            LOG,
+            round_.left_out,
+            len(pending),
+            round_.limit_note,
+        )
         return round_
 
     def _due_from_last(self, now: datetime) -> HubRound:

@@ -32,6 +32,7 @@ from carbonshift.domain import Cluster, ClusterName, Instance, JobId
 from carbonshift.domain import slots as slot_rules
 from carbonshift.k8s.multicluster.config import HubConfig
 from carbonshift.k8s.planner import (
+    LEFT_OUT_WAITS,
     CarbonSource,
     Forecast,
     data_note,
@@ -48,7 +49,6 @@ from carbonshift.planning.types import PolicyResult
 __all__ = ["Decision", "HubRound", "Pending", "Placed", "SpokeView", "plan_hub"]
 
 _EPS = 1e-9
-_WAITS = "this one waits for a later pass and is released at its latest start at the latest"
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +225,7 @@ def plan_hub(
         )
         free = _free_now(spokes, placed, now)
         for p in pending:
-            decisions[p.key] = _left_out(p, now, f"{why}; {_WAITS}", free)
+            decisions[p.key] = _left_out(p, now, f"{why}; {LEFT_OUT_WAITS}", free)
         return HubRound(slot0, None, None, {}, decisions, len(pending), why)
     forecasts = {s.name: sources[s.name].forecast(slot0, horizon) for s in spokes}
 

@@ -1367,7 +1367,9 @@ def _overloaded(arrays: InstanceArrays, classes: JobClasses) -> bool:
     return False
 
 
-def _fitting_on_time_lp(arrays: InstanceArrays, cpu_limit_s: float) -> bool | None:
+def _fitting_on_time_lp(
+    arrays: InstanceArrays, cpu_limit_s: float, classes: JobClasses | None = None
+) -> bool | None:
     """Whether the all-on-time time-indexed LP over the starts that fit alone (on the free
     capacity) is feasible: the relaxation whose infeasibility says that no all-on-time plan
     may exist (CONTRACTS.md section 2, ``lower_bound_g`` null). A start that does not fit
@@ -1378,10 +1380,13 @@ def _fitting_on_time_lp(arrays: InstanceArrays, cpu_limit_s: float) -> bool | No
     over its jobs give each job's, and a plan's job shares summed give the class's). The
     starts that fit alone follow a job's size, which may differ within a class (jobs of one
     demand mix): where the class's smallest and largest jobs fit at other starts, the class
-    is split by size (jobs of one size fit at the same starts)."""
+    is split by size (jobs of one size fit at the same starts). ``classes``: the plan's
+    (:func:`~carbonshift.planning.lagrangian.classes_of` of ``arrays``, maybe finer, as a
+    move penalty splits them: the same LP), else grouped here."""
     if arrays.n_jobs == 0:
         return True
-    classes = classes_of(arrays)
+    if classes is None:
+        classes = classes_of(arrays)
     if not classes.every_job_can_be_on_time:
         return False  # a job with no on-time start at all
     if _overloaded(arrays, classes):
@@ -2302,7 +2307,7 @@ def carbonshift(
         if lower is None or columns is None or (lp is not None and lp.infeasible):
             return False
         began_check = time.process_time()
-        feasible = _fitting_on_time_lp(arrays, lp_time_limit_s)
+        feasible = _fitting_on_time_lp(arrays, lp_time_limit_s, classes)
         stats["lp_feasibility_cpu_seconds"] = time.process_time() - began_check
         return bool(feasible)
 
