@@ -357,8 +357,11 @@ class Optimum:
     grams: float
 
 
-def milp_optimum(inst: Instance, fixed: Mapping[int, tuple[str, int] | None]) -> Optimum:
-    """Three MILPs, each keeping the previous level's optimum."""
+def milp_optimum(
+    inst: Instance, fixed: Mapping[int, tuple[str, int] | None], *, grams_level: bool = True
+) -> Optimum:
+    """Three MILPs, each keeping the previous level's optimum (without ``grams_level`` the
+    first two: its grams are NaN)."""
     cols = _columns(inst, on_time=False, fixed=fixed)
     n_col = len(cols.job)
     if n_col == 0:
@@ -384,6 +387,8 @@ def milp_optimum(inst: Instance, fixed: Mapping[int, tuple[str, int] | None]) ->
     placed = round(-run(-ones, []).objective)
     extra = [(ones, placed - 0.5, _INF)]
     lateness = round(run(late, extra).objective)
+    if not grams_level:
+        return Optimum(len(inst.jobs) - placed, lateness, float("nan"))
     extra.append((late, -_INF, lateness + 0.5))
     return Optimum(len(inst.jobs) - placed, lateness, run(grams, extra).objective)
 

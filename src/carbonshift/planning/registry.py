@@ -295,6 +295,8 @@ POLICIES: dict[str, PolicySpec] = {
                     cluster_band_lp_iterations=p.get_int("cluster_band_lp_iterations"),
                     lp_bands=p.get_bool("lp_bands"),
                     late_bound=p.get_bool("late_bound"),
+                    late_milp_columns=p.get_int("late_milp_columns"),
+                    late_milp_cpu_s=p.get_float("late_milp_cpu_s"),
                     polish_chain_jobs=p.get_int("polish_chain_jobs"),
                     polish_chain_lp_iterations=p.get_int("polish_chain_lp_iterations"),
                     move_penalty_g=p.get_float("move_penalty_g"),
@@ -434,6 +436,24 @@ POLICIES: dict[str, PolicySpec] = {
                     True,
                     "give a late plan the bound when the all-on-time LP is feasible (that "
                     "LP solved to say so: 0.2-8 s of CPU at 3,000-10,000 jobs); false: null",
+                ),
+                ParamSpec(
+                    "late_milp_columns",
+                    int,
+                    300_000,
+                    "when no plan puts every job on time: the least lateness (then grams) "
+                    "by a MILP on the late LP's reduced-cost neighbourhood, up to this many "
+                    "starts (every start of every job; 0: off)",
+                    0,
+                ),
+                ParamSpec(
+                    "late_milp_cpu_s",
+                    float,
+                    10.0,
+                    "CPU seconds of that step's LP and two MILPs together (a guard: they "
+                    "also stop at 5,000 nodes each)",
+                    0.1,
+                    3600.0,
                 ),
                 ParamSpec("polish_jobs", int, 40, "most jobs freed per sub-MILP", 2),
                 ParamSpec(
@@ -625,6 +645,7 @@ POLICIES: dict[str, PolicySpec] = {
                     "cluster_band_columns": 0,
                     "lp_bands": False,
                     "late_bound": False,
+                    "late_milp_columns": 0,
                     "polish_chain_lp_iterations": 0,
                 },
                 # the controller's and the hub's hysteresis, so the simulator re-plans as

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
 
 from carbonshift.domain import Instance
 from carbonshift.errors import SolverError
@@ -1317,6 +1318,238 @@ def _exact_plan(
     return state
 
 
+#: Step 8b (:func:`_late_milp`): the reduced-cost margin added to every test, in the
+#: objective's units (a slot of lateness is 1): HiGHS's reduced costs are exact to about
+#: its dual feasibility tolerance (1e-7).
+_LATE_RC_MARGIN = 1e-6
+#: ... the second (proving) MILP runs while its columns are at most this many times the
+#: first's and within the step's column limit.
+_LATE_PROOF_GROWTH = 8
+#: ... and may spend this share of the CPU seconds left then (the rest is the grams')
+_LATE_PROOF_SHARE = 0.5
+#: ... and each of its MILPs stops after this many branch-and-bound nodes (a limit that does
+#: not depend on the machine; the CPU limit is the guard).
+_LATE_NODES = 5_000
+
+
+@dataclass(frozen=True, slots=True)
+class LateMilp:
+    """Step 8b's outcome: the plan (None when no MILP found one), whether its jobs left out
+    and its lateness are proven the least over every plan with the critical jobs where they
+    are, the columns of its MILPs and its CPU seconds."""
+
+    state: _State | None
+    proven: bool
+    columns: int
+    proof_columns: int
+    cpu_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Least:
+    """One level of step 8b: a 0/1 plan over the model's columns, whether it is proven the
+    least, the columns of its neighbourhood and of the proving MILP (0: none ran)."""
+
+    values: FloatArray
+    proven: bool
+    columns: IntArray
+    proof_columns: int
+
+
+def _least_integral(
+    program: LinearProgram, incumbent: FloatArray, left: Callable[[], float]
+) -> _Least | None:
+    """The least of ``program`` (an objective whole at every 0/1 point) near its LP.
+
+    The LP is solved whole; a MILP over the columns of its support, of reduced cost 0 and of
+    ``incumbent`` (its first incumbent: never worse) gives ``U``. By LP duality a point of
+    objective at most ``U - 1`` uses only columns of reduced cost at most ``U - 1 - L`` (``L``
+    the LP optimum), so when those are all among the MILP's columns, or a second MILP over
+    them is solved (with :data:`_LATE_PROOF_SHARE` of the CPU left), ``U`` is proven the
+    least. ``left()``: the CPU seconds left to the step."""
+    relaxed = solve(program, _cpu_limited(SolveOptions(), left()))
+    if relaxed.status is not SolveStatus.OPTIMAL or relaxed.reduced_costs.size == 0:
+        return None
+    lower = relaxed.objective
+    reduced = relaxed.reduced_costs[: program.n_columns]
+    support = relaxed.values[: program.n_columns] > 1e-9
+
+    def milp(columns: IntArray, start: FloatArray, share: float) -> tuple[FloatArray, bool] | None:
+        found = _late_sub_milp(program, columns, start, max(share * left(), 0.1))
+        if found is None:
+            return None
+        values, bound = found
+        objective = float(program.objective @ values)
+        # the objective is whole: a dual bound above one less proves it the least
+        return values, bool(np.isfinite(bound) and bound > objective - 1.0 + _LATE_RC_MARGIN)
+
+    cols = np.flatnonzero(support | (incumbent > 0.5) | (reduced <= _LATE_RC_MARGIN))
+    first = milp(cols, incumbent, 1.0)
+    if first is None:
+        return None
+    values, least = first
+    upper = float(program.objective @ values)
+    proof = np.flatnonzero(
+        support | (values > 0.5) | (reduced <= upper - 1.0 - lower + _LATE_RC_MARGIN)
+    )
+    if least and bool(np.all(np.isin(proof, cols))):
+        return _Least(values, True, cols, 0)
+    if proof.shape[0] > _LATE_PROOF_GROWTH * cols.shape[0]:
+        return _Least(values, False, cols, 0)
+    again = milp(proof, values, _LATE_PROOF_SHARE)
+    if again is None:
+        return _Least(values, False, cols, int(proof.shape[0]))
+    return _Least(again[0], again[1], proof, int(proof.shape[0]))
+
+
+def _late_sub_milp(
+    program: LinearProgram, columns: IntArray, start: FloatArray, cpu_limit_s: float
+) -> tuple[FloatArray, float] | None:
+    """``program`` on ``columns`` as a MILP from ``start``: the 0/1 point over every
+    column, and HiGHS's dual bound; None without a solution."""
+    options = SolveOptions(integer=True, mip_gap=0.0, max_nodes=_LATE_NODES)
+    answer = solve(
+        program.restricted_to(columns), _cpu_limited(options, cpu_limit_s), start=start[columns]
+    )
+    if answer.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
+        return None
+    values = np.zeros(program.n_columns)
+    values[columns[answer.values[: columns.shape[0]] > 0.5]] = 1.0
+    bound = (
+        float(program.objective @ values) if answer.status is SolveStatus.OPTIMAL else answer.bound
+    )
+    return values, bound
+
+
+def _late_milp(
+    arrays: InstanceArrays,
+    base: FloatArray,
+    best: _State,
+    *,
+    max_columns: int,
+    cpu_limit_s: float,
+    penalty: MovePenalty | None = None,
+) -> LateMilp:
+    """Step 8b: a late plan (``best``) made least late by MILPs on the reduced-cost
+    neighbourhoods of LP relaxations (:func:`_least_integral`; docs/design/0002).
+
+    The model has every start within the horizon, late ones too (at most ``max_columns``),
+    each job at most once, the critical jobs held where ``best`` has them, and a row that
+    places at least as many jobs as ``best``. Three levels, lexicographic: where ``best``
+    leaves jobs out, the most jobs placed; then the least total lateness (slots) with that
+    many placed; then, on the last level's columns, the lateness plus the grams scaled under
+    one slot (so the least grams at that lateness). Each level starts from the one before,
+    so the plan is never worse than ``best``. Each MILP stops at :data:`_LATE_NODES` nodes;
+    together they have ``cpu_limit_s`` CPU seconds of this thread."""
+    began = time.thread_time()
+    none = LateMilp(None, False, 0, 0, 0.0)
+    problem = build_problem(arrays, on_time_only=False)
+    starts = problem.starts
+    if not 0 < len(starts) <= max_columns:
+        return none
+
+    def left() -> float:
+        return max(cpu_limit_s - (time.thread_time() - began), 0.1)
+
+    def spent() -> float:
+        return time.thread_time() - began
+
+    grams = _start_grams(arrays, base, starts.job, starts.cluster, starts.start_slot)
+    if penalty is not None and penalty.active:
+        grams = grams + penalty.of_starts(
+            starts.job, starts.cluster, starts.start_slot, arrays.n_jobs
+        )
+    # grams under 1 in every plan: each job's dearest start, summed
+    dearest = np.zeros(arrays.n_jobs)
+    np.maximum.at(dearest, starts.job, np.maximum(grams, 0.0))
+    scale = float(dearest.sum()) + 1.0
+    late = np.maximum(
+        0, starts.start_slot + arrays.runtime_slots[starts.job] - arrays.deadline_slot[starts.job]
+    ).astype(float)
+    out = best.cluster < 0
+    placed_count = int(np.sum(~out))
+    program = linear_program(problem, late, maximise=False)
+    rows_lower = np.full(program.row_upper.shape[0], -np.inf)
+    if np.any(out):
+        # each job at most once (its row <= 1), and at least as many placed as best: one row
+        program = replace(
+            program,
+            matrix=sp.csc_matrix(
+                sp.vstack([program.matrix, sp.csc_matrix(np.ones((1, len(starts))))])
+            ),
+            row_upper=np.append(program.row_upper, float(arrays.n_jobs)),
+            row_lower=np.append(rows_lower, float(placed_count)),
+        )
+    else:
+        # every job placed, exactly once (a row of every column would slow HiGHS's MILP:
+        # trace-pwa 1,000 seed 0 found nothing in 14 s with it, 22 slots in 2 s without)
+        rows_lower[problem.capacity_key.shape[0] :] = 1.0
+        program = replace(program, row_lower=rows_lower)
+    keep = np.arange(len(starts), dtype=np.int64)
+    if np.any(arrays.critical):
+        program, keep = _critical_kept(program, problem, best)
+    # best's starts as columns of the program (starts are sorted by job, cluster, slot)
+    n_clusters = arrays.allowed.shape[1]
+    pair_job, pair_cluster = np.nonzero(arrays.allowed)
+    lo = arrays.release_slot
+    count = np.maximum(arrays.horizon_slots - arrays.runtime_slots - lo + 1, 0)
+    per_pair = count[pair_job]
+    first = np.full((arrays.n_jobs, n_clusters), -1, dtype=np.int64)
+    first[pair_job, pair_cluster] = np.cumsum(per_pair) - per_pair
+    placed = np.flatnonzero(~out)
+    column = first[placed, best.cluster[placed]] + best.start[placed] - lo[placed]
+    at = np.searchsorted(keep, column)
+    if np.any(first[placed, best.cluster[placed]] < 0) or np.any(
+        (at >= keep.shape[0]) | (keep[np.minimum(at, keep.shape[0] - 1)] != column)
+    ):
+        return none  # a start outside the model: not a plan this step can start from
+    values = np.zeros(program.n_columns)
+    values[at] = 1.0
+    proven, columns, proof_columns = True, np.flatnonzero(values > 0.5), 0
+    if np.any(out):
+        # the most jobs placed (minimise minus their count)
+        most = _least_integral(
+            replace(program, objective=-np.ones(program.n_columns)), values, left
+        )
+        if most is None:
+            return replace(none, cpu_seconds=spent())
+        values, proven = most.values, most.proven
+        proof_columns = most.proof_columns
+        lower = program.row_lower
+        assert lower is not None
+        lower = lower.copy()
+        lower[-1] = float(values.sum())
+        program = replace(program, row_lower=lower)
+    least = _least_integral(program, values, left)
+    if least is None:
+        return replace(none, cpu_seconds=spent())
+    values, proven = least.values, proven and least.proven
+    columns, proof_columns = least.columns, max(proof_columns, least.proof_columns)
+    # then the least grams at that lateness: from this plan, any point better than it is no
+    # later (the grams of a plan are under one slot)
+    lighter = _late_sub_milp(
+        replace(program, objective=program.objective + grams[keep] / scale),
+        columns,
+        values,
+        left(),
+    )
+    if lighter is not None:
+        values = lighter[0]
+    chosen = keep[np.flatnonzero(values > 0.5)]
+    n = arrays.n_jobs
+    state = _State(
+        free=arrays.free_units.copy(),
+        cluster=np.full(n, -1, dtype=np.int64),
+        start=np.full(n, -1, dtype=np.int64),
+    )
+    for col in chosen:
+        j, m, s = int(starts.job[col]), int(starts.cluster[col]), int(starts.start_slot[col])
+        r = int(arrays.runtime_slots[j])
+        state.free[m, :, s : s + r] -= arrays.demand_units[j][:, None]
+        state.cluster[j], state.start[j] = m, s
+    return LateMilp(state, proven, int(columns.shape[0]), proof_columns, spent())
+
+
 #: The feasibility LP of a late plan's bound (:func:`_fitting_on_time_lp`) up to this many
 #: columns (class, cluster, start); above it the bound of a late plan stays null.
 _FEASIBILITY_MAX_COLUMNS = 500_000
@@ -1652,6 +1885,8 @@ def carbonshift(
     cluster_band_lp_iterations: int = 30_000,
     lp_bands: bool = True,
     late_bound: bool = True,
+    late_milp_columns: int = 300_000,
+    late_milp_cpu_s: float = 10.0,
     polish_chain_jobs: int = 12,
     polish_chain_lp_iterations: int = 15_000,
     move_penalty_g: float = 0.0,
@@ -2282,6 +2517,27 @@ def carbonshift(
             * np.maximum(arrays.horizon_slots - arrays.runtime_slots - arrays.release_slot + 1, 0)
         )
     )
+    if exact_max_starts < n_starts <= late_milp_columns and not complete_on_time():
+        # step 8b: a late plan's least lateness by a MILP on its LP's reduced-cost
+        # neighbourhood (trace-pwa 1,000 seed 0: 310 slots late before, 22 now, proven)
+        least_late = _late_milp(
+            arrays,
+            base,
+            best,
+            max_columns=late_milp_columns,
+            cpu_limit_s=late_milp_cpu_s,
+            penalty=penalty,
+        )
+        stats["late_milp_from_slots"] = float(best_key[1])
+        stats["late_milp_columns"] = float(least_late.columns)
+        stats["late_milp_proof_columns"] = float(least_late.proof_columns)
+        stats["late_milp_cpu_seconds"] = least_late.cpu_seconds
+        stats["late_milp_proven"] = float(least_late.proven)
+        if least_late.state is not None:
+            key = score(least_late.state)
+            if key < best_key:
+                best, best_key = least_late.state, key
+                stats["late_milp_kept"] = 1.0
     if 0 < n_starts <= exact_max_starts:
         for stage_on_time in (False, True):
             complete = complete_on_time()
