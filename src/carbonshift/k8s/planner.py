@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -148,6 +149,12 @@ class CarbonSource:
     A forecaster error (e.g. data missing) counts in ``errors`` and answers the last good
     forecast re-aligned to the new slot 0 (its last value repeated past its end); with none,
     it raises :class:`~carbonshift.errors.TemporaryError`.
+
+    Thread-safe: the controller and the hub call :meth:`forecast` from their planning
+    thread while the event loop may call it too (the scheduler extender) and reads
+    ``errors`` and ``board`` (the webhook's health reasons). One lock guards the state
+    (the last good forecast, ``errors``, the replayed series); the forecaster or the
+    provider chain runs outside it, so a reader never waits for a provider's answer.
     """
 
     def __init__(
@@ -165,7 +172,26 @@ class CarbonSource:
             config.planning.forecast, dict(config.planning.forecast_params)
         )
         self._last: Forecast | None = None
-        self.errors = 0
+        self._errors = 0
+        #: guards ``_last``, ``_errors`` and ``_loaded`` (see the class doc)
+        self._lock = threading.Lock()
+
+    @property
+    def errors(self) -> int:
+        """Forecast failures so far (each answered by the last good forecast, or raised)."""
+        with self._lock:
+            return self._errors
+
+    def _failed(self) -> None:
+        with self._lock:
+            self._errors += 1
+
+    def _keep(self, result: Forecast) -> None:
+        """Remember ``result`` as the last good forecast and record its freshness."""
+        with self._lock:
+            self._last = result
+        if result.freshness is not None:
+            self.board.record(result.freshness)
 
     @property
     def chain(self) -> tuple[str, ...]:
@@ -179,17 +205,27 @@ class CarbonSource:
         return self._native()
 
     def _native(self) -> CarbonSeries:
-        if self._loaded is None:
-            self._loaded = self._data = load_series(self._config.cluster.zone)
-        return self._loaded
+        loaded = self._loaded
+        if loaded is not None:
+            return loaded
+        with self._lock:  # loaded once, even when two threads ask first
+            if self._loaded is None:
+                self._loaded = self._data = load_series(self._config.cluster.zone)
+            return self._loaded
 
     def _original(self) -> CarbonSeries:
         return self._data if self._data is not None else self._native()
 
-    def _ensure(self, until: datetime) -> None:
+    def _ensure(self, until: datetime) -> CarbonSeries:
+        """The series, extended by replay past ``until`` when allowed (once for both threads)."""
         native = self._native()
-        if until > native.end and self._config.cluster.allow_replay:
-            self._loaded = extend_by_replay(native, until + timedelta(days=30))
+        if until <= native.end or not self._config.cluster.allow_replay:
+            return native
+        with self._lock:
+            native = self._loaded if self._loaded is not None else native
+            if until > native.end:
+                native = self._loaded = extend_by_replay(native, until + timedelta(days=30))
+            return native
 
     def forecast(self, slot0: datetime, horizon_slots: int) -> Forecast:
         """The forecast for ``horizon_slots`` slots from ``slot0``."""
@@ -198,17 +234,17 @@ class CarbonSource:
         issue = slot_floor(slot0, step) if step <= 1440 else slot0
         offset = round((slot0 - issue).total_seconds() / (slot_minutes * 60))
         try:
-            self._ensure(slot0 + timedelta(minutes=slot_minutes * (horizon_slots + offset + 1)))
+            native = self._ensure(
+                slot0 + timedelta(minutes=slot_minutes * (horizon_slots + offset + 1))
+            )
             values = np.asarray(
-                self._forecaster.forecast(
-                    self._native(), issue, horizon_slots + offset, slot_minutes
-                ),
+                self._forecaster.forecast(native, issue, horizon_slots + offset, slot_minutes),
                 dtype=np.float64,
             )[offset:]
             if not np.all(np.isfinite(values)):
                 raise TemporaryError(f"forecast for zone {self._config.cluster.zone} has gaps")
         except CarbonshiftError as exc:
-            self.errors += 1
+            self._failed()
             _LOG.warning("forecast failed (%s); using the last good forecast", exc)
             return self._fallback(slot0, horizon_slots, exc)
         end = slot0 + timedelta(minutes=slot_minutes * horizon_slots)
@@ -226,12 +262,12 @@ class CarbonSource:
             issued_at=issue,
             freshness=fresh,
         )
-        self._last = result
-        self.board.record(fresh)
+        self._keep(result)
         return result
 
     def _fallback(self, slot0: datetime, horizon_slots: int, exc: Exception) -> Forecast:
-        last = self._last
+        with self._lock:
+            last = self._last
         if last is None:
             raise TemporaryError(
                 f"no forecast for zone {self._config.cluster.zone} and none cached: {exc}"
@@ -288,7 +324,7 @@ class ProviderCarbonSource(CarbonSource):
                     f"{len(values)} of {horizon_slots} slots"
                 )
         except CarbonshiftError as exc:
-            self.errors += 1
+            self._failed()
             _LOG.warning("provider forecast failed (%s); using the last good forecast", exc)
             return self._fallback(slot0, horizon_slots, exc)
         issued = answer.window.stale_since or answer.now
@@ -299,8 +335,7 @@ class ProviderCarbonSource(CarbonSource):
             issued_at=issued,
             freshness=fresh,
         )
-        self._last = result
-        self.board.record(fresh)
+        self._keep(result)
         return result
 
 

@@ -12,6 +12,16 @@ when the plan changes). Between periods, watch events keep the cache fresh and t
 per-object check (fail open, critical, unusable), and the loop wakes at the earliest latest
 start of a held workload, so nothing is held past it.
 
+The planning call (and the forecast it reads) runs in a worker thread
+(:func:`asyncio.to_thread`), not on the event loop that also serves the admission webhook,
+the scheduler extender, /metrics, the leader Lease and the watches: a plan of a million
+cells, or a carbon provider that hangs until its timeouts, no longer stalls them. Passes stay
+serialised (one at a time, under the controller's lock); watch events that arrive meanwhile
+update the caches and queue their checks for the next step, and the pass acts on the objects
+as it read them before planning (a release of one changed meanwhile meets a 409 and is
+re-checked). A pass cancelled while it plans (the app stopping) abandons the plan; the thread
+runs to its end, unobserved, and the process exits after it.
+
 Release is idempotent and conflict-safe: a merge patch carrying the ``resourceVersion`` it
 was computed from (409: re-read, re-check, retry). A Pod is released by removing the gate
 (the node affinity, when pinning, in the same patch); a Job by ``suspend: false`` with
@@ -607,12 +617,17 @@ class Controller:
                 slot0 = slot_floor(now, self.config.planning.slot_minutes)
                 if self._slot_releases[0] != slot0:
                     self._slot_releases = (slot0, 0)
-                round_ = plan_round(
+                # the plan (and the forecast it reads: the provider chain's HTTP calls) runs
+                # in a worker thread, so the loop keeps serving the webhook, the extender,
+                # /metrics, the Lease and the watches meanwhile; it gets values made here,
+                # not views of state the loop changes, and what it answers is acted on here
+                round_ = await asyncio.to_thread(
+                    plan_round,
                     self._planning_config(),
                     now,
-                    pending,
+                    tuple(pending),
                     self.capacity(),
-                    self.running(now),
+                    tuple(self.running(now)),
                     self.source,
                     previous={
                         key: o.planned_start

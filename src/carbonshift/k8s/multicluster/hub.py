@@ -21,7 +21,9 @@ is timed into ``carbonshift_hub_phase_duration_seconds{phase}`` as it ends:
    that stayed away too long;
 4. **plan**: once per slot (and when new work arrives or a spoke's health changes), one
    planning call over every held workload of every kind on every healthy spoke
-   (:func:`.plan.plan_hub`); interruptible running work is planned again too;
+   (:func:`.plan.plan_hub`); interruptible running work is planned again too. The call,
+   and the forecasts it reads from the carbon sources, runs in a worker thread, so the
+   event loop keeps serving /metrics, the leader Lease and the watches while it plans;
 5. **act** (:class:`.acting.ActPhase`): write the plan on each held object; release what
    starts now, hold the rest, suspend interruptible work the plan moves to later, each kind
    its own way;
@@ -37,6 +39,7 @@ and reads no copy one by one. A write that would change nothing is not sent.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import time
@@ -250,7 +253,10 @@ class HubController(InventoryPhase, ActPhase):
             out.append(Placed(w.placed, dict(w.intent.demand), max(end, now + slot)))
         return out
 
-    def _plan(self, now: datetime, workloads: list[HubWorkload]) -> HubRound | None:
+    async def _plan(self, now: datetime, workloads: list[HubWorkload]) -> HubRound | None:
+        """The planning call when one is due (None: not due). :func:`.plan.plan_hub` (and the
+        forecasts it reads) runs in a worker thread, on values made here: the loop keeps
+        serving /metrics, the Lease and the watches meanwhile; the answer is kept here."""
         pending = self._pending(now, workloads)
         keys = frozenset(p.key for p in pending)
         healthy = self._healthy()
@@ -276,9 +282,9 @@ class HubController(InventoryPhase, ActPhase):
                 name,
                 s.spec.zone,
                 {r: max(0.0, c - s.others.get(r, 0.0)) for r, c in s.capacity.items()},
-                s.spec.watts_per_unit,
+                dict(s.spec.watts_per_unit),
                 s.spec.pue,
-                s.spec.embodied_g_per_unit_hour,
+                dict(s.spec.embodied_g_per_unit_hour),
             )
             for name, s in sorted(healthy.items())
         ]
@@ -287,12 +293,13 @@ class HubController(InventoryPhase, ActPhase):
             self._slot_releases = (slot0, 0)
         last = self.last_round
         began = time.perf_counter()
-        round_ = plan_hub(
+        round_ = await asyncio.to_thread(
+            plan_hub,
             self.config,
             now,
-            pending,
-            views,
-            self._placed(now, workloads, moving),
+            tuple(pending),
+            tuple(views),
+            tuple(self._placed(now, workloads, moving)),
             {name: self.sources[name] for name in healthy},
             previous=(
                 {}
@@ -395,7 +402,7 @@ class HubController(InventoryPhase, ActPhase):
             await self._recall_lost(now, workloads)
         with self._phase("plan"):  # 4
             workloads = await self._collect(now)
-            round_ = self._plan(now, workloads)
+            round_ = await self._plan(now, workloads)
             if round_ is None and self.last_round is not None:
                 round_ = self._due_from_last(now)
         with self._phase("act"):  # 5
