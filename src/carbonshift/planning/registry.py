@@ -449,7 +449,7 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec(
                     "late_milp_cpu_s",
                     float,
-                    10.0,
+                    30.0,
                     "CPU seconds of that step's LP and two MILPs together (a guard: they "
                     "also stop at 5,000 nodes each)",
                     0.1,

@@ -31,6 +31,7 @@ docs/design/0002-carbonshift-planner.md describes the method; in short:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -79,6 +80,7 @@ from carbonshift.planning.problem import (
     InstanceArrays,
     LinearProgram,
     StartProblem,
+    Starts,
     arrays_of,
     build_problem,
     linear_program,
@@ -1323,10 +1325,17 @@ def _exact_plan(
 #: its dual feasibility tolerance (1e-7).
 _LATE_RC_MARGIN = 1e-6
 #: ... the second (proving) MILP runs while its columns are at most this many times the
-#: first's and within the step's column limit.
+#: first's (and at most :data:`_LATE_NEIGHBOURHOOD_COLUMNS`).
 _LATE_PROOF_GROWTH = 8
 #: ... and may spend this share of the CPU seconds left then (the rest is the grams')
 _LATE_PROOF_SHARE = 0.5
+#: ... the MILP over the LP's support and the plan's starts may spend this share of the CPU
+#: seconds left then
+_LATE_ROUNDING_SHARE = 0.3
+#: ... and the columns of reduced cost 0 join it up to this many in all (on the late model
+#: every on-time start costs 0: ten-zone 300 at 0.7 x its capacity has 84,436 of them, where
+#: HiGHS's MILP found nothing in 10 s)
+_LATE_NEIGHBOURHOOD_COLUMNS = 40_000
 #: ... and each of its MILPs stops after this many branch-and-bound nodes (a limit that does
 #: not depend on the machine; the CPU limit is the guard).
 _LATE_NODES = 5_000
@@ -1343,6 +1352,9 @@ class LateMilp:
     columns: int
     proof_columns: int
     cpu_seconds: float
+    lower_slots: float | None = None
+    """No plan placing as many jobs is less late than this (the late LP's optimum, slots,
+    rounded up); None where that LP was not solved."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1354,25 +1366,43 @@ class _Least:
     proven: bool
     columns: IntArray
     proof_columns: int
+    lower: float
+    """The LP optimum: no 0/1 point's objective is below it."""
 
 
 def _least_integral(
-    program: LinearProgram, incumbent: FloatArray, left: Callable[[], float]
+    program: LinearProgram,
+    incumbent: FloatArray,
+    left: Callable[[], float],
+    rounding: Callable[[FloatArray], FloatArray | None] | None = None,
 ) -> _Least | None:
     """The least of ``program`` (an objective whole at every 0/1 point) near its LP.
 
-    The LP is solved whole; a MILP over the columns of its support, of reduced cost 0 and of
-    ``incumbent`` (its first incumbent: never worse) gives ``U``. By LP duality a point of
-    objective at most ``U - 1`` uses only columns of reduced cost at most ``U - 1 - L`` (``L``
-    the LP optimum), so when those are all among the MILP's columns, or a second MILP over
-    them is solved (with :data:`_LATE_PROOF_SHARE` of the CPU left), ``U`` is proven the
-    least. ``left()``: the CPU seconds left to the step."""
-    relaxed = solve(program, _cpu_limited(SolveOptions(), left()))
+    The LP is solved whole (HiGHS's interior point with crossover, whose reduced costs are a
+    vertex's: on the late model, where every on-time start costs 0, the dual simplex took
+    9.9 s of CPU on ten-zone 300 at 0.7 x its capacity, the interior point 3.2 s);
+    ``rounding`` turns its values into a 0/1 point (None: none), which replaces
+    ``incumbent`` when its objective is less. Then MILPs, each from the best point so far
+    (never worse): over the LP's support and the point's columns (:data:`_LATE_ROUNDING_SHARE`
+    of the CPU left), then with the columns of reduced cost 0 too while they are at
+    most :data:`_LATE_NEIGHBOURHOOD_COLUMNS`; it ends at ``U``. By LP duality a point of
+    objective at most ``U - 1`` uses only columns of reduced cost at most ``U - 1 - L``
+    (``L`` the LP optimum), so when those are all among the MILP's columns, or a last MILP
+    over them (when not too many) ends with a dual bound above ``U - 1`` (with
+    :data:`_LATE_PROOF_SHARE` of the CPU left), ``U`` is proven the least. ``left()``: the
+    CPU seconds left to the step."""
+    relaxed = solve(program, _cpu_limited(SolveOptions(method=LpMethod.IPM_VERTEX), left()))
     if relaxed.status is not SolveStatus.OPTIMAL or relaxed.reduced_costs.size == 0:
         return None
     lower = relaxed.objective
     reduced = relaxed.reduced_costs[: program.n_columns]
     support = relaxed.values[: program.n_columns] > 1e-9
+    if rounding is not None:
+        rounded_lp = rounding(relaxed.values[: program.n_columns])
+        if rounded_lp is not None and float(program.objective @ rounded_lp) < float(
+            program.objective @ incumbent
+        ):
+            incumbent = rounded_lp
 
     def milp(columns: IntArray, start: FloatArray, share: float) -> tuple[FloatArray, bool] | None:
         found = _late_sub_milp(program, columns, start, max(share * left(), 0.1))
@@ -1383,23 +1413,33 @@ def _least_integral(
         # the objective is whole: a dual bound above one less proves it the least
         return values, bool(np.isfinite(bound) and bound > objective - 1.0 + _LATE_RC_MARGIN)
 
-    cols = np.flatnonzero(support | (incumbent > 0.5) | (reduced <= _LATE_RC_MARGIN))
-    first = milp(cols, incumbent, 1.0)
-    if first is None:
-        return None
-    values, least = first
+    # first the LP's support and the incumbent alone (a small MILP: the LP's rounding), then
+    # the columns of reduced cost 0 too, while they are not too many
+    near = np.flatnonzero(support | (incumbent > 0.5))
+    rounded = milp(near, incumbent, _LATE_ROUNDING_SHARE)
+    values, least = rounded if rounded is not None else (incumbent, False)
+    cols = np.flatnonzero(support | (values > 0.5) | (reduced <= _LATE_RC_MARGIN))
+    if cols.shape[0] <= _LATE_NEIGHBOURHOOD_COLUMNS:
+        first = milp(cols, values, 1.0)
+        if first is None and rounded is None:
+            return None
+        values, least = first if first is not None else (values, False)
+    else:
+        if rounded is None:
+            return None
+        cols = near
     upper = float(program.objective @ values)
     proof = np.flatnonzero(
         support | (values > 0.5) | (reduced <= upper - 1.0 - lower + _LATE_RC_MARGIN)
     )
     if least and bool(np.all(np.isin(proof, cols))):
-        return _Least(values, True, cols, 0)
-    if proof.shape[0] > _LATE_PROOF_GROWTH * cols.shape[0]:
-        return _Least(values, False, cols, 0)
+        return _Least(values, True, cols, 0, lower)
+    if proof.shape[0] > min(_LATE_PROOF_GROWTH * cols.shape[0], _LATE_NEIGHBOURHOOD_COLUMNS):
+        return _Least(values, False, cols, 0, lower)
     again = milp(proof, values, _LATE_PROOF_SHARE)
     if again is None:
-        return _Least(values, False, cols, int(proof.shape[0]))
-    return _Least(again[0], again[1], proof, int(proof.shape[0]))
+        return _Least(values, False, cols, int(proof.shape[0]), lower)
+    return _Least(again[0], again[1], proof, int(proof.shape[0]), lower)
 
 
 def _late_sub_milp(
@@ -1421,6 +1461,56 @@ def _late_sub_milp(
     return values, bound
 
 
+def _round_late(
+    arrays: InstanceArrays,
+    starts: Starts,
+    keep: IntArray,
+    share: FloatArray,
+    late: FloatArray,
+    critical_at: _State,
+) -> _State:
+    """Step 8b's rounding of the late LP (``share`` per column of the model, whose columns
+    are ``starts`` at ``keep``; ``late`` their lateness, slots): the critical jobs where
+    ``critical_at`` has them, then job by job, the job of the largest LP share first, at
+    its fitting column of the largest share, else its fitting column of the least lateness
+    (then the earliest); a job with no fitting column is left out."""
+    n = arrays.n_jobs
+    free = arrays.free_units.copy()
+    state = _State(
+        free=free, cluster=np.full(n, -1, dtype=np.int64), start=np.full(n, -1, dtype=np.int64)
+    )
+    runtime = arrays.runtime_slots
+
+    def place(j: int, m: int, s: int) -> None:
+        free[m, :, s : s + int(runtime[j])] -= arrays.demand_units[j][:, None]
+        state.cluster[j], state.start[j] = m, s
+
+    job, cluster, start = starts.job[keep], starts.cluster[keep], starts.start_slot[keep]
+    held = arrays.critical & (critical_at.cluster >= 0)
+    for kept in np.flatnonzero(held):
+        place(int(kept), int(critical_at.cluster[kept]), int(critical_at.start[kept]))
+    # the LP's mean start of each job (its alpha point: Hall, Schulz, Shmoys and Wein 1997)
+    weight = np.bincount(job, weights=share, minlength=n)
+    mean = np.bincount(job, weights=share * start, minlength=n) / np.maximum(weight, 1e-12)
+    bounds = np.searchsorted(job, np.arange(n + 1))
+    h = free.shape[2]
+    for picked in np.lexsort((-arrays.demand_units.sum(axis=1), mean)):
+        j = int(picked)
+        lo, hi = int(bounds[j]), int(bounds[j + 1])
+        if held[j] or lo == hi:
+            continue
+        r = int(runtime[j])
+        room = _window_min(free, r, h - r + 1)  # (m, k, starts)
+        c, s = cluster[lo:hi], start[lo:hi]
+        fits = np.all(room[c, :, s] + CAPACITY_TOLERANCE >= arrays.demand_units[j][None, :], axis=1)
+        if not np.any(fits):
+            continue
+        ok = np.flatnonzero(fits)
+        best = ok[np.lexsort((s[ok], late[lo:hi][ok], -share[lo:hi][ok]))[0]]
+        place(j, int(c[best]), int(s[best]))
+    return state
+
+
 def _late_milp(
     arrays: InstanceArrays,
     base: FloatArray,
@@ -1429,6 +1519,7 @@ def _late_milp(
     max_columns: int,
     cpu_limit_s: float,
     penalty: MovePenalty | None = None,
+    repair: Callable[[_State], None] | None = None,
 ) -> LateMilp:
     """Step 8b: a late plan (``best``) made least late by MILPs on the reduced-cost
     neighbourhoods of LP relaxations (:func:`_least_integral`; docs/design/0002).
@@ -1437,10 +1528,13 @@ def _late_milp(
     each job at most once, the critical jobs held where ``best`` has them, and a row that
     places at least as many jobs as ``best``. Three levels, lexicographic: where ``best``
     leaves jobs out, the most jobs placed; then the least total lateness (slots) with that
-    many placed; then, on the last level's columns, the lateness plus the grams scaled under
-    one slot (so the least grams at that lateness). Each level starts from the one before,
-    so the plan is never worse than ``best``. Each MILP stops at :data:`_LATE_NODES` nodes;
-    together they have ``cpu_limit_s`` CPU seconds of this thread."""
+    many placed, from the late LP's rounding (:func:`_round_late`, then ``repair``: the
+    policy's room-making for jobs left out and late) where that is less late; then, on the
+    last level's columns, the lateness plus the grams scaled under one slot (so the least
+    grams at that lateness). Each level starts from the one before, so the plan is never
+    worse than ``best``. Each MILP stops at :data:`_LATE_NODES` nodes; together they have
+    ``cpu_limit_s`` CPU seconds of this thread (HiGHS checks it between nodes, not inside a
+    root LP: the step can run over it by a few seconds)."""
     began = time.thread_time()
     none = LateMilp(None, False, 0, 0, 0.0)
     problem = build_problem(arrays, on_time_only=False)
@@ -1496,15 +1590,36 @@ def _late_milp(
     per_pair = count[pair_job]
     first = np.full((arrays.n_jobs, n_clusters), -1, dtype=np.int64)
     first[pair_job, pair_cluster] = np.cumsum(per_pair) - per_pair
-    placed = np.flatnonzero(~out)
-    column = first[placed, best.cluster[placed]] + best.start[placed] - lo[placed]
-    at = np.searchsorted(keep, column)
-    if np.any(first[placed, best.cluster[placed]] < 0) or np.any(
-        (at >= keep.shape[0]) | (keep[np.minimum(at, keep.shape[0] - 1)] != column)
-    ):
+
+    def as_columns(plan: _State) -> FloatArray | None:
+        """``plan`` as a 0/1 point of the model (None: a start outside it)."""
+        placed = np.flatnonzero(plan.cluster >= 0)
+        column = first[placed, plan.cluster[placed]] + plan.start[placed] - lo[placed]
+        at = np.searchsorted(keep, column)
+        if np.any(first[placed, plan.cluster[placed]] < 0) or np.any(
+            (at >= keep.shape[0]) | (keep[np.minimum(at, keep.shape[0] - 1)] != column)
+        ):
+            return None
+        point = np.zeros(program.n_columns)
+        point[at] = 1.0
+        return point
+
+    def rounding(share: FloatArray) -> FloatArray | None:
+        plan = _round_late(arrays, starts, keep, share, late[keep], best)
+        if repair is not None:
+            repair(plan)
+        # as many jobs placed as the model asks for (every job, or the count row's)
+        need = arrays.n_jobs
+        if np.any(out) and program.row_lower is not None:
+            need = round(program.row_lower[-1])
+        if int(np.sum(plan.cluster >= 0)) < need:
+            return None
+        return as_columns(plan)
+
+    start_point = as_columns(best)
+    if start_point is None:
         return none  # a start outside the model: not a plan this step can start from
-    values = np.zeros(program.n_columns)
-    values[at] = 1.0
+    values = start_point
     proven, columns, proof_columns = True, np.flatnonzero(values > 0.5), 0
     if np.any(out):
         # the most jobs placed (minimise minus their count)
@@ -1520,7 +1635,7 @@ def _late_milp(
         lower = lower.copy()
         lower[-1] = float(values.sum())
         program = replace(program, row_lower=lower)
-    least = _least_integral(program, values, left)
+    least = _least_integral(program, values, left, rounding)
     if least is None:
         return replace(none, cpu_seconds=spent())
     values, proven = least.values, proven and least.proven
@@ -1547,7 +1662,14 @@ def _late_milp(
         r = int(arrays.runtime_slots[j])
         state.free[m, :, s : s + r] -= arrays.demand_units[j][:, None]
         state.cluster[j], state.start[j] = m, s
-    return LateMilp(state, proven, int(columns.shape[0]), proof_columns, spent())
+    return LateMilp(
+        state,
+        proven,
+        int(columns.shape[0]),
+        proof_columns,
+        spent(),
+        float(math.ceil(least.lower - _LATE_RC_MARGIN)),
+    )
 
 
 #: The feasibility LP of a late plan's bound (:func:`_fitting_on_time_lp`) up to this many
@@ -1886,7 +2008,7 @@ def carbonshift(
     lp_bands: bool = True,
     late_bound: bool = True,
     late_milp_columns: int = 300_000,
-    late_milp_cpu_s: float = 10.0,
+    late_milp_cpu_s: float = 30.0,
     polish_chain_jobs: int = 12,
     polish_chain_lp_iterations: int = 15_000,
     move_penalty_g: float = 0.0,
@@ -2527,12 +2649,15 @@ def carbonshift(
             max_columns=late_milp_columns,
             cpu_limit_s=late_milp_cpu_s,
             penalty=penalty,
+            repair=lambda trial: repair(trial, table),
         )
         stats["late_milp_from_slots"] = float(best_key[1])
         stats["late_milp_columns"] = float(least_late.columns)
         stats["late_milp_proof_columns"] = float(least_late.proof_columns)
         stats["late_milp_cpu_seconds"] = least_late.cpu_seconds
         stats["late_milp_proven"] = float(least_late.proven)
+        if least_late.lower_slots is not None:
+            stats["late_milp_lower_slots"] = least_late.lower_slots
         if least_late.state is not None:
             key = score(least_late.state)
             if key < best_key:
