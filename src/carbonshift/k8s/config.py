@@ -294,6 +294,14 @@ class ExtenderSection(ServerSection):
         description="filter: shiftable pods avoid nodes whose zone is dirtier now, g/kWh "
         "(None: filter nothing)",
     )
+    carbon_wait_s: float = Field(
+        1.0,
+        ge=0,
+        le=30,
+        description="longest a request waits for a zone's intensity now, s, from the lookup's "
+        "start (kept well under kube-scheduler's httpTimeout); a slower zone is answered as "
+        "one with no data while its lookup goes on in the background (0: never wait)",
+    )
 
 
 class LeaderSection(_Section):
