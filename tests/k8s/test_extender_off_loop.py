@@ -43,20 +43,20 @@ def intensity(zone: str) -> float:
     return float(series.values_g_per_kwh[int((NOW - series.start).total_seconds() // 3600)])
 
 
-def config() -> ControllerConfig:
+def config(**extender: Any) -> ControllerConfig:
     limit = (intensity("CA-ON") + intensity("DE")) / 2  # DE is above it, CA-ON below
     return parse_config(
         {
             "cluster": {"zone": "DE"},
             "planning": {"forecast": "oracle"},
-            "extender": {"max_g_per_kwh": limit},
+            "extender": {"max_g_per_kwh": limit} | extender,
         }
     )
 
 
-def gated_extender() -> tuple[httpx.AsyncClient, Gate, Any]:
+def gated_extender(**extender: Any) -> tuple[httpx.AsyncClient, Gate, Any]:
     """A client of the real extender app whose DE lookups (the planning source) block."""
-    cfg = config()
+    cfg = config(**extender)
     planning = CarbonSource(cfg)
     gate = Gate(planning)
     app = extender_app(cfg, FrozenClock(NOW), source=planning)
@@ -155,5 +155,23 @@ async def test_concurrent_requests_start_one_lookup_per_zone_and_slot() -> None:
             "de-lean": 10,
         }
         assert len(gate.threads) == 1
+    finally:
+        gate.release.set()
+
+
+async def test_a_wait_of_zero_answers_at_once_and_the_lookup_fills_the_cache() -> None:
+    http, gate, app = gated_extender(carbon_wait_s=0)
+    try:
+        assert scores(await http.post("/prioritize", json=DE_NODES)) == {
+            "de-hungry": 5,
+            "de-lean": 5,
+        }
+        gate.assert_still_blocked("/prioritize answered")
+        gate.release.set()
+        await app.state.carbon.settle()
+        assert scores(await http.post("/prioritize", json=DE_NODES)) == {
+            "de-hungry": 0,
+            "de-lean": 10,
+        }
     finally:
         gate.release.set()
