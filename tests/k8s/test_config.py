@@ -31,6 +31,7 @@ def test_defaults_are_usable() -> None:
         ({"planning": {"policy": "caspian", "params": {"omega": 1}}}, "unknown parameter 'omega'"),
         ({"planning": {"forecast": "orcale"}}, "did you mean 'oracle'"),
         ({"cluster": {"watts_per_unit": {"memory": 1}}}, "not in cluster.resources"),
+        ({"extender": {"carbon_wait_s": 60}}, "60.0 s is not between 0 and 30 s"),
     ],
     ids=[
         "section-typo",
@@ -41,6 +42,7 @@ def test_defaults_are_usable() -> None:
         "param-typo",
         "forecast-typo",
         "watts-for-unplanned-resource",
+        "extender-wait-past-http-timeout",
     ],
 )
 def test_bad_configuration_is_refused_in_one_line(

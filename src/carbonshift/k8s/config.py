@@ -294,6 +294,22 @@ class ExtenderSection(ServerSection):
         description="filter: shiftable pods avoid nodes whose zone is dirtier now, g/kWh "
         "(None: filter nothing)",
     )
+    carbon_wait_s: float = Field(
+        1.0,
+        description="longest a request waits for a zone's intensity now, s, from the lookup's "
+        "start (kept well under kube-scheduler's httpTimeout); a slower zone is answered as "
+        "one with no data while its lookup goes on in the background (0: never wait)",
+    )
+
+    @field_validator("carbon_wait_s")
+    @classmethod
+    def _wait(cls, value: float) -> float:
+        if not 0 <= value <= 30:
+            raise ValueError(
+                f"{value} s is not between 0 and 30 s; keep it well under kube-scheduler's "
+                "extender httpTimeout (5s as shipped), e.g. 1"
+            )
+        return value
 
 
 class LeaderSection(_Section):
