@@ -311,3 +311,33 @@ def test_carbonshift_counts_job_classes() -> None:
         assert "1,000 job x cluster x slot cells" in lp.json()["detail"]
     finally:
         solves.stop_all()
+
+
+@pytest.mark.parametrize(
+    ("given", "budget_s", "want"),
+    [
+        pytest.param([], 30.0, "10", id="default-a-third-of-30-s"),
+        pytest.param([], 90.0, "30", id="default-below-a-third"),
+        pytest.param(["late_milp_cpu_s=20"], 30.0, "20", id="given-kept"),
+    ],
+)
+def test_a_late_plans_step_gets_a_share_of_the_budget(
+    runner: SolveRunner,
+    monkeypatch: pytest.MonkeyPatch,
+    given: list[str],
+    budget_s: float,
+    want: str,
+) -> None:
+    """carbonshift's step 8b (up to 30 s of CPU by default) must leave a late plan of
+    1,000 jobs room to answer within the request's budget."""
+    seen: dict[str, Any] = {}
+
+    async def solve(_inst: Any, policy: str, params: dict[str, str], **_: Any) -> dict[str, Any]:
+        seen.update(params, policy=policy)
+        return {}
+
+    monkeypatch.setattr(runner, "solve", solve)
+    client = _client(runner, max_solve_s=budget_s)
+    client.post("/v1/plan", params={"policy": "carbonshift", "param": given}, json=instance())
+    assert seen["policy"] == "carbonshift"
+    assert seen["late_milp_cpu_s"] == want

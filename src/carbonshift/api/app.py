@@ -123,6 +123,10 @@ class ApiSettings:
 
 #: policy parameters that are wall-time limits: capped at the request budget
 _TIME_LIMIT_PARAMS = ("time_limit_s", "lp_time_limit_s")
+#: CPU budgets of one step of a policy, lowered to this share of the server's budget per
+#: request unless the request sets them (carbonshift's step 8b would otherwise spend its 30 s
+#: default on a late plan of 1,000 jobs and meet the 30 s budget; docs/api.md)
+_STEP_CPU_PARAMS = {"late_milp_cpu_s": 1 / 3}
 
 
 def _problem(status: int, detail: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -670,6 +674,10 @@ def create_app(
                         f"server's budget of {cfg.max_solve_s:g} s per request; ask at most that"
                     )
                 params[name] = f"{cfg.max_solve_s:g}"
+        for name, share in _STEP_CPU_PARAMS.items():
+            limit = checked.get(name)
+            if name not in params and isinstance(limit, int | float):
+                params[name] = f"{min(limit, share * cfg.max_solve_s):g}"
         return params
 
     @app.get("/v1/policies", tags=["planning"])

@@ -450,8 +450,8 @@ POLICIES: dict[str, PolicySpec] = {
                     "late_milp_cpu_s",
                     float,
                     30.0,
-                    "CPU seconds of that step's LP and two MILPs together (a guard: they "
-                    "also stop at 5,000 nodes each)",
+                    "CPU seconds of that step's LPs and MILPs together (a guard: each MILP "
+                    "also stops at 5,000 nodes)",
                     0.1,
                     3600.0,
                 ),

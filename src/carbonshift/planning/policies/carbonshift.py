@@ -1336,6 +1336,15 @@ _LATE_ROUNDING_SHARE = 0.3
 #: every on-time start costs 0: ten-zone 300 at 0.7 x its capacity has 84,436 of them, where
 #: HiGHS's MILP found nothing in 10 s)
 _LATE_NEIGHBOURHOOD_COLUMNS = 40_000
+#: ... with this share of the CPU seconds left then (the rest for the proof and the grams)
+_LATE_NEIGHBOURHOOD_SHARE = 0.5
+#: ... and each of its MILPs stops after this many wall seconds per CPU second of its limit
+#: (at least :data:`_LATE_WALL_MIN_S`): HiGHS calls no interrupt in some of a MILP's root
+#: work (ten-zone 300 at 0.7 x its capacity, seed 2: a 15,657-column MILP ran 240 s past its
+#: CPU limit under the policy's usual guard of ten times). Where this binds (a machine
+#: loaded more than about twice over) the plan depends on the load.
+_LATE_WALL_PER_CPU = 2.0
+_LATE_WALL_MIN_S = 5.0
 #: ... and each of its MILPs stops after this many branch-and-bound nodes (a limit that does
 #: not depend on the machine; the CPU limit is the guard).
 _LATE_NODES = 5_000
@@ -1385,7 +1394,8 @@ def _least_integral(
     ``incumbent`` when its objective is less. Then MILPs, each from the best point so far
     (never worse): over the LP's support and the point's columns (:data:`_LATE_ROUNDING_SHARE`
     of the CPU left), then with the columns of reduced cost 0 too while they are at
-    most :data:`_LATE_NEIGHBOURHOOD_COLUMNS`; it ends at ``U``. By LP duality a point of
+    most :data:`_LATE_NEIGHBOURHOOD_COLUMNS` (:data:`_LATE_NEIGHBOURHOOD_SHARE` of the CPU
+    left); it ends at ``U``. By LP duality a point of
     objective at most ``U - 1`` uses only columns of reduced cost at most ``U - 1 - L``
     (``L`` the LP optimum), so when those are all among the MILP's columns, or a last MILP
     over them (when not too many) ends with a dual bound above ``U - 1`` (with
@@ -1420,7 +1430,7 @@ def _least_integral(
     values, least = rounded if rounded is not None else (incumbent, False)
     cols = np.flatnonzero(support | (values > 0.5) | (reduced <= _LATE_RC_MARGIN))
     if cols.shape[0] <= _LATE_NEIGHBOURHOOD_COLUMNS:
-        first = milp(cols, values, 1.0)
+        first = milp(cols, values, _LATE_NEIGHBOURHOOD_SHARE)
         if first is None and rounded is None:
             return None
         values, least = first if first is not None else (values, False)
@@ -1447,10 +1457,17 @@ def _late_sub_milp(
 ) -> tuple[FloatArray, float] | None:
     """``program`` on ``columns`` as a MILP from ``start``: the 0/1 point over every
     column, and HiGHS's dual bound; None without a solution."""
-    options = SolveOptions(integer=True, mip_gap=0.0, max_nodes=_LATE_NODES)
-    answer = solve(
-        program.restricted_to(columns), _cpu_limited(options, cpu_limit_s), start=start[columns]
+    # no presolve: HiGHS 1.16's MILP presolve calls no interrupt (ten-zone 300 at 0.7 x its
+    # capacity, seed 1: 225 s of CPU in this step with it, its limit 30 s)
+    options = SolveOptions(
+        integer=True,
+        mip_gap=0.0,
+        max_nodes=_LATE_NODES,
+        presolve=False,
+        cpu_limit_s=cpu_limit_s,
+        time_limit_s=max(_LATE_WALL_PER_CPU * cpu_limit_s, _LATE_WALL_MIN_S),
     )
+    answer = solve(program.restricted_to(columns), options, start=start[columns])
     if answer.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return None
     values = np.zeros(program.n_columns)
