@@ -1305,7 +1305,12 @@ def _exact_plan(
     solution = solve(program, _cpu_limited(options, cpu_limit_s))
     if solution.status not in (SolveStatus.OPTIMAL, SolveStatus.FEASIBLE):
         return None
-    chosen = keep[np.flatnonzero(solution.values[: len(keep)] > 0.5)]
+    return _state_of(arrays, starts, keep[np.flatnonzero(solution.values[: len(keep)] > 0.5)])
+
+
+def _state_of(arrays: InstanceArrays, starts: Starts, chosen: IntArray) -> _State:
+    """The plan that starts each job at its column of ``starts`` in ``chosen`` (the others
+    left out), its free units taken."""
     n = arrays.n_jobs
     state = _State(
         free=arrays.free_units.copy(),
@@ -1667,20 +1672,8 @@ def _late_milp(
     )
     if lighter is not None:
         values = lighter[0]
-    chosen = keep[np.flatnonzero(values > 0.5)]
-    n = arrays.n_jobs
-    state = _State(
-        free=arrays.free_units.copy(),
-        cluster=np.full(n, -1, dtype=np.int64),
-        start=np.full(n, -1, dtype=np.int64),
-    )
-    for col in chosen:
-        j, m, s = int(starts.job[col]), int(starts.cluster[col]), int(starts.start_slot[col])
-        r = int(arrays.runtime_slots[j])
-        state.free[m, :, s : s + r] -= arrays.demand_units[j][:, None]
-        state.cluster[j], state.start[j] = m, s
     return LateMilp(
-        state,
+        _state_of(arrays, starts, keep[np.flatnonzero(values > 0.5)]),
         proven,
         int(columns.shape[0]),
         proof_columns,
