@@ -29,12 +29,7 @@ from bench.late_bound import scaled_ten_zone
 from carbonshift.domain import Instance
 from carbonshift.domain.scoring import score_plan
 from carbonshift.planning.backends.highs import SolveOptions, solve
-from carbonshift.planning.problem import (
-    LinearProgram,
-    arrays_of,
-    build_problem,
-    linear_program,
-)
+from carbonshift.planning.problem import arrays_of, build_problem, every_job_once
 from carbonshift.planning.registry import run_policy
 
 
@@ -73,17 +68,7 @@ def least_lateness_milp(inst: Instance, limit_s: float) -> dict[str, object]:
     late = np.maximum(
         0, st.start_slot + arrays.runtime_slots[st.job] - arrays.deadline_slot[st.job]
     ).astype(float)
-    lp = linear_program(problem, late, maximise=False)
-    lower = np.full(lp.row_upper.shape[0], -np.inf)
-    lower[problem.capacity_key.shape[0] :] = 1.0
-    model = LinearProgram(
-        objective=lp.objective,
-        matrix=lp.matrix,
-        row_upper=lp.row_upper,
-        maximise=False,
-        n_integer=lp.n_integer,
-        row_lower=lower,
-    )
+    model = every_job_once(problem, late)
     began = time.perf_counter()
     sol = solve(model, SolveOptions(integer=True, time_limit_s=limit_s, mip_gap=1e-6))
     return {

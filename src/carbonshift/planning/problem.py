@@ -44,6 +44,7 @@ __all__ = [
     "caspian_z1",
     "caspian_z2",
     "caspian_z3",
+    "every_job_once",
     "future_gru",
     "gru",
     "linear_program",
@@ -437,9 +438,17 @@ def on_time_program(problem: StartProblem, grams: FloatArray) -> LinearProgram:
     job started exactly once (job rows ``= 1``) over the starts of ``problem`` (build it
     with ``on_time_only=True``), capacity rows as built. Infeasible when some job has no
     on-time start or capacity cannot hold every job on time."""
+    return every_job_once(problem, grams)
+
+
+def every_job_once(problem: StartProblem, cost: FloatArray) -> LinearProgram:
+    """Minimise ``cost . x`` with every job started exactly once (job rows ``= 1``) over the
+    starts of ``problem``, capacity rows as built: :func:`on_time_program` over on-time
+    starts; over every start (``on_time_only=False``) a late plan's model (step 8b of the
+    ``carbonshift`` policy, with the lateness as ``cost``)."""
     if len(problem.future):
-        raise InputError("on_time_program takes a problem built without future-demand columns")
-    lp = linear_program(problem, grams, maximise=False)
+        raise InputError("every_job_once takes a problem built without future-demand columns")
+    lp = linear_program(problem, cost, maximise=False)
     n_cap = problem.capacity_key.shape[0]
     lower = np.full(lp.row_upper.shape[0], -np.inf)
     lower[n_cap : n_cap + problem.arrays.n_jobs] = 1.0
