@@ -341,3 +341,33 @@ def test_a_late_plans_step_gets_a_share_of_the_budget(
     client.post("/v1/plan", params={"policy": "carbonshift", "param": given}, json=instance())
     assert seen["policy"] == "carbonshift"
     assert seen["late_milp_cpu_s"] == want
+
+
+@pytest.mark.parametrize(
+    ("given", "budget_s", "want"),
+    [
+        pytest.param([], 30.0, "7.5", id="default-a-quarter-of-30-s"),
+        pytest.param([], 600.0, "60", id="default-below-a-quarter"),
+        pytest.param(["pair_cpu_s=20"], 30.0, "20", id="given-kept"),
+    ],
+)
+def test_the_cluster_pairs_get_a_share_of_the_budget(
+    runner: SolveRunner,
+    monkeypatch: pytest.MonkeyPatch,
+    given: list[str],
+    budget_s: float,
+    want: str,
+) -> None:
+    """carbonshift's step 7h (14-18 s of CPU on 100-300 jobs, its guard 60 s) must leave a
+    plan room to answer within the request's budget."""
+    seen: dict[str, Any] = {}
+
+    async def solve(_inst: Any, policy: str, params: dict[str, str], **_: Any) -> dict[str, Any]:
+        seen.update(params, policy=policy)
+        return {}
+
+    monkeypatch.setattr(runner, "solve", solve)
+    client = _client(runner, max_solve_s=budget_s)
+    client.post("/v1/plan", params={"policy": "carbonshift", "param": given}, json=instance())
+    assert seen["policy"] == "carbonshift"
+    assert seen["pair_cpu_s"] == want

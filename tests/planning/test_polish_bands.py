@@ -107,8 +107,9 @@ def test_the_cores_path_runs_the_bands_and_they_never_make_the_plan_heavier() ->
 def test_the_whole_lp_path_runs_the_bands_on_its_support_with_lp_bands() -> None:
     """Where the whole class LP is solved (up to 3,000 jobs), ``lp_bands`` (on by default)
     runs the time bands on the LP's support after the polish: here, the search, the polish,
-    the support MILP and the cluster bands off, a lighter plan than with it off (the bands
-    kept sub-MILPs); the plans feasible and on time. The simulator's rounds turn it off."""
+    the support MILP, the cluster bands and the cluster pairs off (the pairs find the same
+    lighter plan without the bands), a lighter plan than with it off (the bands kept
+    sub-MILPs); the plans feasible and on time. The simulator's rounds turn it off."""
     inst = _spread(60, 0)
     params = {
         "exact_max_starts": 0,
@@ -116,6 +117,7 @@ def test_the_whole_lp_path_runs_the_bands_on_its_support_with_lp_bands() -> None
         "polish_steps": 0,
         "support_nodes": 0,
         "cluster_band_columns": 0,
+        "pair_lp_iterations": 0,
     }
     on = run_policy("carbonshift", inst, params)
     off = run_policy("carbonshift", inst, {**params, "lp_bands": False})

@@ -299,6 +299,9 @@ POLICIES: dict[str, PolicySpec] = {
                     late_milp_cpu_s=p.get_float("late_milp_cpu_s"),
                     polish_chain_jobs=p.get_int("polish_chain_jobs"),
                     polish_chain_lp_iterations=p.get_int("polish_chain_lp_iterations"),
+                    pair_columns=p.get_int("pair_columns"),
+                    pair_lp_iterations=p.get_int("pair_lp_iterations"),
+                    pair_cpu_s=p.get_float("pair_cpu_s"),
                     move_penalty_g=p.get_float("move_penalty_g"),
                     move_penalty_pct=p.get_float("move_penalty_pct"),
                 ),
@@ -472,6 +475,32 @@ POLICIES: dict[str, PolicySpec] = {
                     "budget of the ejection chains' sub-MILPs: HiGHS simplex iterations, "
                     "100 more per sub-MILP (0: off)",
                     0,
+                ),
+                ParamSpec(
+                    "pair_columns",
+                    int,
+                    800,
+                    "after the chains (up to 1,000 jobs): sub-MILPs freeing every movable "
+                    "job on two clusters with its starts on both, in windows of at most "
+                    "this many starts along the horizon (0: off)",
+                    0,
+                ),
+                ParamSpec(
+                    "pair_lp_iterations",
+                    int,
+                    100_000,
+                    "budget of the cluster pairs' sub-MILPs: HiGHS simplex iterations, "
+                    "100 more per sub-MILP (0: off)",
+                    0,
+                ),
+                ParamSpec(
+                    "pair_cpu_s",
+                    float,
+                    60.0,
+                    "CPU seconds the cluster pairs' sub-MILPs may take at most (a guard; "
+                    "their simplex-iteration budget ends them first on most machines)",
+                    0.1,
+                    3600.0,
                 ),
                 ParamSpec("polish_columns", int, 1600, "most on-time starts per sub-MILP", 2),
                 ParamSpec("polish_nodes", int, 20, "HiGHS branch-and-bound nodes per sub-MILP", 1),
@@ -647,6 +676,7 @@ POLICIES: dict[str, PolicySpec] = {
                     "late_bound": False,
                     "late_milp_columns": 0,
                     "polish_chain_lp_iterations": 0,
+                    "pair_lp_iterations": 0,
                 },
                 # the controller's and the hub's hysteresis, so the simulator re-plans as
                 # they do (bench/online.md, "No flapping ... (branch `online`)")

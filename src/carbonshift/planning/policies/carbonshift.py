@@ -73,6 +73,7 @@ from carbonshift.planning.policies._polish import (
     PolishStats,
     polish,
     polish_bands,
+    polish_pairs,
     repair_late,
 )
 from carbonshift.planning.problem import (
@@ -191,6 +192,11 @@ _POLISH_ROUNDS = 3
 _CHAIN_STEPS = 400
 #: ... with the seed ``search_seed`` plus this (another stream than the first polish's)
 _CHAIN_SEED = 1000
+
+#: Step 7h (cluster pairs) runs up to this many jobs: from 1,000 jobs on the plans were
+#: within 1.4 % of the bound before it, and its windows of two clusters' jobs grow with the
+#: jobs (ten-zone 1,000 seeds 0-2: 0.02-0.15 points for 18-20 s of CPU; 300: 0.5-1.6)
+_PAIR_MAX_JOBS = 1000
 
 #: The late-job repair after the LP's rounding stops after this many rounds over the late
 #: jobs (ten-zone 1,000 seeds 0-4 needed 2-12 sub-MILPs in at most 4 rounds).
@@ -2020,6 +2026,9 @@ def carbonshift(
     late_milp_cpu_s: float = 30.0,
     polish_chain_jobs: int = 12,
     polish_chain_lp_iterations: int = 15_000,
+    pair_columns: int = 800,
+    pair_lp_iterations: int = 100_000,
+    pair_cpu_s: float = _POLISH_CPU_GUARD_S,
     move_penalty_g: float = 0.0,
     move_penalty_pct: float = 0.0,
 ) -> PolicyResult:
@@ -2057,13 +2066,16 @@ def carbonshift(
     again with every window an ejection chain (:func:`._polish._chain_window`: a job and
     the jobs that hold the room it would rather have, and so on; at most
     ``polish_chain_jobs`` jobs, ``polish_chain_lp_iterations`` simplex iterations; 0:
-    off). Up to 3,000 jobs the class LP is solved whatever its size (in
-    flow form where it has more columns than the limits above), and when its first
-    rounding leaves jobs late with grams within 5 % of the LP optimum, those jobs are
-    re-planned with their
-    neighbours by sub-MILPs (:func:`._polish.repair_late`: windows of at most
-    ``late_repair_jobs`` jobs and ``late_repair_columns`` starts, ``late_repair_nodes``
-    nodes, least lateness then grams, within ``late_repair_cpu_s`` seconds of CPU, a guard;
+    off). Then, up to 1,000 jobs, cluster pairs (:func:`._polish.polish_pairs`: every
+    movable job on two clusters freed with its starts on both, windows of at most
+    ``pair_columns`` starts along the horizon, ``pair_lp_iterations`` simplex iterations in
+    all, ``pair_cpu_s`` CPU seconds at most, a guard; 0: off). Up to 3,000 jobs the class LP
+    is solved whatever its size (in flow form where it has more columns than the limits
+    above), and when its first rounding leaves jobs late with grams within 5 % of the LP
+    optimum, those jobs are re-planned with their neighbours by sub-MILPs
+    (:func:`._polish.repair_late`: windows of at most ``late_repair_jobs`` jobs and
+    ``late_repair_columns`` starts, ``late_repair_nodes`` nodes, least lateness then grams,
+    within ``late_repair_cpu_s`` seconds of CPU, a guard;
     ``late_repair_jobs = 0``: off, and the LP only within the limits). Above
     ``core_small_jobs`` (at most 3,000) and up to ``core_max_jobs`` jobs, where the class
     LP is beyond the limits, its core instead (per class the ``core_columns`` columns of
@@ -2641,6 +2653,34 @@ def carbonshift(
         _note_search(stats, "chain", done)
         stats["chain_lp_iterations"] = float(done.lp_iterations)
         stats["chain_saved_g"] = done.saved_g
+        best_key = score(best)
+    if (
+        small
+        and arrays.n_jobs <= _PAIR_MAX_JOBS
+        and free.shape[0] >= 2
+        and pair_columns > 0
+        and pair_lp_iterations > 0
+        and complete_on_time()
+        and not close_enough()
+    ):
+        # step 7h: two clusters' jobs at a time, the clean one packed tighter so that jobs
+        # leave the dirty one (bench/planner.md (y): ten-zone 300 seeds 0-2, 0.5-1.4 points)
+        stats["pair_from_g"] = best_key[2]
+        done = polish_pairs(
+            arrays,
+            classes,
+            table,
+            best.free,
+            best.cluster,
+            best.start,
+            own,
+            max_columns=pair_columns,
+            lp_iterations=pair_lp_iterations,
+            cpu_limit_s=pair_cpu_s,
+            between=lambda: _improve(arrays, classes, best, table, own, passes),
+        )
+        _note_search(stats, "pair", done)
+        stats["pair_lp_iterations"] = float(done.lp_iterations)
         best_key = score(best)
     n_starts = int(
         np.sum(

@@ -1,0 +1,160 @@
+"""Cluster pairs of the MIP neighbourhood search (planning/policies/_polish.py,
+``polish_pairs``; design note 0002 step 7h, bench/planner.md (y)): every movable job on
+two clusters freed at once with its starts on both, so that the clean cluster is packed
+tighter and a job leaves the dirty one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from carbonshift.domain import Instance
+from carbonshift.errors import InputError
+from carbonshift.planning import run_policy
+from carbonshift.planning.lagrangian import classes_of, shape_costs, unit_grams
+from carbonshift.planning.policies import _polish
+from carbonshift.planning.policies import carbonshift as cs
+from carbonshift.planning.problem import arrays_of
+from carbonshift.planning.registry import round_params
+from tests.builders import cluster, instance, job
+from tests.planning.strategies import instances
+from tests.planning.test_carbonshift import assert_stage_never_costs, congested
+
+
+def _loose() -> Instance:
+    """Cluster ``a`` clean (4 units), ``b`` dirty (10), 4 slots. ``small`` (2 units, 2
+    slots, any start) runs on ``a`` at slot 1, which leaves no 2 slots of 4 units there;
+    ``big`` (4 units, 2 slots, any start) runs dirty. Packed tighter (``small`` at slot 2,
+    ``big`` at slot 0, both on ``a``) nothing runs dirty."""
+    return instance(
+        [job("small", gpu=2.0, runtime=2, deadline=4), job("big", gpu=4.0, runtime=2, deadline=4)],
+        [cluster("a", gpu=4.0), cluster("b", gpu=10.0)],
+        {"a": [10.0] * 4, "b": [500.0] * 4},
+        horizon=4,
+    )
+
+
+def _plan(inst: Instance) -> tuple[object, object, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The arrays, classes, grams table, free units and starts of the plan above (by hand:
+    ``small`` on ``a`` at slot 1, ``big`` on ``b`` at slot 0)."""
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    cluster_of = np.array([0, 1], dtype=np.int64)
+    start = np.array([1, 0], dtype=np.int64)
+    free = arrays.free_units.copy()
+    for j in range(2):
+        r = int(arrays.runtime_slots[j])
+        free[cluster_of[j], :, start[j] : start[j] + r] -= arrays.demand_units[j][:, None]
+    return arrays, classes, table, free, cluster_of, start
+
+
+def test_a_pair_window_packs_the_clean_cluster_tighter() -> None:
+    """``small`` moves within ``a`` so that ``big`` leaves ``b``: neither job alone can
+    lower its grams (``small`` is on its cheapest cluster already; ``big`` has no room on
+    ``a``), both at once can."""
+    inst = _loose()
+    arrays, classes, table, free, cluster_of, start = _plan(inst)
+    own = cs._own_best_fast(arrays, classes, table)
+
+    done = _polish.polish_pairs(
+        arrays,
+        classes,
+        table,
+        free,
+        cluster_of,
+        start,
+        own,
+        max_columns=100,
+        lp_iterations=10_000,
+        cpu_limit_s=30.0,
+    )
+
+    assert done.kept == 1
+    assert done.saved_g > 0
+    assert cluster_of.tolist() == [0, 0]
+    assert sorted([(int(start[0]), 2), (int(start[1]), 4)]) in ([(0, 4), (2, 2)], [(0, 2), (2, 4)])
+    assert np.all(free >= -1e-9)  # the room the two jobs hold is taken off ``free``
+    assert float(free[0].sum()) == pytest.approx(4.0 * 4 - 2 * 2 - 4 * 2)
+
+
+def test_a_pair_window_respects_its_budget() -> None:
+    """No simplex iterations to spend: nothing is solved and the plan stays."""
+    arrays, classes, table, free, cluster_of, start = _plan(_loose())
+    own = cs._own_best_fast(arrays, classes, table)
+
+    done = _polish.polish_pairs(
+        arrays,
+        classes,
+        table,
+        free,
+        cluster_of,
+        start,
+        own,
+        max_columns=100,
+        lp_iterations=0,
+        cpu_limit_s=30.0,
+    )
+
+    assert (done.steps, done.kept) == (0, 0)
+    assert cluster_of.tolist() == [0, 1]
+    assert start.tolist() == [1, 0]
+
+
+def test_pair_groups_keep_to_the_columns_and_overlap_by_half() -> None:
+    """Windows along the horizon: none over ``max_columns`` starts (unless one job alone),
+    each after the first starting with the later half of the one before, every job in
+    one at least."""
+    freed = np.arange(8, dtype=np.int64)
+    start = np.array([7, 0, 3, 1, 6, 2, 5, 4], dtype=np.int64)
+    options = np.full(8, 10, dtype=np.int64)
+
+    groups = _polish._pair_groups(freed, start, options, 40)
+
+    by_start = [sorted(int(start[j]) for j in g) for g in groups]
+    assert by_start[0] == [0, 1, 2, 3]
+    assert by_start[1] == [2, 3, 4, 5]
+    assert all(int(options[g].sum()) <= 40 for g in groups)
+    assert set(np.concatenate(groups).tolist()) == set(range(8))
+
+
+def test_pair_order_leaves_out_pairs_where_nothing_is_paid() -> None:
+    """A pair is tried only when a job on it pays above its own cheapest start."""
+    arrays, classes, table, _, cluster_of, start = _plan(_loose())
+    own = cs._own_best_fast(arrays, classes, table)
+    movable = np.ones(2, dtype=bool)
+
+    assert _polish._pair_order(arrays, classes, table, cluster_of, start, own, movable) == [(0, 1)]
+    assert (
+        _polish._pair_order(
+            arrays, classes, table, np.array([0, 0]), np.array([2, 0]), own, movable
+        )
+        == []
+    )
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(instances(max_jobs=7, max_horizon=6, future=False), congested()))
+def test_the_policy_with_cluster_pairs_is_feasible_as_late_and_never_dearer(
+    inst: Instance,
+) -> None:
+    """Through the policy: with the cluster pairs' step (7h) the plan is feasible, exactly
+    as late, leaves out the same jobs and is never dearer than with it off, and the bound
+    does not change."""
+    assert_stage_never_costs(inst, {"pair_lp_iterations": 0})
+
+
+def test_the_rounds_turn_the_cluster_pairs_off() -> None:
+    """The simulator's, controller's and hub's rounds plan as before (no step 7h), unless
+    the caller asks for it."""
+    assert round_params("carbonshift", {})["pair_lp_iterations"] == 0
+    assert round_params("carbonshift", {"pair_lp_iterations": 500})["pair_lp_iterations"] == 500
+
+
+@pytest.mark.parametrize("name", ["pair_lp_iterations", "pair_columns"])
+def test_a_negative_pair_setting_is_refused_with_the_fix(name: str) -> None:
+    """A budget or window below 0 is bad input: the message names the parameter."""
+    with pytest.raises(InputError, match=name):
+        run_policy("carbonshift", _loose(), {name: -1})
