@@ -492,10 +492,7 @@ def polish_bands(
     for _ in range(CLUSTER_BAND_SWEEPS if per_cluster else 1):
         kept_before = total.kept
         for t, m in cells:
-            if total.lp_iterations >= lp_iterations:
-                return total.stats(began)
-            if time.thread_time() - began >= cpu_limit_s:
-                total.guard_bound = True
+            if total.spent(began, lp_iterations, cpu_limit_s):
                 return total.stats(began)
             placed = cluster >= 0
             in_band = placed & (start < t + width) & (start + runtime > t)
@@ -507,29 +504,18 @@ def polish_bands(
             if freed.shape[0] < 2:
                 continue
             options = sub_milp_options(WALL_GUARD_PER_CPU_S * cpu_limit_s, max_nodes, False)
-            try:
-                columns = partial(
-                    _band_columns,
-                    classes,
-                    guide,
-                    support_key,
-                    horizon,
-                    max_columns=max_columns,
-                    n_starts=n_starts,
-                )
-                outcome = resolve_jobs(
-                    arrays, classes, table, free, cluster, start, freed, options, columns
-                )
-            except (InputError, SolverError):
+            columns = partial(
+                _band_columns,
+                classes,
+                guide,
+                support_key,
+                horizon,
+                max_columns=max_columns,
+                n_starts=n_starts,
+            )
+            window = (arrays, classes, table, free, cluster, start, freed, options, columns)
+            if not total.solve(*window):
                 return total.stats(began)  # the plan so far stands, as in polish
-            if outcome is None:
-                continue
-            gain, work, _ = outcome
-            total.steps += 1
-            total.lp_iterations += work + STEP_ITERATIONS
-            if gain > 0:
-                total.kept += 1
-                total.saved_g += gain
         if total.kept == kept_before:
             break  # a sweep that kept nothing: the next would find the same
     return total.stats(began)
@@ -634,36 +620,15 @@ def polish_pairs(
             on_pair = movable & ((cluster == pair[0]) | (cluster == pair[1]))
             options = n_options * arrays.allowed[:, list(pair)].sum(axis=1)
             for freed in _pair_groups(np.flatnonzero(on_pair), start, options, max_columns):
-                if total.lp_iterations >= lp_iterations:
-                    return total.stats(began)
-                if time.thread_time() - began >= cpu_limit_s:
-                    total.guard_bound = True
+                if total.spent(began, lp_iterations, cpu_limit_s):
                     return total.stats(began)
                 settings = sub_milp_options(
                     WALL_GUARD_PER_CPU_S * cpu_limit_s, PAIR_NODES, False, rens=False
                 )
-                try:
-                    outcome = resolve_jobs(
-                        arrays,
-                        classes,
-                        table,
-                        free,
-                        cluster,
-                        start,
-                        freed,
-                        settings,
-                        partial(_pair_columns, pair),
-                    )
-                except (InputError, SolverError):
+                columns = partial(_pair_columns, pair)
+                window = (arrays, classes, table, free, cluster, start, freed, settings, columns)
+                if not total.solve(*window):
                     return total.stats(began)  # the plan so far stands, as in polish
-                if outcome is None:
-                    continue
-                gain, work, _ = outcome
-                total.steps += 1
-                total.lp_iterations += work + STEP_ITERATIONS
-                if gain > 0:
-                    total.kept += 1
-                    total.saved_g += gain
         if total.kept == kept_before:
             break  # a sweep that kept nothing: the next would find the same
         if between is not None:
@@ -724,6 +689,46 @@ class _Tally:
     saved_g: float = 0.0
     lp_iterations: int = 0
     guard_bound: bool = False
+
+    def spent(self, began_cpu_s: float, lp_iterations: int, cpu_limit_s: float) -> bool:
+        """Whether a band or pair search has spent its ``lp_iterations`` simplex iterations
+        or, a guard (then noted), ``cpu_limit_s`` seconds of this thread's CPU since
+        ``began_cpu_s``."""
+        if self.lp_iterations >= lp_iterations:
+            return True
+        if time.thread_time() - began_cpu_s >= cpu_limit_s:
+            self.guard_bound = True
+            return True
+        return False
+
+    def solve(
+        self,
+        arrays: InstanceArrays,
+        classes: JobClasses,
+        table: FloatArray,
+        free: FloatArray,
+        cluster: IntArray,
+        start: IntArray,
+        freed: IntArray,
+        options: SolveOptions,
+        columns: Columns,
+    ) -> bool:
+        """One window's sub-MILP (:func:`resolve_jobs`), counted here when one was solved;
+        False when HiGHS refused the model or failed (the search ends there)."""
+        try:
+            outcome = resolve_jobs(
+                arrays, classes, table, free, cluster, start, freed, options, columns
+            )
+        except (InputError, SolverError):
+            return False
+        if outcome is not None:
+            gain, work, _ = outcome
+            self.steps += 1
+            self.lp_iterations += work + STEP_ITERATIONS
+            if gain > 0:
+                self.kept += 1
+                self.saved_g += gain
+        return True
 
     def stats(self, began_cpu_s: float) -> PolishStats:
         """The search's figures, its CPU counted from ``began_cpu_s`` (this thread's

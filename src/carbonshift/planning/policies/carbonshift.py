@@ -2627,9 +2627,9 @@ def carbonshift(
         and complete_on_time()
         and not close_enough()
     ):
-        # step 7g: sub-MILPs over ejection chains (_polish._chain_window), last, so that
-        # the plan is the one of before or lighter (bench/planner.md (v): cjps-small 100
-        # seeds 0-2 and ten-zone 300 seeds 0-2, 0.08-0.61 points)
+        # step 7g: sub-MILPs over ejection chains (_polish._chain_window), after the
+        # bands, so that the plan is the one of before or lighter (bench/planner.md (v):
+        # cjps-small 100 seeds 0-2 and ten-zone 300 seeds 0-2, 0.08-0.61 points)
         stats["chain_from_g"] = best_key[2]
         done = polish(
             arrays,
@@ -2664,7 +2664,7 @@ def carbonshift(
         and not close_enough()
     ):
         # step 7h: two clusters' jobs at a time, the clean one packed tighter so that jobs
-        # leave the dirty one (bench/planner.md (y): ten-zone 300 seeds 0-2, 0.5-1.4 points)
+        # leave the dirty one (bench/planner.md (y): ten-zone 300 seeds 0-4, 0.53-1.56 points)
         stats["pair_from_g"] = best_key[2]
         done = polish_pairs(
             arrays,
