@@ -70,7 +70,7 @@ class SolveOptions:
     faster, measured), ``mip_rens`` (HiGHS's RENS heuristic at the root; on one 792-column
     sub-MILP of ten-zone 300, 12,131 of the root's 14,503 simplex iterations were RENS's
     and RINS's sub-MIPs; with RENS off and RINS on, 60 s of step 7h's sub-MILPs saved
-    5,213 g there against 642 g with both on, bench/planner.md (y)).
+    5,213 g there against 643 g with both on, bench/planner.md (y)).
     ``presolve``, ``scaling`` (HiGHS's own simplex scaling) and ``row_scaling`` (ours: each
     row by the power of two that brings its largest coefficient near 1, so that HiGHS's
     absolute tolerances act relative to the row) may be turned off for a model scaled by
