@@ -314,22 +314,29 @@ def test_carbonshift_counts_job_classes() -> None:
 
 
 @pytest.mark.parametrize(
-    ("given", "budget_s", "want"),
+    ("name", "given", "budget_s", "want"),
     [
-        pytest.param([], 30.0, "10", id="default-a-third-of-30-s"),
-        pytest.param([], 90.0, "30", id="default-below-a-third"),
-        pytest.param(["late_milp_cpu_s=20"], 30.0, "20", id="given-kept"),
+        # step 8b (up to 30 s of CPU by default): a late plan of 1,000 jobs must still
+        # answer within the request's budget
+        pytest.param("late_milp_cpu_s", [], 30.0, "10", id="late-default-a-third-of-30-s"),
+        pytest.param("late_milp_cpu_s", [], 90.0, "30", id="late-default-below-a-third"),
+        pytest.param("late_milp_cpu_s", ["late_milp_cpu_s=20"], 30.0, "20", id="late-given-kept"),
+        # step 7h (14-18 s of CPU on 100-300 jobs, its guard 60 s): a plan must still answer
+        pytest.param("pair_cpu_s", [], 30.0, "7.5", id="pairs-default-a-quarter-of-30-s"),
+        pytest.param("pair_cpu_s", [], 600.0, "60", id="pairs-default-below-a-quarter"),
+        pytest.param("pair_cpu_s", ["pair_cpu_s=20"], 30.0, "20", id="pairs-given-kept"),
     ],
 )
-def test_a_late_plans_step_gets_a_share_of_the_budget(
+def test_a_step_gets_a_share_of_the_budget(
     runner: SolveRunner,
     monkeypatch: pytest.MonkeyPatch,
+    name: str,
     given: list[str],
     budget_s: float,
     want: str,
 ) -> None:
-    """carbonshift's step 8b (up to 30 s of CPU by default) must leave a late plan of
-    1,000 jobs room to answer within the request's budget."""
+    """carbonshift's CPU budgets of one step are lowered to their share of the server's
+    budget per request unless the request sets them."""
     seen: dict[str, Any] = {}
 
     async def solve(_inst: Any, policy: str, params: dict[str, str], **_: Any) -> dict[str, Any]:
@@ -340,34 +347,4 @@ def test_a_late_plans_step_gets_a_share_of_the_budget(
     client = _client(runner, max_solve_s=budget_s)
     client.post("/v1/plan", params={"policy": "carbonshift", "param": given}, json=instance())
     assert seen["policy"] == "carbonshift"
-    assert seen["late_milp_cpu_s"] == want
-
-
-@pytest.mark.parametrize(
-    ("given", "budget_s", "want"),
-    [
-        pytest.param([], 30.0, "7.5", id="default-a-quarter-of-30-s"),
-        pytest.param([], 600.0, "60", id="default-below-a-quarter"),
-        pytest.param(["pair_cpu_s=20"], 30.0, "20", id="given-kept"),
-    ],
-)
-def test_the_cluster_pairs_get_a_share_of_the_budget(
-    runner: SolveRunner,
-    monkeypatch: pytest.MonkeyPatch,
-    given: list[str],
-    budget_s: float,
-    want: str,
-) -> None:
-    """carbonshift's step 7h (14-18 s of CPU on 100-300 jobs, its guard 60 s) must leave a
-    plan room to answer within the request's budget."""
-    seen: dict[str, Any] = {}
-
-    async def solve(_inst: Any, policy: str, params: dict[str, str], **_: Any) -> dict[str, Any]:
-        seen.update(params, policy=policy)
-        return {}
-
-    monkeypatch.setattr(runner, "solve", solve)
-    client = _client(runner, max_solve_s=budget_s)
-    client.post("/v1/plan", params={"policy": "carbonshift", "param": given}, json=instance())
-    assert seen["policy"] == "carbonshift"
-    assert seen["pair_cpu_s"] == want
+    assert seen[name] == want

@@ -51,14 +51,13 @@ def _plan(inst: Instance) -> tuple[object, object, np.ndarray, np.ndarray, np.nd
     return arrays, classes, table, free, cluster_of, start
 
 
-def test_a_pair_window_packs_the_clean_cluster_tighter() -> None:
-    """``small`` moves within ``a`` so that ``big`` leaves ``b``: neither job alone can
-    lower its grams (``small`` is on its cheapest cluster already; ``big`` has no room on
-    ``a``), both at once can."""
-    inst = _loose()
-    arrays, classes, table, free, cluster_of, start = _plan(inst)
+def _pairs(
+    lp_iterations: int,
+) -> tuple[_polish.PolishStats, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_polish.polish_pairs` on the plan of :func:`_plan` with a budget of
+    ``lp_iterations``: what it did, and the free units and starts after it."""
+    arrays, classes, table, free, cluster_of, start = _plan(_loose())
     own = cs._own_best_fast(arrays, classes, table)
-
     done = _polish.polish_pairs(
         arrays,
         classes,
@@ -68,9 +67,17 @@ def test_a_pair_window_packs_the_clean_cluster_tighter() -> None:
         start,
         own,
         max_columns=100,
-        lp_iterations=10_000,
+        lp_iterations=lp_iterations,
         cpu_limit_s=30.0,
     )
+    return done, free, cluster_of, start
+
+
+def test_a_pair_window_packs_the_clean_cluster_tighter() -> None:
+    """``small`` moves within ``a`` so that ``big`` leaves ``b``: neither job alone can
+    lower its grams (``small`` is on its cheapest cluster already; ``big`` has no room on
+    ``a``), both at once can."""
+    done, free, cluster_of, start = _pairs(10_000)
 
     assert done.kept == 1
     assert done.saved_g > 0
@@ -82,21 +89,7 @@ def test_a_pair_window_packs_the_clean_cluster_tighter() -> None:
 
 def test_a_pair_window_respects_its_budget() -> None:
     """No simplex iterations to spend: nothing is solved and the plan stays."""
-    arrays, classes, table, free, cluster_of, start = _plan(_loose())
-    own = cs._own_best_fast(arrays, classes, table)
-
-    done = _polish.polish_pairs(
-        arrays,
-        classes,
-        table,
-        free,
-        cluster_of,
-        start,
-        own,
-        max_columns=100,
-        lp_iterations=0,
-        cpu_limit_s=30.0,
-    )
+    done, _, cluster_of, start = _pairs(0)
 
     assert (done.steps, done.kept) == (0, 0)
     assert cluster_of.tolist() == [0, 1]

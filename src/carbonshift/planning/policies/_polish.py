@@ -513,8 +513,9 @@ def polish_bands(
                 max_columns=max_columns,
                 n_starts=n_starts,
             )
-            window = (arrays, classes, table, free, cluster, start, freed, options, columns)
-            if not total.solve(*window):
+            if not total.solve(
+                arrays, classes, table, free, cluster, start, freed, options, columns
+            ):
                 return total.stats(began)  # the plan so far stands, as in polish
         if total.kept == kept_before:
             break  # a sweep that kept nothing: the next would find the same
@@ -606,6 +607,7 @@ def polish_pairs(
     total = _Tally()
     runtime = arrays.runtime_slots
     n_options = (classes.hi - classes.lo + 1).astype(np.int64)
+    settings = sub_milp_options(WALL_GUARD_PER_CPU_S * cpu_limit_s, PAIR_NODES, False, rens=False)
     for _ in range(PAIR_SWEEPS):
         kept_before = total.kept
         placed = cluster >= 0
@@ -622,12 +624,10 @@ def polish_pairs(
             for freed in _pair_groups(np.flatnonzero(on_pair), start, options, max_columns):
                 if total.spent(began, lp_iterations, cpu_limit_s):
                     return total.stats(began)
-                settings = sub_milp_options(
-                    WALL_GUARD_PER_CPU_S * cpu_limit_s, PAIR_NODES, False, rens=False
-                )
                 columns = partial(_pair_columns, pair)
-                window = (arrays, classes, table, free, cluster, start, freed, settings, columns)
-                if not total.solve(*window):
+                if not total.solve(
+                    arrays, classes, table, free, cluster, start, freed, settings, columns
+                ):
                     return total.stats(began)  # the plan so far stands, as in polish
         if total.kept == kept_before:
             break  # a sweep that kept nothing: the next would find the same

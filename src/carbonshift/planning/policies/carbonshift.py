@@ -123,11 +123,13 @@ _CORE_IPM_TOLERANCE = 1e-7
 
 
 def _note_search(stats: dict[str, float], name: str, done: PolishStats) -> None:
-    """A search step's sub-MILPs, those kept and its CPU seconds in the plan's ``stats``."""
+    """A search step's sub-MILPs, those kept, its simplex iterations and CPU seconds in the
+    plan's ``stats``."""
     stats[f"{name}_steps"] = float(done.steps)
     stats[f"{name}_kept"] = float(done.kept)
     stats[f"{name}_cpu_seconds"] = done.cpu_seconds
     stats[f"{name}_guard_bound"] = float(done.guard_bound)
+    stats[f"{name}_lp_iterations"] = float(done.lp_iterations)
 
 
 def _cpu_limited(options: SolveOptions, cpu_limit_s: float) -> SolveOptions:
@@ -2479,6 +2481,11 @@ def carbonshift(
     if deferred_guide is not None:  # the core did not run
         place_guided(deferred_guide, guided_plan, fallback=True)
 
+    def reinsert() -> None:
+        """Re-insertions on the best plan (as it is then), after the ruin and recreate and
+        between a search's rounds: the jobs they moved leave holes single jobs can use."""
+        _improve(arrays, classes, best, table, own, passes)
+
     if small and search_factor > 0 and complete_on_time() and not close_enough():
         # a bounded search; above 3,000 jobs the 1 s target leaves no room for it
         _ruin_recreate(
@@ -2490,8 +2497,7 @@ def carbonshift(
             budget=int(search_factor * min(arrays.n_jobs, _SEARCH_JOBS)),
             seed=search_seed,
         )
-        # the ejections leave holes that single re-insertions can now use
-        _improve(arrays, classes, best, table, own, passes)
+        reinsert()
         best_key = score(best)
     if small and polish_steps > 0 and complete_on_time() and not close_enough():
         # sub-MILPs over windows of jobs (_polish); above 3,000 jobs, as the search, off
@@ -2512,11 +2518,9 @@ def carbonshift(
             seed=search_seed,
             target_g=None if lower is None else lower * (1 + 1e-3),
             rounds=_POLISH_ROUNDS,
-            # as after the search: the re-planned windows leave holes single jobs can use
-            between=lambda: _improve(arrays, classes, best, table, own, passes),
+            between=reinsert,
         )
         _note_search(stats, "polish", done)
-        stats["polish_lp_iterations"] = float(done.lp_iterations)
         best_key = score(best)
     if (
         small
@@ -2564,7 +2568,6 @@ def carbonshift(
             per_cluster=per_cluster,
         )
         _note_search(stats, name, done)
-        stats[f"{name}_lp_iterations"] = float(done.lp_iterations)
         stats[f"{name}_lp_budget"] = float(iterations)
 
     lp_support: IntArray | None = None
@@ -2647,11 +2650,10 @@ def carbonshift(
             cpu_limit_s=polish_cpu_s,
             seed=search_seed + _CHAIN_SEED,
             target_g=None if lower is None else lower * (1 + 1e-3),
-            between=lambda: _improve(arrays, classes, best, table, own, passes),
+            between=reinsert,
             chain_every=1,
         )
         _note_search(stats, "chain", done)
-        stats["chain_lp_iterations"] = float(done.lp_iterations)
         stats["chain_saved_g"] = done.saved_g
         best_key = score(best)
     if (
@@ -2677,10 +2679,9 @@ def carbonshift(
             max_columns=pair_columns,
             lp_iterations=pair_lp_iterations,
             cpu_limit_s=pair_cpu_s,
-            between=lambda: _improve(arrays, classes, best, table, own, passes),
+            between=reinsert,
         )
         _note_search(stats, "pair", done)
-        stats["pair_lp_iterations"] = float(done.lp_iterations)
         best_key = score(best)
     n_starts = int(
         np.sum(
