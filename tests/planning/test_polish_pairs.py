@@ -23,14 +23,14 @@ from tests.planning.strategies import instances
 from tests.planning.test_carbonshift import assert_stage_never_costs, congested
 
 
-def _loose() -> Instance:
-    """Cluster ``a`` clean (4 units), ``b`` dirty (10), 4 slots. ``small`` (2 units, 2
-    slots, any start) runs on ``a`` at slot 1, which leaves no 2 slots of 4 units there;
-    ``big`` (4 units, 2 slots, any start) runs dirty. Packed tighter (``small`` at slot 2,
-    ``big`` at slot 0, both on ``a``) nothing runs dirty."""
+def _loose(gpu_a: float = 4.0) -> Instance:
+    """Cluster ``a`` clean (``gpu_a`` units, 4 unless said), ``b`` dirty (10), 4 slots.
+    ``small`` (2 units, 2 slots, any start) runs on ``a`` at slot 1, which leaves no 2
+    slots of 4 units there; ``big`` (4 units, 2 slots, any start) runs dirty. Packed
+    tighter (``small`` at slot 2, ``big`` at slot 0, both on ``a``) nothing runs dirty."""
     return instance(
         [job("small", gpu=2.0, runtime=2, deadline=4), job("big", gpu=4.0, runtime=2, deadline=4)],
-        [cluster("a", gpu=4.0), cluster("b", gpu=10.0)],
+        [cluster("a", gpu=gpu_a), cluster("b", gpu=10.0)],
         {"a": [10.0] * 4, "b": [500.0] * 4},
         horizon=4,
     )
@@ -52,11 +52,12 @@ def _plan(inst: Instance) -> tuple[object, object, np.ndarray, np.ndarray, np.nd
 
 
 def _pairs(
-    lp_iterations: int,
+    lp_iterations: int, max_columns: int = 100, gpu_a: float = 4.0
 ) -> tuple[_polish.PolishStats, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_polish.polish_pairs` on the plan of :func:`_plan` with a budget of
-    ``lp_iterations``: what it did, and the free units and starts after it."""
-    arrays, classes, table, free, cluster_of, start = _plan(_loose())
+    ``lp_iterations`` and windows of ``max_columns`` (``a`` of ``gpu_a`` units): what it
+    did, and the free units and starts after it."""
+    arrays, classes, table, free, cluster_of, start = _plan(_loose(gpu_a))
     own = cs._own_best_fast(arrays, classes, table)
     done = _polish.polish_pairs(
         arrays,
@@ -66,7 +67,7 @@ def _pairs(
         cluster_of,
         start,
         own,
-        max_columns=100,
+        max_columns=max_columns,
         lp_iterations=lp_iterations,
         cpu_limit_s=30.0,
     )
@@ -94,6 +95,52 @@ def test_a_pair_window_respects_its_budget() -> None:
     assert (done.steps, done.kept) == (0, 0)
     assert cluster_of.tolist() == [0, 1]
     assert start.tolist() == [1, 0]
+
+
+def _window_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The window sizes :func:`_polish.polish_pairs` asks :func:`_polish._pair_groups` for,
+    in order, as the search runs."""
+    asked: list[int] = []
+    groups = _polish._pair_groups
+
+    def spy(freed: np.ndarray, start: np.ndarray, options: np.ndarray, size: int) -> object:
+        asked.append(size)
+        return groups(freed, start, options, size)
+
+    monkeypatch.setattr(_polish, "_pair_groups", spy)
+    return asked
+
+
+def test_the_windows_grow_until_a_sweep_of_the_largest_keeps_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ``a`` too small for ``big`` (3 units), no window can lighten the plan, yet
+    ``big`` pays above its own cheapest start: each sweep keeps nothing, so the windows
+    grow through a quarter of 12 starts, 12 and 24, and the search ends there."""
+    asked = _window_sizes(monkeypatch)
+    done, _, cluster_of, start = _pairs(10_000, max_columns=12, gpu_a=3.0)
+
+    assert asked == [3, 12, 24]
+    assert (done.steps, done.kept) == (3, 0)
+    assert (cluster_of.tolist(), start.tolist()) == ([0, 1], [1, 0])
+
+
+def test_the_first_windows_hand_over_past_their_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows of a quarter of 48 starts already hold both jobs, and keep them there; with
+    no share of the budget for the first size, the window of 12 is not solved and the
+    next size's (48) packs ``a`` instead."""
+    asked = _window_sizes(monkeypatch)
+    done, _, cluster_of, _ = _pairs(10_000, max_columns=48)
+
+    assert asked == [12]
+    assert (done.kept, done.steps, cluster_of.tolist()) == (1, 1, [0, 0])
+
+    monkeypatch.setattr(_polish, "PAIR_FIRST_SHARE", 0.0)
+    asked.clear()
+    done, _, cluster_of, _ = _pairs(10_000, max_columns=48)
+
+    assert asked == [12, 48]
+    assert (done.kept, done.steps, cluster_of.tolist()) == (1, 1, [0, 0])
 
 
 def test_pair_groups_keep_to_the_columns_and_overlap_by_half() -> None:

@@ -481,14 +481,15 @@ POLICIES: dict[str, PolicySpec] = {
                     int,
                     800,
                     "after the chains (up to 1,000 jobs): sub-MILPs freeing every movable "
-                    "job on two clusters with its starts on both, in windows of at most "
-                    "this many starts along the horizon (0: off)",
+                    "job on two clusters with its starts on both, in windows along the "
+                    "horizon of at most a quarter of this many starts, then this many, "
+                    "then twice (0: off)",
                     0,
                 ),
                 ParamSpec(
                     "pair_lp_iterations",
                     int,
-                    100_000,
+                    150_000,
                     "budget of the cluster pairs' sub-MILPs: HiGHS simplex iterations, "
                     "100 more per sub-MILP (0: off)",
                     0,

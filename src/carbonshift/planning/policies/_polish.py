@@ -99,9 +99,17 @@ CLUSTER_BAND_STARTS = 4
 
 #: :func:`polish_pairs`: each sub-MILP stops after this many HiGHS nodes (its root: the
 #: gains come from RINS there), and the pairs are swept again while the last sweep kept a
-#: window, this many times at most
+#: window, this many times in all at most
 PAIR_NODES = 1
-PAIR_SWEEPS = 3
+PAIR_SWEEPS = 8
+
+#: :func:`polish_pairs`'s windows grow: these fractions of its ``max_columns``, the next
+#: when a sweep kept nothing; the first size spends at most :data:`PAIR_FIRST_SHARE` of the
+#: budget. Small windows are cheap and gain most on ten-zone 300-1,000 (many jobs per
+#: pair), large ones on cjps-small (few large jobs whose repackings span a pair's day)
+#: (bench/planner.md (z))
+PAIR_SIZES = (0.25, 1.0, 2.0)
+PAIR_FIRST_SHARE = 0.5
 
 #: :func:`polish_bands` with ``per_cluster`` sweeps the horizon again while the last sweep
 #: kept a band, at most this many times (cjps-small 100 seed 2: a second sweep took it
@@ -587,15 +595,18 @@ def polish_pairs(
     between: Callable[[], object] | None = None,
 ) -> PolishStats:
     """Cluster pairs: every movable job on two clusters freed at once, each with its
-    on-time starts on both, in windows of at most ``max_columns`` starts along the horizon
-    (:func:`_pair_groups`). The pairs whose jobs pay most above their own cheapest starts
-    come first (:func:`_pair_order`); each sub-MILP stops at its root
-    (:data:`PAIR_NODES`), with RINS and without RENS (``sub_milp_options``), the current
-    starts as incumbent, and is kept when lighter. Sweeps over the pairs repeat while the
-    last kept a window (:data:`PAIR_SWEEPS`; ``between``, the caller's local moves, after
-    each such sweep), until ``lp_iterations`` simplex iterations are spent (each sub-MILP
-    also counts :data:`STEP_ITERATIONS`) or, a guard, ``cpu_limit_s`` seconds of this
-    thread's CPU.
+    on-time starts on both, in windows along the horizon (:func:`_pair_groups`) of at most
+    a quarter of ``max_columns`` starts, then ``max_columns``, then twice that
+    (:data:`PAIR_SIZES`): the windows grow when a sweep over the pairs kept nothing, and
+    past half the budget (:data:`PAIR_FIRST_SHARE`) for the first size. The pairs whose
+    jobs pay most above their own cheapest starts come first (:func:`_pair_order`); each
+    sub-MILP stops at its root (:data:`PAIR_NODES`), with RINS and without RENS
+    (``sub_milp_options``), the current starts as incumbent, and is kept when lighter.
+    Sweeps repeat (:data:`PAIR_SWEEPS` in all at most; ``between``, the caller's local
+    moves, after each that kept a window) until ``lp_iterations`` simplex iterations are
+    spent (each sub-MILP also counts :data:`STEP_ITERATIONS`) or, a guard,
+    ``cpu_limit_s`` seconds of this thread's CPU. A variable neighbourhood search
+    (Mladenovic and Hansen 1997) over the windows' size.
 
     Where the plan's packing of the clean clusters is loose, the grams above the bound
     sit in exchanges between two clusters: a clean one packed tighter so that jobs leave a
@@ -608,8 +619,13 @@ def polish_pairs(
     runtime = arrays.runtime_slots
     n_options = (classes.hi - classes.lo + 1).astype(np.int64)
     settings = sub_milp_options(WALL_GUARD_PER_CPU_S * cpu_limit_s, PAIR_NODES, False, rens=False)
+    sizes = [max(1, int(fraction * max_columns)) for fraction in PAIR_SIZES]
+    level = 0
     for _ in range(PAIR_SWEEPS):
         kept_before = total.kept
+        # the first size hands over past its share; the last keeps the whole budget
+        share = lp_iterations * (PAIR_FIRST_SHARE if level == 0 else 1.0)
+        last = level + 1 == len(sizes)
         placed = cluster >= 0
         movable = (
             placed
@@ -618,21 +634,29 @@ def polish_pairs(
             & classes.on_time
             & np.isfinite(own_best)
         )
+        handed_over = False
         for pair in _pair_order(arrays, classes, table, cluster, start, own_best, movable):
             on_pair = movable & ((cluster == pair[0]) | (cluster == pair[1]))
             options = n_options * arrays.allowed[:, list(pair)].sum(axis=1)
-            for freed in _pair_groups(np.flatnonzero(on_pair), start, options, max_columns):
+            for freed in _pair_groups(np.flatnonzero(on_pair), start, options, sizes[level]):
                 if total.spent(began, lp_iterations, cpu_limit_s):
                     return total.stats(began)
+                if not last and total.lp_iterations >= share:
+                    handed_over = True
+                    break
                 columns = partial(_pair_columns, pair)
                 if not total.solve(
                     arrays, classes, table, free, cluster, start, freed, settings, columns
                 ):
                     return total.stats(began)  # the plan so far stands, as in polish
-        if total.kept == kept_before:
-            break  # a sweep that kept nothing: the next would find the same
-        if between is not None:
+            if handed_over:
+                break
+        if total.kept > kept_before and between is not None:
             between()
+        if handed_over or total.kept == kept_before:
+            if last:
+                break  # a sweep of the largest windows that kept nothing: the next would too
+            level += 1
     return total.stats(began)
 
 

@@ -2029,7 +2029,7 @@ def carbonshift(
     polish_chain_jobs: int = 12,
     polish_chain_lp_iterations: int = 15_000,
     pair_columns: int = 800,
-    pair_lp_iterations: int = 100_000,
+    pair_lp_iterations: int = 150_000,
     pair_cpu_s: float = _POLISH_CPU_GUARD_S,
     move_penalty_g: float = 0.0,
     move_penalty_pct: float = 0.0,
@@ -2069,8 +2069,9 @@ def carbonshift(
     the jobs that hold the room it would rather have, and so on; at most
     ``polish_chain_jobs`` jobs, ``polish_chain_lp_iterations`` simplex iterations; 0:
     off). Then, up to 1,000 jobs, cluster pairs (:func:`._polish.polish_pairs`: every
-    movable job on two clusters freed with its starts on both, windows of at most
-    ``pair_columns`` starts along the horizon, ``pair_lp_iterations`` simplex iterations in
+    movable job on two clusters freed with its starts on both, windows along the horizon
+    of at most a quarter of ``pair_columns`` starts, growing to twice ``pair_columns`` when
+    a sweep keeps nothing, ``pair_lp_iterations`` simplex iterations in
     all, ``pair_cpu_s`` CPU seconds at most, a guard; 0: off). Up to 3,000 jobs the class LP
     is solved whatever its size (in flow form where it has more columns than the limits
     above), and when its first rounding leaves jobs late with grams within 5 % of the LP
@@ -2666,7 +2667,8 @@ def carbonshift(
         and not close_enough()
     ):
         # step 7h: two clusters' jobs at a time, the clean one packed tighter so that jobs
-        # leave the dirty one (bench/planner.md (y): ten-zone 300 seeds 0-4, 0.53-1.56 points)
+        # leave the dirty one (bench/planner.md (y) and (z): ten-zone 300 seeds 0-4, 1.21-2.41
+        # points)
         stats["pair_from_g"] = best_key[2]
         done = polish_pairs(
             arrays,
