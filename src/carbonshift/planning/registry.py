@@ -381,7 +381,7 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec(
                     "support_nodes",
                     int,
-                    500,
+                    100,
                     "HiGHS branch-and-bound nodes of the last step up to 3,000 jobs: the job "
                     "MILP restricted to the class LP's support and the plan's starts (0: off)",
                     0,

@@ -179,7 +179,8 @@ _POLISH_CPU_GUARD_S = 60.0
 
 #: ``support_time_limit_s``: the CPU guard of the support MILP (step 7b), whose node limit
 #: (``support_nodes``) is meant to end it. At 5 s it bound first on every ten-zone 300 seed
-#: (ten-zone 300 seed 0: 500 nodes took 12.7 s of CPU at load 8, the same plan).
+#: (ten-zone 300 seed 0: 500 nodes took 12.7 s of CPU at load 8, the same plan; 100 nodes
+#: since 2026-11-29, bench/planner.md (z)).
 _SUPPORT_CPU_GUARD_S = 60.0
 
 #: The polish runs in this many rounds, each with a third of its budget and its own seed,
@@ -2016,7 +2017,7 @@ def carbonshift(
     core_repair_columns: int = 800,
     core_bound_gap: float = 0.005,
     core_fix_cheapest: bool = True,
-    support_nodes: int = 500,
+    support_nodes: int = 100,
     support_time_limit_s: float = _SUPPORT_CPU_GUARD_S,
     band_columns: int = 300,
     band_lp_iterations: int = 30_000,
