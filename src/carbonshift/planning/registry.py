@@ -489,7 +489,7 @@ POLICIES: dict[str, PolicySpec] = {
                 ParamSpec(
                     "pair_lp_iterations",
                     int,
-                    150_000,
+                    200_000,
                     "budget of the cluster pairs' sub-MILPs: HiGHS simplex iterations, "
                     "100 more per sub-MILP (0: off)",
                     0,

@@ -2030,7 +2030,7 @@ def carbonshift(
     polish_chain_jobs: int = 12,
     polish_chain_lp_iterations: int = 15_000,
     pair_columns: int = 800,
-    pair_lp_iterations: int = 150_000,
+    pair_lp_iterations: int = 200_000,
     pair_cpu_s: float = _POLISH_CPU_GUARD_S,
     move_penalty_g: float = 0.0,
     move_penalty_pct: float = 0.0,
@@ -2668,7 +2668,7 @@ def carbonshift(
         and not close_enough()
     ):
         # step 7h: two clusters' jobs at a time, the clean one packed tighter so that jobs
-        # leave the dirty one (bench/planner.md (y) and (z): ten-zone 300 seeds 0-4, 1.21-2.41
+        # leave the dirty one (bench/planner.md (y) and (z): ten-zone 300 seeds 0-4, 1.51-2.97
         # points)
         stats["pair_from_g"] = best_key[2]
         done = polish_pairs(
