@@ -98,8 +98,8 @@ CLUSTER_BAND_SLOTS = 8
 CLUSTER_BAND_STARTS = 4
 
 #: :func:`polish_pairs`: each sub-MILP stops after this many HiGHS nodes (its root: the
-#: gains come from RINS there), and the pairs are swept again while the last sweep kept a
-#: window, this many times in all at most
+#: gains come from RINS there), and the pairs are swept at most this many times in all
+#: (again at the same size while the last sweep kept a window, else at the next size)
 PAIR_NODES = 1
 PAIR_SWEEPS = 8
 
