@@ -193,6 +193,14 @@ def test_the_rounds_turn_the_cluster_pairs_off() -> None:
     assert round_params("carbonshift", {"pair_lp_iterations": 500})["pair_lp_iterations"] == 500
 
 
+def test_the_rounds_keep_the_support_milps_500_nodes() -> None:
+    """Static plans stop the support MILP (step 7b) at 100 nodes; the rounds keep the 500
+    of before, so the online plans do not change (bench/planner.md (z))."""
+    assert cs.carbonshift.__kwdefaults__["support_nodes"] == 100
+    assert round_params("carbonshift", {})["support_nodes"] == 500
+    assert round_params("carbonshift", {"support_nodes": 100})["support_nodes"] == 100
+
+
 @pytest.mark.parametrize("name", ["pair_lp_iterations", "pair_columns"])
 def test_a_negative_pair_setting_is_refused_with_the_fix(name: str) -> None:
     """A budget or window below 0 is bad input: the message names the parameter."""

@@ -678,6 +678,10 @@ POLICIES: dict[str, PolicySpec] = {
                     "late_milp_columns": 0,
                     "polish_chain_lp_iterations": 0,
                     "pair_lp_iterations": 0,
+                    # the support MILP's node limit of before 2026-11-29: 100 gave the same
+                    # static plans (bench/planner.md (z)) but changed the rounds' plans
+                    # (bench_online.py seed 5: 94.16 % kept against 94.74 %)
+                    "support_nodes": 500,
                 },
                 # the controller's and the hub's hysteresis, so the simulator re-plans as
                 # they do (bench/online.md, "No flapping ... (branch `online`)")
