@@ -555,7 +555,8 @@ def _pair_groups(
 ) -> list[IntArray]:
     """``freed`` in order of their starts, cut into windows of at most ``max_columns``
     on-time starts (``options``: each job's count), each window after the first holding
-    the later half of the one before (a job's starts are never cut apart)."""
+    the later half of the one before (a job's starts are never cut apart; after a window
+    of one job the next keeps that job, so a window of two may hold more)."""
     order = freed[np.argsort(start[freed], kind="stable")]
     groups: list[IntArray] = []
     now: list[int] = []
@@ -638,13 +639,13 @@ def polish_pairs(
         for pair in _pair_order(arrays, classes, table, cluster, start, own_best, movable):
             on_pair = movable & ((cluster == pair[0]) | (cluster == pair[1]))
             options = n_options * arrays.allowed[:, list(pair)].sum(axis=1)
+            columns = partial(_pair_columns, pair)
             for freed in _pair_groups(np.flatnonzero(on_pair), start, options, sizes[level]):
                 if total.spent(began, lp_iterations, cpu_limit_s):
                     return total.stats(began)
                 if not last and total.lp_iterations >= share:
                     handed_over = True
                     break
-                columns = partial(_pair_columns, pair)
                 if not total.solve(
                     arrays, classes, table, free, cluster, start, freed, settings, columns
                 ):
