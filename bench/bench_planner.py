@@ -14,6 +14,10 @@ Families (embedded Electricity Maps data, direct intensity, sampled at each slot
   in (1.5, 4) (at most the horizon), a quarter of the jobs restricted to one of three
   regions, capacity sized for about 60 % average use; per-cluster power, PUE and embodied
   carbon differ;
+- ``ten-zone-mr``: the ten-zone family with two resources that both bind (cpu and
+  memory, as FLUIDOS plans): each job 1..8 cpu and 1, 2, 4, 8 or 16 GiB per cpu; each
+  cluster a tenth of the cpu, memory per cpu in the ratios 2 : 4 : 8 across them, both
+  resources sized for about 60 % average use (``two_resource_instance``);
 - ``trace``: jobs of a GAIA trace (``../shared/data/traces/gaia``, hours) arriving in one
   day, through carbonshift's trace reader and slot rules, on 4 zones, 48 hourly slots,
   deadline factor 3 (capped at the horizon), capacity sized for about 50 % average use;
@@ -136,6 +140,59 @@ def ten_zone_instance(n_jobs: int, seed: int) -> Instance:
     )
 
 
+def two_resource_instance(n_jobs: int, seed: int) -> Instance:
+    """The ``ten-zone-mr`` family (module docstring): the ten-zone family's jobs (times,
+    cpu = its demand, allowed clusters), zones and carbon, with memory beside cpu."""
+    base = ten_zone_instance(n_jobs, seed)
+    rng = np.random.default_rng(10_000 + seed)
+    gib_per_cpu = rng.choice(np.array([1.0, 2.0, 4.0, 8.0, 16.0]), n_jobs)
+    jobs = tuple(
+        Job(
+            id=j.id,
+            demand={"cpu": j.demand["gpu"], "memory": j.demand["gpu"] * float(gib_per_cpu[i])},
+            runtime_slots=j.runtime_slots,
+            release_slot=j.release_slot,
+            deadline_slot=j.deadline_slot,
+            allowed_clusters=j.allowed_clusters,
+        )
+        for i, j in enumerate(base.jobs)
+    )
+    horizon = base.grid.horizon_slots
+    m = len(base.clusters)
+    # each cluster a tenth of the cpu; memory per cpu in the ratios 2 : 4 : 8, scaled so
+    # that both resources are about 60 % used over the ten clusters
+    cpu_each = sum(j.demand["cpu"] * j.runtime_slots for j in jobs) / (0.6 * horizon * m)
+    memory_need = sum(j.demand["memory"] * j.runtime_slots for j in jobs) / (0.6 * horizon)
+    ratio = np.array([2.0, 4.0, 8.0])[np.arange(m) % 3]
+    memory = ratio * memory_need / float(ratio.sum())
+    peak_cpu = max(j.demand["cpu"] for j in jobs)
+    peak_memory = max(j.demand["memory"] for j in jobs)
+    clusters = tuple(
+        Cluster(
+            name=c.name,
+            zone=c.zone,
+            capacity={
+                "cpu": float(max(peak_cpu, math.ceil(cpu_each))),
+                "memory": float(max(peak_memory, math.ceil(memory[i]))),
+            },
+            watts_per_unit={"cpu": c.watts_per_unit["gpu"] / 10, "memory": 0.4},
+            pue=c.pue,
+            embodied_g_per_unit_hour={
+                "cpu": c.embodied_g_per_unit_hour["gpu"] / 10,
+                "memory": 0.05,
+            },
+        )
+        for i, c in enumerate(base.clusters)
+    )
+    return Instance(
+        grid=base.grid,
+        resources=("cpu", "memory"),
+        clusters=clusters,
+        carbon_g_per_kwh=base.carbon_g_per_kwh,
+        jobs=jobs,
+    )
+
+
 #: The trace families: (file under ``../shared/data/traces``, zones), each on other zones.
 TRACES: dict[str, tuple[str, tuple[str, ...]]] = {
     "trace": ("gaia/azure-100k.csv.gz", TRACE_ZONES),
@@ -220,6 +277,8 @@ def build(family: str, n_jobs: int, seed: int) -> Instance:
         return cjps_instance(n_jobs, seed, capacity=0.7 * n_jobs)
     if family == "ten-zone":
         return ten_zone_instance(n_jobs, seed)
+    if family == "ten-zone-mr":
+        return two_resource_instance(n_jobs, seed)
     if family in TRACES:
         return trace_instance(n_jobs, seed, family)
     raise SystemExit(f"unknown family {family!r}")

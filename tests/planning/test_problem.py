@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from carbonshift.domain import Instance, job_carbon_g
+from carbonshift.domain import Cluster, ClusterName, Instance, Job, JobId, TimeGrid, job_carbon_g
 from carbonshift.errors import InputError
 from carbonshift.planning.ledger import CapacityLedger
 from carbonshift.planning.problem import (
     InstanceArrays,
     arrays_of,
+    balanced_units,
     build_problem,
     build_starts,
     carbon_g,
@@ -221,3 +224,73 @@ def test_fits_now_everywhere_is_slot_zero_of_every_clusters_fit(
         got = ledger.fits_now_everywhere(j)
         assert got.tolist() == want
         assert np.array_equal(got, ledger.fitting_starts_everywhere(j)[:, 0])
+
+
+def _two_resource(memory_unit: float) -> Instance:
+    """Two jobs and two clusters with cpu and memory, memory counted in ``memory_unit``
+    GiB (1 / 1024: MiB)."""
+    gib = 1.0 / memory_unit
+    clusters = [
+        Cluster(
+            name=ClusterName(name),
+            capacity={"cpu": cpu, "memory": memory * gib},
+            watts_per_unit={"cpu": 10.0, "memory": 0.375 / gib},
+            embodied_g_per_unit_hour={"cpu": 1.5, "memory": 0.25 / gib},
+        )
+        for name, cpu, memory in (("a", 16.0, 64.0), ("b", 8.0, 256.0))
+    ]
+    jobs = [
+        Job(
+            id=JobId(f"j{i}"),
+            demand={"cpu": cpu, "memory": memory * gib},
+            runtime_slots=2,
+            release_slot=0,
+            deadline_slot=4,
+        )
+        for i, (cpu, memory) in enumerate(((4.0, 48.0), (2.0, 200.0)))
+    ]
+    return Instance(
+        grid=TimeGrid(slot_minutes=60, horizon_slots=4),
+        resources=("cpu", "memory"),
+        clusters=tuple(clusters),
+        carbon_g_per_kwh={"a": (100.0, 50.0, 80.0, 20.0), "b": (300.0, 10.0, 10.0, 90.0)},
+        jobs=tuple(jobs),
+    )
+
+
+@pytest.mark.parametrize("memory_unit", [1.0, 1.0 / 1024, 1024.0, 3.0])
+def test_balanced_units_keep_every_starts_grams_and_put_the_resources_on_one_scale(
+    memory_unit: float,
+) -> None:
+    arrays = arrays_of(_two_resource(memory_unit))
+    balanced = balanced_units(arrays)
+    starts = build_starts(arrays, on_time_only=False)
+    # the same grams to the bit (powers of two), the same rows of room
+    assert np.array_equal(carbon_g(balanced, starts), carbon_g(arrays, starts))
+    factor = balanced.demand_units[0] / arrays.demand_units[0]
+    assert np.all(factor >= 1)
+    assert np.all(np.log2(factor) == np.round(np.log2(factor)))
+    assert np.array_equal(balanced.capacity_units, arrays.capacity_units * factor[None, :, None])
+    assert np.array_equal(balanced.free_units, arrays.free_units * factor[None, :, None])
+    # mean capacities within a factor of sqrt(2) of one another, whatever the memory unit
+    level = balanced.capacity_units.mean(axis=(0, 2))
+    assert level.max() / level.min() <= 2**0.5
+    # GiB, MiB or 1,024 GiB: the same arrays up to one power of two over every resource
+    gib = balanced_units(arrays_of(_two_resource(1.0))).demand_units
+    ratio = balanced.demand_units / gib
+    assert np.all(ratio == ratio[0, 0]) == (memory_unit != 3.0)
+
+
+def test_balanced_units_leave_one_resource_and_inexact_units_alone() -> None:
+    one = arrays_of(instance([job()], [cluster()]))
+    assert balanced_units(one) is one
+    # memory's watts per unit so small that dividing them by a power of two loses bits
+    tiny = _two_resource(1.0)
+    tiny = replace(
+        tiny,
+        clusters=tuple(
+            replace(c, watts_per_unit={"cpu": 5e-324, "memory": 0.375}) for c in tiny.clusters
+        ),
+    )
+    arrays = arrays_of(tiny)
+    assert balanced_units(arrays) is arrays

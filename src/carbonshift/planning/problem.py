@@ -21,7 +21,7 @@ Objective coefficients for each family are separate functions of :class:`Starts`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -169,6 +169,58 @@ class Starts:
 
     def __len__(self) -> int:
         return int(self.job.shape[0])
+
+
+#: The largest power of two :func:`balanced_units` multiplies a resource by.
+_MAX_UNIT_EXPONENT = 200
+
+
+def balanced_units(arrays: InstanceArrays) -> InstanceArrays:
+    """``arrays`` with each resource counted in a unit of its own, so that every resource's
+    mean capacity is within a factor of about 1.4 of the largest's: demands and capacity of
+    a resource times ``2**e`` (``e >= 0``), its watts and embodied grams per unit divided by
+    it. The problem is the same (every start's grams, every fit), but a planner that sums
+    or compares resources (prices' steps, jobs' sizes) sees them on one scale, so its plan
+    no longer depends on the instance's units (memory in MiB or GiB: 1,024 = 2**10, the same
+    arrays). Powers of two keep every product and sum exact and only tighten the absolute
+    room tolerance; where a division would not be exact, or with one resource, ``arrays``
+    is returned as it is."""
+    k = arrays.demand_units.shape[1]
+    if k < 2:
+        return arrays
+    level = np.zeros(k)
+    for r in range(k):
+        cap = arrays.capacity_units[:, r, :]
+        if np.any(cap > 0):
+            level[r] = float(np.mean(cap[cap > 0]))
+    if np.count_nonzero(level > 0) < 2 or not np.all(np.isfinite(level)):
+        return arrays
+    ratio = np.divide(level.max(), level, out=np.ones(k), where=level > 0)
+    exponent = np.clip(np.round(np.log2(ratio)), 0, _MAX_UNIT_EXPONENT).astype(int)
+    if not np.any(exponent):
+        return arrays
+    factor = np.ldexp(1.0, exponent)
+    watts = arrays.watts_per_unit / factor
+    embodied = arrays.embodied_g_per_unit_hour / factor
+    demand = arrays.demand_units * factor
+    exact = (
+        np.array_equal(watts * factor, arrays.watts_per_unit)
+        and np.array_equal(embodied * factor, arrays.embodied_g_per_unit_hour)
+        and np.array_equal(demand / factor, arrays.demand_units)
+        and bool(np.all(np.isfinite(demand)))
+        and bool(np.all(np.isfinite(arrays.capacity_units * factor[None, :, None])))
+    )
+    if not exact:
+        return arrays
+    return replace(
+        arrays,
+        demand_units=demand,
+        capacity_units=arrays.capacity_units * factor[None, :, None],
+        free_units=arrays.free_units * factor[None, :, None],
+        watts_per_unit=watts,
+        embodied_g_per_unit_hour=embodied,
+        future_units=arrays.future_units * factor[0],
+    )
 
 
 def build_starts(arrays: InstanceArrays, *, on_time_only: bool) -> Starts:
