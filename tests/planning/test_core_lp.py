@@ -779,3 +779,56 @@ def test_the_core_lp_stops_its_interior_point_early_only_above_3000_jobs(
     assert asked[0] == want_tolerance
     assert set(asked) <= {want_tolerance, None}
     assert _key(inst, planned)[:2] == (0, 0)
+
+
+def _with_memory(inst: Instance, asked: bool) -> Instance:
+    """``inst`` with a second resource, memory: 2 GiB per unit of gpu asked by every job
+    (``asked``) or by none, clusters of 2.5 GiB per unit of gpu."""
+    return replace(
+        inst,
+        resources=("gpu", "memory"),
+        jobs=tuple(
+            replace(j, demand={"gpu": j.demand["gpu"], "memory": 2.0 * j.demand["gpu"] * asked})
+            for j in inst.jobs
+        ),
+        clusters=tuple(
+            replace(
+                c,
+                capacity={"gpu": c.capacity["gpu"], "memory": 2.5 * float(c.capacity["gpu"])},
+                watts_per_unit={"gpu": c.watts_per_unit["gpu"], "memory": 0.5},
+            )
+            for c in inst.clusters
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("memory", "cap", "want_per_class"),
+    [(None, 60_000, 2), (False, 60_000, 2), (True, 60_000, 4), (True, 10, 2)],
+    ids=["one-resource", "memory-asked-by-none", "memory-asked-too", "over-the-cap"],
+)
+def test_the_core_takes_core_columns_per_resource_the_jobs_ask_for(
+    memory: bool | None, cap: int, want_per_class: int
+) -> None:
+    """Above 3,000 jobs the core keeps ``core_columns`` columns per class for each resource
+    some job asks for (a basic solution's support per class grows with the binding rows),
+    but no more than ``core_columns`` where that would pass ``_CORE_COLUMNS_CAP`` columns;
+    the plan puts every job on time."""
+    inst = _spread(60, 4)
+    if memory is not None:
+        inst = _with_memory(inst, memory)
+    kept: list[int] = []
+    real = cs._core_columns
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        kept.append(args[5])
+        return real(*args, **kwargs)
+
+    with (
+        mock.patch.object(cs, "_core_columns", spy),
+        mock.patch.object(cs, "_CORE_COLUMNS_CAP", cap),
+    ):
+        planned = _plan(inst, core_columns=2)
+    assert kept == [want_per_class]
+    assert _key(inst, planned)[:2] == (0, 0)
+    assert not check_feasibility(inst, planned.plan)

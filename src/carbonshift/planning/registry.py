@@ -555,8 +555,9 @@ POLICIES: dict[str, PolicySpec] = {
                     int,
                     3,
                     "above core_small_jobs where the class LP is too large: solve its core "
-                    "(this many columns of least priced grams per class, and the best plan's "
-                    "starts), round it and repair its late jobs (0: off)",
+                    "(this many columns of least priced grams per class and resource the "
+                    "jobs ask for, and the best plan's starts), round it and repair its late "
+                    "jobs (0: off)",
                     0,
                 ),
                 ParamSpec(

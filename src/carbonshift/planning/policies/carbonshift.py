@@ -121,6 +121,9 @@ _WALL_GUARD_MIN_S = 60.0
 #: crossover on, IPX runs on to a tighter tolerance of its own first (ten-zone 10,000:
 #: 31-39 iterations instead of 35-47, the same optimum; bench/planner.md (q)).
 _CORE_IPM_TOLERANCE = 1e-7
+#: The most columns the core keeps through ``core_columns`` per resource (with one resource,
+#: or above it, ``core_columns`` per class whatever the count).
+_CORE_COLUMNS_CAP = 60_000
 
 
 def _note_search(stats: dict[str, float], name: str, done: PolishStats) -> None:
@@ -2101,8 +2104,9 @@ def carbonshift(
     within ``late_repair_cpu_s`` seconds of CPU, a guard;
     ``late_repair_jobs = 0``: off, and the LP only within the limits). Above
     ``core_small_jobs`` (at most 3,000) and up to ``core_max_jobs`` jobs, where the class
-    LP is beyond the limits, its core instead (per class the ``core_columns`` columns of
-    least priced grams, and the best plan's on-time starts; Balas and Carrera 1996) is
+    LP is beyond the limits, its core instead (per class ``core_columns`` columns of least
+    priced grams per resource the jobs ask for, and the best plan's on-time starts; Balas
+    and Carrera 1996) is
     solved (up to 3,000 jobs twice, with at least 20 and at least 15 columns per class, the
     better rounding kept, and with ``core_columns`` when neither is on time;
     ``core_lp_method``: HiGHS interior point with crossover, dual simplex again when that
@@ -2380,8 +2384,22 @@ def carbonshift(
         before_core = best_key
         # up to 3,000 jobs two wide cores (both rounded: the better plan is kept), the
         # narrow one when neither rounding is on time
-        wide = tuple(max(core_columns, k) for k in _SMALL_CORE_COLUMNS)
-        tries = (*wide, core_columns) if small else (core_columns,)
+        # core_columns per resource the jobs ask for: a basic solution has a capacity row
+        # per (cluster, resource, slot), so with more resources binding a class's LP
+        # support spreads over more starts (ten-zone-mr 10,000 seeds 0-2, cpu and memory:
+        # 3 columns 1.65 / 3.46 / 0.85 % above the bound, 6 columns 0.90 / 2.23 / 0.73 %),
+        # while the core keeps at most _CORE_COLUMNS_CAP columns that way (ten-zone-mr
+        # 100,000: 6 columns a class, 153k columns, took 30 s of interior point, 3 a class
+        # 21 s, for a plan 0.37 % above the bound)
+        asked = int(np.count_nonzero(np.any(arrays.demand_units > 0, axis=0)))
+        n_classes = max(1, classes.class_shape.shape[0])
+        narrow = max(core_columns, min(core_columns * asked, _CORE_COLUMNS_CAP // n_classes))
+        # with two or more resources the interior point's crossover apart found no vertex on
+        # 4 of 6 cores measured (ten-zone-mr 10,000 and 100,000), and HiGHS's own crossover
+        # takes as long from the start (3.4 s against 3.3 s): that one, not both
+        core_tolerance = None if small or asked > 1 else _CORE_IPM_TOLERANCE
+        wide = tuple(max(narrow, k) for k in _SMALL_CORE_COLUMNS)
+        tries = (*wide, narrow) if small else (narrow,)
         diverse = len(dict.fromkeys(wide)) if small else 1
         on_time_cores = 0
         core_prices: FloatArray | None = None
@@ -2404,7 +2422,7 @@ def carbonshift(
                 lp_time_limit_s,
                 method=core_lp_method,
                 presolve=fix,
-                ipm_tolerance=None if small else _CORE_IPM_TOLERANCE,
+                ipm_tolerance=core_tolerance,
             )
             stats["core_attempts"] = float(attempt + 1)
             stats["core_columns"] = float(keep.shape[0])
