@@ -181,10 +181,10 @@ def balanced_units(arrays: InstanceArrays) -> InstanceArrays:
     a resource times ``2**e`` (``e >= 0``), its watts and embodied grams per unit divided by
     it. The problem is the same (every start's grams, every fit), but a planner that sums
     or compares resources (prices' steps, jobs' sizes) sees them on one scale, so its plan
-    no longer depends on the instance's units (memory in MiB or GiB: 1,024 = 2**10, the same
-    arrays). Powers of two keep every product and sum exact and only tighten the absolute
-    room tolerance; where a division would not be exact, or with one resource, ``arrays``
-    is returned as it is."""
+    no longer depends much on the instance's units (memory in MiB or GiB, 1,024 = 2**10:
+    arrays that differ by one power of two over every resource). Powers of two keep every
+    product and sum exact and only tighten the absolute room tolerance; where a division
+    would not be exact, or with one resource, ``arrays`` is returned as it is."""
     k = arrays.demand_units.shape[1]
     if k < 2:
         return arrays

@@ -2146,8 +2146,9 @@ def carbonshift(
     only when the plan gains more; the bound and the plan's grams are the unpenalised ones.
     """
     began = time.perf_counter()
-    # every resource on one scale (a planner on raw units depends on them: ten-zone-mr
-    # 10,000, memory in GiB against 16 GiB, 4.75 % against 1.91 % above the bound)
+    # every resource on one scale (a planner on raw units depends on them: ten-zone-mr's
+    # first builder, 10,000 jobs, memory in GiB against 16 GiB, 4.75 % against 1.91 % above
+    # the bound; bench/planner.md (aa))
     arrays = balanced_units(arrays_of(instance, context))
     free = arrays.free_units
     full = unit_grams(arrays, embodied=True)
