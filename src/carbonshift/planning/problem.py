@@ -188,39 +188,42 @@ def balanced_units(arrays: InstanceArrays) -> InstanceArrays:
     k = arrays.demand_units.shape[1]
     if k < 2:
         return arrays
-    level = np.zeros(k)
-    for r in range(k):
-        cap = arrays.capacity_units[:, r, :]
-        if np.any(cap > 0):
-            level[r] = float(np.mean(cap[cap > 0]))
+    # each resource's mean capacity over the cells that have some
+    held = arrays.capacity_units > 0
+    count = held.sum(axis=(0, 2))
+    level = np.divide(
+        np.where(held, arrays.capacity_units, 0.0).sum(axis=(0, 2)),
+        count,
+        out=np.zeros(k),
+        where=count > 0,
+    )
     if np.count_nonzero(level > 0) < 2 or not np.all(np.isfinite(level)):
         return arrays
     ratio = np.divide(level.max(), level, out=np.ones(k), where=level > 0)
-    exponent = np.clip(np.round(np.log2(ratio)), 0, _MAX_UNIT_EXPONENT).astype(int)
-    if not np.any(exponent):
+    factor = np.exp2(np.clip(np.round(np.log2(ratio)), 0, _MAX_UNIT_EXPONENT))
+    if np.all(factor == 1.0):
         return arrays
-    factor = np.ldexp(1.0, exponent)
-    watts = arrays.watts_per_unit / factor
-    embodied = arrays.embodied_g_per_unit_hour / factor
-    demand = arrays.demand_units * factor
-    exact = (
-        np.array_equal(watts * factor, arrays.watts_per_unit)
-        and np.array_equal(embodied * factor, arrays.embodied_g_per_unit_hour)
-        and np.array_equal(demand / factor, arrays.demand_units)
-        and bool(np.all(np.isfinite(demand)))
-        and bool(np.all(np.isfinite(arrays.capacity_units * factor[None, :, None])))
-    )
-    if not exact:
-        return arrays
-    return replace(
+    cell = factor[None, :, None]
+    scaled = replace(
         arrays,
-        demand_units=demand,
-        capacity_units=arrays.capacity_units * factor[None, :, None],
-        free_units=arrays.free_units * factor[None, :, None],
-        watts_per_unit=watts,
-        embodied_g_per_unit_hour=embodied,
+        demand_units=arrays.demand_units * factor,
+        capacity_units=arrays.capacity_units * cell,
+        free_units=arrays.free_units * cell,
+        watts_per_unit=arrays.watts_per_unit / factor,
+        embodied_g_per_unit_hour=arrays.embodied_g_per_unit_hour / factor,
         future_units=arrays.future_units * factor[0],
     )
+    # a power of two is exact unless a product overflows or a quotient loses bits
+    exact = (
+        np.array_equal(scaled.watts_per_unit * factor, arrays.watts_per_unit)
+        and np.array_equal(
+            scaled.embodied_g_per_unit_hour * factor, arrays.embodied_g_per_unit_hour
+        )
+        and bool(np.all(np.isfinite(scaled.demand_units)))
+        and bool(np.all(np.isfinite(scaled.capacity_units)))
+        and bool(np.all(np.isfinite(scaled.future_units)))
+    )
+    return scaled if exact else arrays
 
 
 def build_starts(arrays: InstanceArrays, *, on_time_only: bool) -> Starts:

@@ -1971,7 +1971,6 @@ def _solve_class_lp(
                 # simplex (9.7 s)
                 solution = solve(lp.program, replace(options, ipm_tolerance=None))
                 seconds += solution.seconds
-                near = False
                 retried = not (solution.status is SolveStatus.OPTIMAL and solution.vertex)
         except SolverError:
             # HiGHS 1.16's interior point ended in "Solve error" on a 13-column core LP
