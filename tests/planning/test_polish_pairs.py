@@ -52,11 +52,14 @@ def _plan(inst: Instance) -> tuple[object, object, np.ndarray, np.ndarray, np.nd
 
 
 def _pairs(
-    lp_iterations: int, max_columns: int = 100, gpu_a: float = 4.0
+    lp_iterations: int,
+    max_columns: int = 100,
+    gpu_a: float = 4.0,
+    target_g: float | None = None,
 ) -> tuple[_polish.PolishStats, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`_polish.polish_pairs` on the plan of :func:`_plan` with a budget of
-    ``lp_iterations`` and windows of ``max_columns`` (``a`` of ``gpu_a`` units): what it
-    did, and the free units and starts after it."""
+    ``lp_iterations`` and windows of ``max_columns`` (``a`` of ``gpu_a`` units), stopping
+    at ``target_g``: what it did, and the free units and starts after it."""
     arrays, classes, table, free, cluster_of, start = _plan(_loose(gpu_a))
     own = cs._own_best_fast(arrays, classes, table)
     done = _polish.polish_pairs(
@@ -70,6 +73,7 @@ def _pairs(
         max_columns=max_columns,
         lp_iterations=lp_iterations,
         cpu_limit_s=30.0,
+        target_g=target_g,
     )
     return done, free, cluster_of, start
 
@@ -86,6 +90,62 @@ def test_a_pair_window_packs_the_clean_cluster_tighter() -> None:
     assert sorted([(int(start[0]), 2), (int(start[1]), 4)]) in ([(0, 4), (2, 2)], [(0, 2), (2, 4)])
     assert np.all(free >= -1e-9)  # the room the two jobs hold is taken off ``free``
     assert float(free[0].sum()) == pytest.approx(4.0 * 4 - 2 * 2 - 4 * 2)
+
+
+def _two_loose() -> Instance:
+    """:func:`_loose` twice over: jobs ``s1`` and ``b1`` on clusters ``a1`` (clean) and
+    ``d1`` (dirty), ``s2`` and ``b2`` on ``a2`` and ``d2``; the second pair dirtier."""
+    jobs, clusters, carbon = [], [], {}
+    for k, dirty in ((1, 500.0), (2, 900.0)):
+        pair = [f"a{k}", f"d{k}"]
+        jobs += [
+            job(f"s{k}", gpu=2.0, runtime=2, deadline=4, allowed=pair),
+            job(f"b{k}", gpu=4.0, runtime=2, deadline=4, allowed=pair),
+        ]
+        clusters += [cluster(f"a{k}", gpu=4.0), cluster(f"d{k}", gpu=10.0)]
+        carbon |= {f"a{k}": [10.0] * 4, f"d{k}": [dirty] * 4}
+    return instance(jobs, clusters, carbon, horizon=4)
+
+
+def test_the_pairs_stop_once_the_plan_reaches_its_target() -> None:
+    """Two pairs of clusters, each with :func:`_loose`'s plan: each needs its own window,
+    and the search goes on past them (it cannot know that nothing more is to gain). With a
+    target the first kept window reaches, the search ends at the next, unsolved."""
+    inst = _two_loose()
+    arrays = arrays_of(inst)
+    classes = classes_of(arrays)
+    table = shape_costs(classes, unit_grams(arrays))
+    names = [c.name for c in inst.clusters]
+    # the loose plan: s_k on a_k at slot 1, b_k on d_k at slot 0; packed: both on a_k
+    loose_m = np.array([names.index(n) for n in ("a1", "d1", "a2", "d2")], dtype=np.int64)
+    loose_s = np.array([1, 0, 1, 0], dtype=np.int64)
+
+    def grams(m: np.ndarray, s: np.ndarray) -> float:
+        return float(classes.weight @ table[classes.shape, m, s])
+
+    def run(target_g: float | None) -> tuple[_polish.PolishStats, np.ndarray]:
+        cluster_of, start = loose_m.copy(), loose_s.copy()
+        free = arrays.free_units.copy()
+        for j in range(4):
+            free[cluster_of[j], :, start[j] : start[j] + 2] -= arrays.demand_units[j][:, None]
+        own = cs._own_best_fast(arrays, classes, table)
+        done = _polish.polish_pairs(
+            arrays, classes, table, free, cluster_of, start, own,
+            max_columns=100, lp_iterations=10_000, cpu_limit_s=30.0, target_g=target_g,
+        )  # fmt: skip
+        return done, cluster_of
+
+    whole, cluster_of = run(None)
+    assert whole.kept == 2
+    assert whole.steps > 2  # then larger windows, which keep nothing
+    assert cluster_of.tolist() == [loose_m[0], loose_m[0], loose_m[2], loose_m[2]]
+    # either pair packed alone reaches it (the one that saves less: the first pair)
+    one_packed = grams(np.array([loose_m[0], loose_m[0], loose_m[2], loose_m[3]]), loose_s)
+    reached, _ = run(one_packed * (1 + 1e-9))
+    assert reached.kept == 1
+    assert reached.steps < whole.steps
+    out_of_reach, _ = run(grams(loose_m, loose_s) * 0.01)
+    assert (out_of_reach.kept, out_of_reach.steps) == (whole.kept, whole.steps)
 
 
 def test_a_pair_window_respects_its_budget() -> None:

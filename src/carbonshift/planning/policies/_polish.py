@@ -594,6 +594,7 @@ def polish_pairs(
     lp_iterations: int,
     cpu_limit_s: float,
     between: Callable[[], object] | None = None,
+    target_g: float | None = None,
 ) -> PolishStats:
     """Cluster pairs: every movable job on two clusters freed at once, each with its
     on-time starts on both, in windows along the horizon (:func:`_pair_groups`) of at most
@@ -606,8 +607,8 @@ def polish_pairs(
     Sweeps repeat (:data:`PAIR_SWEEPS` in all at most; ``between``, the caller's local
     moves, after each that kept a window) until ``lp_iterations`` simplex iterations are
     spent (each sub-MILP also counts :data:`STEP_ITERATIONS`) or, a guard,
-    ``cpu_limit_s`` seconds of this thread's CPU. A variable neighbourhood search
-    (Mladenovic and Hansen 1997) over the windows' size.
+    ``cpu_limit_s`` seconds of this thread's CPU, or the plan's grams reach ``target_g``.
+    A variable neighbourhood search (Mladenovic and Hansen 1997) over the windows' size.
 
     Where the plan's packing of the clean clusters is loose, the grams above the bound
     sit in exchanges between two clusters: a clean one packed tighter so that jobs leave a
@@ -622,6 +623,18 @@ def polish_pairs(
     settings = sub_milp_options(WALL_GUARD_PER_CPU_S * cpu_limit_s, PAIR_NODES, False, rens=False)
     sizes = [max(1, int(fraction * max_columns)) for fraction in PAIR_SIZES]
     level = 0
+    kept_seen = 0
+
+    def reached() -> bool:
+        """Whether a window kept since the last look took the plan to ``target_g``."""
+        nonlocal kept_seen
+        if target_g is None or total.kept == kept_seen:
+            return False
+        kept_seen = total.kept
+        idx = np.flatnonzero(cluster >= 0)
+        grams = classes.weight[idx] @ table[classes.shape[idx], cluster[idx], start[idx]]
+        return bool(float(grams) <= target_g)
+
     for _ in range(PAIR_SWEEPS):
         kept_before = total.kept
         # the first size hands over past its share; the last keeps the whole budget
@@ -641,7 +654,7 @@ def polish_pairs(
             options = n_options * arrays.allowed[:, list(pair)].sum(axis=1)
             columns = partial(_pair_columns, pair)
             for freed in _pair_groups(np.flatnonzero(on_pair), start, options, sizes[level]):
-                if total.spent(began, lp_iterations, cpu_limit_s):
+                if total.spent(began, lp_iterations, cpu_limit_s) or reached():
                     return total.stats(began)
                 if not last and total.lp_iterations >= share:
                     handed_over = True
