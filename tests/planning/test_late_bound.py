@@ -6,14 +6,17 @@ above either had a null bound though that LP was feasible)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from carbonshift.formats.instance import instance_to_dict
+from carbonshift.formats.instance import instance_from_dict, instance_to_dict
 from carbonshift.planning import run_policy
 from carbonshift.planning.lagrangian import classes_of
 from carbonshift.planning.policies.carbonshift import _fitting_on_time_lp, _overloaded
-from carbonshift.planning.problem import arrays_of
+from carbonshift.planning.problem import arrays_of, balanced_units
 from tests.builders import cluster, instance, job
 from tests.planning import independent
 
@@ -155,3 +158,16 @@ def test_an_overloaded_window_settles_infeasibility_without_an_lp(
     if overloaded:
         assert theirs is None
     assert _fitting_on_time_lp(arrays, 30.0) is (theirs is not None)
+
+
+def test_the_feasibility_lp_answers_where_the_dual_simplex_stalls() -> None:
+    """``data/feasibility_lp_degenerate.json`` (200 jobs on five clusters, three resources,
+    a random scan's instance): the zero-cost feasibility LP over job classes (3,738
+    columns) got no answer from HiGHS's dual simplex in 60 s of CPU, so a late plan's
+    bound was null though the all-on-time LP is feasible (the checker's `bound` rule).
+    The interior point goes first at every size now and answers."""
+    path = Path(__file__).parent / "data" / "feasibility_lp_degenerate.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert independent.lp_on_time(independent.parse_instance(doc)) is not None
+    arrays = balanced_units(arrays_of(instance_from_dict(doc)))
+    assert _fitting_on_time_lp(arrays, 20.0) is True

@@ -1000,6 +1000,21 @@ def _grams(arrays: InstanceArrays, classes: JobClasses, state: _State, table: Fl
     return float(classes.weight[placed] @ unit)
 
 
+def _all_on_time(arrays: InstanceArrays, state: _State) -> bool:
+    """Whether ``state`` places every job, each on time."""
+    return bool(
+        np.all(state.cluster >= 0)
+        and np.all(state.start + arrays.runtime_slots <= arrays.deadline_slot)
+    )
+
+
+def _less_margins(value_g: float, classes: JobClasses, full: FloatArray) -> float:
+    """A certified bound from ``value_g``: less :data:`_BOUND_MARGIN` of it and the rounding
+    of the prefix sums of the ``full`` grams, which is absolute (stress shape
+    carbon_limits); at least 0."""
+    return max(0.0, value_g - _BOUND_MARGIN * abs(value_g) - shape_costs_error_g(classes, full))
+
+
 def _late_jobs(arrays: InstanceArrays, state: _State) -> IntArray:
     """The placed jobs that end past their deadline."""
     late = (state.cluster >= 0) & (state.start + arrays.runtime_slots > arrays.deadline_slot)
@@ -1726,8 +1741,11 @@ _FEASIBILITY_MAX_COLUMNS = 500_000
 #: ten-zone 10,000, 3,942 classes, 0.31 s of CPU up to the LP; 100,000, 8,317, 0.82 s)
 _FEASIBILITY_MAX_CLASSES = 50_000
 #: above this many columns the feasibility LP goes to HiGHS's interior point first, for at
-#: most this many wall seconds (``lp_time_limit_s`` if smaller)
-_FEASIBILITY_IPM_COLUMNS = 50_000
+#: most this many wall seconds (``lp_time_limit_s`` if smaller): at any size since
+#: 2026-11-30 (the zero-cost LP is degenerate for the dual simplex: 200 jobs, three
+#: resources, 3,738 columns, no answer in 60 s of CPU, where the interior point said
+#: feasible in 0.15 s; bench/planner.md (ae))
+_FEASIBILITY_IPM_COLUMNS = 0
 _FEASIBILITY_IPM_WALL_S = 30.0
 
 
@@ -2855,9 +2873,7 @@ def carbonshift(
         )
     full_table = true_table if objective == "carbon" else shape_costs(classes, full)
     plan_g = _grams(arrays, classes, best, full_table)
-    on_time = bool(
-        np.all(placed) and np.all(best.start + arrays.runtime_slots <= arrays.deadline_slot)
-    )
+    on_time = _all_on_time(arrays, best)
     plan_bound: PlanBound | None = None
     if bound != "none":
         # CONTRACTS.md section 2: B bounds every feasible all-on-time plan and is null only
@@ -2878,10 +2894,7 @@ def carbonshift(
             )
             value = max(value, full_dual.bound_g)
         if value is not None:
-            # and by the prefix sums' rounding, which is absolute (stress shape carbon_limits)
-            value = max(
-                0.0, value - _BOUND_MARGIN * abs(value) - shape_costs_error_g(classes, full)
-            )
+            value = _less_margins(value, classes, full)
         plan_bound = PlanBound.of(value, plan_g)
     if plan_bound is not None and plan_bound.lower_bound_g is not None:
         stats["lower_bound_g"] = plan_bound.lower_bound_g
@@ -2953,7 +2966,11 @@ def _critical_held(
         m, s = int(state.cluster[j]), int(state.start[j])
         held[m, :, s : s + int(raw.runtime_slots[j])] += raw.demand_units[j][:, None]
     rest = replace(instance, jobs=tuple(job for job in instance.jobs if not job.critical))
-    inner = carbonshift(rest, replace(context or PlanContext(), held_units=held), **params)
+    # the inner plan's bound is of the held problem only; a late plan's check that an
+    # all-on-time plan may exist is made here, on the whole instance
+    inner = carbonshift(
+        rest, replace(context or PlanContext(), held_units=held), **(params | {"late_bound": False})
+    )
     index = {job.id: i for i, job in enumerate(instance.jobs)}
     cluster_index = {cluster.name: m for m, cluster in enumerate(instance.clusters)}
     for a in inner.plan.assignments:
@@ -2983,9 +3000,7 @@ def _critical_held(
         # a bound on the plans with the critical jobs where they are (not the certified one)
         stats["critical_held_lower_bound_g"] = inner.bound.lower_bound_g + critical_g
     stats.pop("lower_bound_g", None)
-    on_time = bool(
-        np.all(placed) and np.all(state.start + arrays.runtime_slots <= arrays.deadline_slot)
-    )
+    on_time = _all_on_time(arrays, state)
     plan_bound: PlanBound | None = None
     if params["bound"] != "none":
         value: float | None = None
@@ -3018,11 +3033,7 @@ def _critical_held(
                 iterations=max(2 * int(params["dual_iterations"]), 1),
                 prices=prices,
             )
-            value = max(value, ascent.bound_g)
-            # less the margins of the plan's own bound (above)
-            value = max(
-                0.0, value - _BOUND_MARGIN * abs(value) - shape_costs_error_g(classes, full)
-            )
+            value = _less_margins(max(value, ascent.bound_g), classes, full)
             stats["lower_bound_g"] = value
         plan_bound = PlanBound.of(value, plan_g)
     notes = {
