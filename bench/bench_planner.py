@@ -18,6 +18,8 @@ Families (embedded Electricity Maps data, direct intensity, sampled at each slot
   memory, as FLUIDOS plans): each job 1..8 cpu and 1, 2, 4, 8 or 16 GiB per cpu; each
   cluster a tenth of the cpu, memory per cpu in the ratios 2 : 4 : 8 across them, both
   resources sized for about 60 % average use (``two_resource_instance``);
+- ``ten-zone-crit``: the ten-zone family with each job critical with probability 0.1
+  (``with_critical``; bench/planner.md (ad));
 - ``trace``: jobs of a GAIA trace (``../shared/data/traces/gaia``, hours) arriving in one
   day, through carbonshift's trace reader and slot rules, on 4 zones, 48 hourly slots,
   deadline factor 3 (capped at the horizon), capacity sized for about 50 % average use;
@@ -45,6 +47,7 @@ import resource
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -268,6 +271,18 @@ def trace_instance(n_jobs: int, seed: int, family: str = "trace") -> Instance:
     )
 
 
+#: ``ten-zone-crit``: the share of the jobs made critical
+CRITICAL_SHARE = 0.1
+
+
+def with_critical(inst: Instance, seed: int, share: float) -> Instance:
+    """``inst`` with each job critical with probability ``share`` (numpy's generator seeded
+    ``seed + 77``; bench/planner.md (ad) measured step 0b so)."""
+    rng = np.random.default_rng(seed + 77)
+    jobs = tuple(replace(job, critical=bool(rng.random() < share)) for job in inst.jobs)
+    return replace(inst, jobs=jobs)
+
+
 def build(family: str, n_jobs: int, seed: int) -> Instance:
     if family == "caspian":
         return caspian_instance(seed, n_jobs)
@@ -279,6 +294,8 @@ def build(family: str, n_jobs: int, seed: int) -> Instance:
         return ten_zone_instance(n_jobs, seed)
     if family == "ten-zone-mr":
         return two_resource_instance(n_jobs, seed)
+    if family == "ten-zone-crit":
+        return with_critical(ten_zone_instance(n_jobs, seed), seed, CRITICAL_SHARE)
     if family in TRACES:
         return trace_instance(n_jobs, seed, family)
     raise SystemExit(f"unknown family {family!r}")
