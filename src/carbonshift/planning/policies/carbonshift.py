@@ -2915,13 +2915,7 @@ def carbonshift(
         notes=notes,
         stats=stats,
     )
-    return PolicyResult(
-        plan=result.plan,
-        status=result.status,
-        notes=result.notes,
-        stats=result.stats,
-        bound=plan_bound,
-    )
+    return replace(result, bound=plan_bound)
 
 
 #: carbonshift's arguments that are not its keyword parameters
@@ -2960,6 +2954,8 @@ def _critical_held(
         start=np.full(n, -1, dtype=np.int64),
     )
     _place_critical(_Placer(arrays, classes, state), arrays, true)
+    full_table = true if objective == "carbon" else shape_costs(classes, full)
+    critical_g = _grams(arrays, classes, state, full_table)
     # their room, in the instance's units, held beside what the context holds
     held = raw.capacity_units - raw.free_units
     for j in np.flatnonzero(state.cluster >= 0).tolist():
@@ -2976,26 +2972,12 @@ def _critical_held(
     for a in inner.plan.assignments:
         j = index[a.job]
         m, s = cluster_index[a.cluster], int(a.start_slot)
-        state.cluster[j], state.start[j] = m, s
-        state.free[m, :, s : s + int(arrays.runtime_slots[j])] -= arrays.demand_units[j][:, None]
+        state.cluster[j], state.start[j] = m, s  # (the room is not read after this)
     placed = state.cluster >= 0
     chosen = {int(j): (int(state.cluster[j]), int(state.start[j])) for j in np.flatnonzero(placed)}
-    full_table = true if objective == "carbon" else shape_costs(classes, full)
     plan_g = _grams(arrays, classes, state, full_table)
     stats = dict(inner.stats)
     stats["critical_held_jobs"] = float(np.sum(arrays.critical & placed))
-    critical_g = float(
-        np.sum(
-            np.where(
-                arrays.critical & placed,
-                classes.weight
-                * full_table[
-                    classes.shape, np.maximum(state.cluster, 0), np.maximum(state.start, 0)
-                ],
-                0.0,
-            )
-        )
-    )
     if inner.bound is not None and inner.bound.lower_bound_g is not None:
         # a bound on the plans with the critical jobs where they are (not the certified one)
         stats["critical_held_lower_bound_g"] = inner.bound.lower_bound_g + critical_g
